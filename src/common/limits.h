@@ -1,0 +1,34 @@
+// Limits and tunables shared by every layer, each with its reason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace trove::limits {
+
+// memcached's key limit (protocol.txt: "the key must not exceed 250 characters").
+inline constexpr size_t kMemcacheMaxKey = 250;
+// Engine keys may be longer for RESP (Redis keys are binary-safe); an item stores
+// the key length in 16 bits.
+inline constexpr size_t kEngineMaxKey = 65535;
+// memcached's 2048-byte limit on a text command line (KEY_MAX_LENGTH plus
+// room for flags/exptime/cas and meta flags).
+inline constexpr size_t kMemcacheMaxLine = 2048;
+// Reads are done in 16 KiB pieces, as memcached's READ_BUFFER_SIZE; the buffer
+// grows only to hold one large value.
+inline constexpr size_t kReadChunk = 16 * 1024;
+// A connection whose unsent output passes this stops being read until drained.
+inline constexpr size_t kOutputSoftLimit = 4 * 1024 * 1024;
+// Bounded channels (seed 002): new-connection handoff and worker inbox.
+inline constexpr size_t kAcceptChannelCapacity = 256;
+inline constexpr size_t kWorkerInboxCapacity = 1024;
+// memcached: exptime values above 30 days are absolute unix times.
+inline constexpr int64_t kRealtimeMaxDelta = 60 * 60 * 24 * 30;
+// Redis: inline requests are capped at 64 KiB (PROTO_INLINE_MAX_SIZE).
+inline constexpr size_t kRespInlineMax = 64 * 1024;
+// Redis proto-max-bulk-len default.
+inline constexpr size_t kRespMaxBulk = 512ull * 1024 * 1024;
+// Redis multibulk length limit (1024*1024 arguments).
+inline constexpr int64_t kRespMaxMultibulk = 1024 * 1024;
+
+}  // namespace trove::limits

@@ -1,0 +1,334 @@
+// Engine: the storage engine every protocol uses (memcached's design: slab
+// allocator, segmented LRU, hash table with striped item locks, atomic
+// refcounts). No networking. All public methods are thread-safe unless marked
+// REQUIRES; background threads (LRU maintainer, crawler, hash expander, slab
+// rebalancer) start in Start() and stop in Stop().
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+
+namespace trove::engine {
+
+// Settings fixed at creation (memcached's flags; defaults are memcached's).
+struct EngineOptions {
+  size_t mem_limit = 64ull << 20;      // -m, bytes of item memory
+  size_t item_size_max = 1u << 20;     // -I, also the slab page size
+  double factor = 1.25;                // -f
+  size_t chunk_size_min = 48;          // -n (value bytes of the smallest class)
+  size_t slab_chunk_max = 0;           // 0 = item_size_max / 2
+  bool use_cas = true;                 // -C turns it off
+  bool evict_to_free = true;           // -M sets false: out-of-memory error instead
+  int hashpower_init = 16;             // -o hashpower
+  int item_lock_power = 13;            // stripes = 2^power
+  bool lru_maintainer = true;
+  bool lru_crawler = true;
+  int hot_lru_pct = 20;
+  int warm_lru_pct = 40;
+  double hot_max_factor = 0.2;
+  double warm_max_factor = 2.0;
+  bool temp_lru = false;
+  uint32_t temp_ttl = 61;
+  bool slab_reassign = true;
+  int slab_automove = 1;               // 0 off, 1 conservative, 2 aggressive
+  double slab_automove_ratio = 0.8;
+  bool prealloc = false;               // -L
+  const Clock* clock = nullptr;        // nullptr = SystemClock::Default()
+};
+
+// What an item's value holds. Strings are bytes. Collection items (RESP) hold
+// either a compact byte encoding (kEncodedBytes) chosen by the RESP layer, or
+// a HeapValue (kHeap) for large collections.
+enum class ValueType : uint8_t { kString = 0, kList = 1, kHash = 2, kSet = 3, kZset = 4 };
+
+// Outcomes, not errors (memcached's store_item_type).
+enum class StoreResult : uint8_t { kStored, kNotStored, kExists, kNotFound, kTooLarge, kNoMemory };
+enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
+enum class ArithResult : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kNoMemory };
+enum class DeleteResult : uint8_t { kDeleted, kNotFound, kExists };
+enum class AllocStatus : uint8_t { kOk, kTooLarge, kNoMemory };
+
+class Engine;
+struct Item;          // defined in item.h; opaque to protocols
+struct ThreadStats;   // defined in stats.h; one per worker thread
+
+// A large collection stored outside slab memory. The item's value holds only
+// the pointer; the engine deletes the object when the item is freed.
+// Thread safety: read or written only while the key's stripe lock is held
+// (through a KeyLockSet), because collections are mutated in place.
+class HeapValue {
+ public:
+  virtual ~HeapValue() = default;
+  // Bytes used, counted against the -m limit (call Engine::AdjustHeapBytes
+  // after changing it in place).
+  virtual size_t MemoryUsage() const = 0;
+};
+
+// A counted reference to an item. Move-only; the reference is dropped on
+// destruction. While held, the item's memory is not reused, so its value may
+// be sent straight from item memory. The fields are immutable while the item
+// is linked, except flag bits and times the engine updates under the lock.
+class ItemRef {
+ public:
+  ItemRef() = default;
+  ItemRef(Engine* e, Item* it) : engine_(e), item_(it) {}
+  ~ItemRef() { Reset(); }
+  ItemRef(ItemRef&& o) noexcept : engine_(o.engine_), item_(o.item_) { o.item_ = nullptr; }
+  ItemRef& operator=(ItemRef&& o) noexcept {
+    if (this != &o) { Reset(); engine_ = o.engine_; item_ = o.item_; o.item_ = nullptr; }
+    return *this;
+  }
+  ItemRef(const ItemRef&) = delete;
+  ItemRef& operator=(const ItemRef&) = delete;
+
+  explicit operator bool() const { return item_ != nullptr; }
+  void Reset();
+
+  std::string_view key() const;
+  uint32_t client_flags() const;
+  uint64_t cas() const;            // 0 when CAS is off
+  uint32_t value_length() const;   // bytes, without the trailing CRLF
+  ValueType type() const;
+  bool is_heap() const;            // value is a HeapValue*
+  bool is_chunked() const;         // value spans several chunks
+  // Absolute expiry as unix seconds; 0 = never.
+  int64_t expires_at_unix() const;
+
+  // The value as iovecs straight from item memory (1 span unless chunked);
+  // with_crlf appends the "\r\n" the engine stores after every value.
+  // Returns the number of spans written (at most max; 16 always suffices for
+  // the default -I; call with a larger array for bigger -I).
+  int ValueSpans(iovec* out, int max, bool with_crlf) const;
+  // The value when it is one span (always true unless is_chunked()).
+  std::string_view value() const;
+  // Copies the value out (any layout).
+  void CopyValue(std::string* out) const;
+  // Writable value memory of an item from Engine::Allocate that is not yet
+  // stored (one span unless chunked; use WritableSpans then).
+  char* writable_value();
+  int WritableSpans(iovec* out, int max);
+  HeapValue* heap() const;         // REQUIRES: is_heap() and stripe lock held
+
+  // Gives up ownership without dropping the reference (for OutputBuffer);
+  // release later with Engine::ReleaseRaw(engine, item).
+  Item* Detach() { Item* it = item_; item_ = nullptr; return it; }
+  Engine* engine() const { return engine_; }
+  Item* raw() const { return item_; }
+
+ private:
+  Engine* engine_ = nullptr;
+  Item* item_ = nullptr;
+};
+
+// --- arguments of the richer operations (meta protocol, RESP) ---
+
+struct StoreArgs {
+  StoreMode mode = StoreMode::kSet;
+  uint64_t compare_cas = 0;         // kCas / ms C: must equal the item's CAS
+  uint64_t explicit_cas = 0;        // ms E: CAS to give the new item (0 = next)
+  bool invalidate = false;          // ms I: a CAS older than the item's marks
+                                    // the stored item stale instead of failing
+  std::optional<int64_t> vivify_exptime;  // ms N in append/prepend: create on miss
+  bool keep_ttl = false;            // RESP SET KEEPTTL: keep the old expiry
+  bool bump = true;
+};
+
+struct ArithArgs {
+  bool incr = true;                 // false = decr (floors at 0); incr wraps at 2^64
+  uint64_t delta = 1;
+  uint64_t compare_cas = 0;         // ma C
+  uint64_t explicit_cas = 0;        // ma E
+  std::optional<int64_t> vivify_exptime;  // ma N: create on miss with `initial`
+  uint64_t initial = 0;             // ma J
+  std::optional<int64_t> touch_exptime;   // ma T
+};
+struct ArithOutput {
+  ArithResult result = ArithResult::kNotFound;
+  uint64_t value = 0;
+  uint64_t cas = 0;
+  int64_t ttl = -1;                 // seconds left, -1 = never expires
+  ItemRef item;                     // the item after the operation (for ma v/t/c)
+};
+
+struct DeleteArgs {
+  uint64_t compare_cas = 0;         // md C / RESP internal
+  bool invalidate = false;          // md I: mark stale (CAS bumped) instead of removing
+  std::optional<int64_t> stale_exptime;  // md T with I: new TTL of the stale item
+  bool remove_value = false;        // md x: empty the value, keep the item and flags 0
+  uint64_t explicit_cas = 0;        // md E
+};
+
+// mg: every meta-get flag that changes engine state or needs item metadata.
+struct MetaGetArgs {
+  bool bump = true;                       // u = false: don't bump the LRU or set FETCHED
+  std::optional<int64_t> touch_exptime;   // T
+  std::optional<int64_t> vivify_exptime;  // N: on miss create an empty item, win it
+  std::optional<uint32_t> recache_ttl;    // R: win a token if TTL left is below this
+};
+struct MetaGetOutput {
+  ItemRef item;               // empty on a miss without N
+  bool win = false;           // W: this client should recache
+  bool stale = false;         // X: item is stale (invalidated)
+  bool already_won = false;   // Z: another client already has the token
+  bool hit_before = false;    // h: item had been fetched before this request
+  uint32_t last_access_ago = 0;  // l: seconds since last access (before this one)
+  int64_t ttl = -1;           // t: seconds left, -1 = never
+  bool vivified = false;      // created by N on this request
+};
+
+// Result of Allocate for the two-step store (allocate, fill value, StoreItem),
+// which lets the protocol read a value straight into item memory.
+struct AllocOutput {
+  AllocStatus status = AllocStatus::kNoMemory;
+  ItemRef item;
+};
+
+// One key of an LRU crawler metadump (memcached's lru_crawler metadump format).
+struct DumpEntry {
+  std::string key;
+  int64_t exp_unix;        // -1 = never
+  int64_t last_access_unix;
+  uint64_t cas;
+  bool fetched;
+  int slab_class;
+  uint32_t size;
+  uint32_t flags;
+};
+
+// Stats as memcached names them, in memcached's order where it has one.
+using StatList = std::vector<std::pair<std::string, std::string>>;
+
+class KeyLockSet;
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Create(const EngineOptions& opts);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Background threads (per options). Stop() joins them; called by ~Engine.
+  void Start();
+  void Stop();
+
+  // One ThreadStats per worker (or test thread); owned by the engine, valid
+  // until the engine is destroyed. Only that thread passes it to operations.
+  ThreadStats* NewThreadStats();
+
+  // --- memcached text protocol operations ---
+  // exptime everywhere is memcached's: 0 never; <= 30 days relative seconds;
+  // larger an absolute unix time; negative already expired.
+  ItemRef Get(std::string_view key, ThreadStats* ts, bool bump = true);
+  ItemRef GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* ts);
+  bool Touch(std::string_view key, int64_t exptime, ThreadStats* ts);
+  StoreResult Store(std::string_view key, uint32_t flags, int64_t exptime,
+                    std::string_view value, const StoreArgs& args, ThreadStats* ts,
+                    uint64_t* cas_out = nullptr);
+  AllocOutput Allocate(std::string_view key, uint32_t flags, int64_t exptime,
+                       size_t value_len, ThreadStats* ts, ValueType type = ValueType::kString);
+  // Stores an item from Allocate whose value has been filled. The ref stays
+  // valid (it is the stored item on success).
+  StoreResult StoreItem(ItemRef& item, const StoreArgs& args, ThreadStats* ts,
+                        uint64_t* cas_out = nullptr);
+  ArithOutput Arith(std::string_view key, const ArithArgs& args, ThreadStats* ts);
+  DeleteResult Delete(std::string_view key, const DeleteArgs& args, ThreadStats* ts);
+  // flush_all [delay]: items stored before now (+delay) become invalid.
+  void FlushAll(int64_t delay_seconds);
+
+  // --- meta protocol ---
+  MetaGetOutput MetaGet(std::string_view key, const MetaGetArgs& args, ThreadStats* ts);
+
+  // --- RESP: locked multi-key access and collections ---
+  // Engine operations named *Locked REQUIRE the key's stripe held by a live
+  // KeyLockSet on this thread; they never take a stripe lock themselves.
+  ItemRef GetLocked(std::string_view key, ThreadStats* ts, bool bump = true);
+  StoreResult StoreItemLocked(ItemRef& item, const StoreArgs& args, ThreadStats* ts,
+                              uint64_t* cas_out = nullptr);
+  bool UnlinkLocked(std::string_view key, ThreadStats* ts);
+  // Changes the expiry of a linked item (RESP EXPIRE family, PERSIST).
+  bool SetExpiryLocked(std::string_view key, int64_t exptime_unix_or_zero, ThreadStats* ts);
+  // Allocates an item whose value is a HeapValue (the pointer is stored).
+  AllocOutput AllocateHeap(std::string_view key, int64_t exptime, ValueType type,
+                           std::unique_ptr<HeapValue> value, ThreadStats* ts);
+  // After a HeapValue changed size in place (stripe held).
+  void AdjustHeapBytes(int64_t delta);
+
+  // Iteration for SCAN/KEYS/RANDOMKEY/FLUSHDB: visits live items in a cursor
+  // order that survives hash-table growth (reverse-binary bucket order, as
+  // Redis's dictScan); returns the next cursor, 0 when done.
+  uint64_t Scan(uint64_t cursor, size_t count,
+                const std::function<void(const ItemRef&)>& fn);
+  uint64_t curr_items() const;
+
+  // --- admin ---
+  StatList Stats() const;             // "stats" (engine part)
+  StatList SettingsStats() const;     // engine part of "stats settings"
+  StatList ItemStats() const;         // "stats items"
+  StatList SlabStats() const;         // "stats slabs"
+  StatList SizeStats() const;         // "stats sizes"
+  void ResetStats();                  // "stats reset"
+  // Per-prefix stats ("stats detail on|off|dump"), prefix delimiter ':'.
+  void SetDetailEnabled(bool on);
+  std::string DetailDump() const;     // memcached's "PREFIX ..." lines, ending "END\r\n"
+  // cache_memlimit N (MiB): false if below what is already in use and cannot shrink.
+  bool SetMemLimit(size_t bytes);
+  // slabs reassign src dst: "OK", "BUSY", "BADCLASS", "NOSPARE", "SAME" (memcached's replies).
+  std::string SlabsReassign(int src, int dst);
+  void SetSlabAutomove(int mode);
+  // lru_crawler: crawl "all" or "1,2,3"; returns memcached's reply word
+  // ("OK", "BUSY currently processing crawler request", "BADCLASS ...").
+  std::string CrawlerCrawl(std::string_view classes);
+  bool CrawlerEnable(bool on);
+  void CrawlerSetSleep(uint32_t usec);
+  void CrawlerSetToCrawl(uint32_t n);
+  // Snapshot of keys for lru_crawler metadump (all, or listed classes).
+  std::vector<DumpEntry> MetaDump(std::string_view classes);
+
+  const EngineOptions& options() const { return opts_; }
+  const Clock* clock() const { return clock_; }
+  // Seconds left before the item expires, -1 = never (for TTL/PTTL and meta t).
+  int64_t TtlSeconds(const ItemRef& ref) const;
+
+  // Drops a reference taken out with ItemRef::Detach (OutputBuffer release hook).
+  static void ReleaseRaw(void* engine, void* item);
+
+  struct Impl;  // the parts in slab_allocator, hash_table, lru, ...
+
+ private:
+  explicit Engine(const EngineOptions& opts);
+  friend class ItemRef;
+  friend class KeyLockSet;
+  EngineOptions opts_;
+  const Clock* clock_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Holds the stripe locks of a set of keys, taken in ascending stripe order and
+// deduplicated, for multi-key atomic work (MULTI/EXEC, MSET, RENAME, collection
+// updates). Only one KeyLockSet per thread at a time. Destruction unlocks.
+class KeyLockSet {
+ public:
+  KeyLockSet(Engine* engine, std::span<const std::string_view> keys);
+  explicit KeyLockSet(Engine* engine, std::string_view key);
+  ~KeyLockSet();
+  KeyLockSet(const KeyLockSet&) = delete;
+  KeyLockSet& operator=(const KeyLockSet&) = delete;
+
+ private:
+  Engine* engine_;
+  std::vector<uint32_t> stripes_;  // ascending
+};
+
+}  // namespace trove::engine

@@ -1,0 +1,2 @@
+// placeholder until the engine lands
+#include "engine/engine.h"

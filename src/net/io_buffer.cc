@@ -1,0 +1,195 @@
+// InputBuffer / OutputBuffer implementation. Worker thread only.
+#include "net/io_buffer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sys/uio.h>
+
+#include <cstring>
+#include <string>
+
+#include "common/check.h"
+
+namespace trove::net {
+
+InputBuffer::InputBuffer(size_t initial) : buf_(new char[initial]), cap_(initial) {}
+
+void InputBuffer::Consume(size_t n) {
+  DCHECK(n <= size());
+  begin_ += n;
+  if (begin_ == end_) begin_ = end_ = 0;
+}
+
+void InputBuffer::Reserve(size_t n) {
+  if (cap_ - end_ >= n) return;
+  size_t live = end_ - begin_;
+  if (begin_ > 0 && cap_ - live >= n) {
+    std::memmove(buf_.get(), buf_.get() + begin_, live);
+    begin_ = 0;
+    end_ = live;
+    return;
+  }
+  size_t ncap = cap_ * 2;
+  while (ncap - live < n) ncap *= 2;
+  std::unique_ptr<char[]> nb(new char[ncap]);
+  std::memcpy(nb.get(), buf_.get() + begin_, live);
+  buf_ = std::move(nb);
+  cap_ = ncap;
+  begin_ = 0;
+  end_ = live;
+}
+
+void InputBuffer::ShrinkIfIdle(size_t keep) {
+  if (size() != 0 || cap_ <= keep) return;
+  buf_.reset(new char[keep]);
+  cap_ = keep;
+  begin_ = end_ = 0;
+}
+
+OutputBuffer::OutputBuffer() { entries_.reserve(64); }
+
+OutputBuffer::~OutputBuffer() { Clear(); }
+
+OutputBuffer::Block* OutputBuffer::CurrentBlock(size_t need) {
+  CHECK(need <= kBlockSize);
+  if (blocks_.empty()) {
+    blocks_.push_back(Block{std::unique_ptr<char[]>(new char[kBlockSize]), 0});
+    cur_block_ = 0;
+  }
+  Block* b = &blocks_[cur_block_];
+  if (kBlockSize - b->used < need) {
+    ++cur_block_;
+    if (cur_block_ == blocks_.size()) {
+      blocks_.push_back(Block{std::unique_ptr<char[]>(new char[kBlockSize]), 0});
+    }
+    b = &blocks_[cur_block_];
+    b->used = 0;
+    last_is_copy_ = false;
+  }
+  return b;
+}
+
+void OutputBuffer::Append(std::string_view s) {
+  while (!s.empty()) {
+    size_t n = s.size() < kBlockSize ? s.size() : kBlockSize;
+    char* p = Reserve(n);
+    std::memcpy(p, s.data(), n);
+    Commit(n);
+    s.remove_prefix(n);
+  }
+}
+
+char* OutputBuffer::Reserve(size_t n) {
+  Block* b = CurrentBlock(n);
+  return b->mem.get() + b->used;
+}
+
+void OutputBuffer::Commit(size_t n) {
+  if (n == 0) return;
+  Block* b = &blocks_[cur_block_];
+  char* p = b->mem.get() + b->used;
+  if (last_is_copy_ && !entries_.empty() && entries_.back().base + entries_.back().len == p) {
+    entries_.back().len += n;
+  } else {
+    entries_.push_back(Entry{p, n, Releaser{}});
+  }
+  b->used += n;
+  pending_ += n;
+  last_is_copy_ = true;
+}
+
+void OutputBuffer::AppendExternal(const iovec* spans, int n, Releaser rel) {
+  for (int i = 0; i < n; ++i) {
+    bool last = i == n - 1;
+    entries_.push_back(Entry{static_cast<const char*>(spans[i].iov_base), spans[i].iov_len,
+                             last ? rel : Releaser{}});
+    pending_ += spans[i].iov_len;
+  }
+  if (n == 0 && rel.fn) rel.fn(rel.ctx, rel.obj);
+  last_is_copy_ = false;
+}
+
+int OutputBuffer::PendingIov(iovec* out, int max) const {
+  int k = 0;
+  for (size_t i = head_; i < entries_.size() && k < max; ++i) {
+    size_t off = i == head_ ? head_off_ : 0;
+    if (entries_[i].len == off) continue;
+    out[k].iov_base = const_cast<char*>(entries_[i].base + off);
+    out[k].iov_len = entries_[i].len - off;
+    ++k;
+  }
+  return k;
+}
+
+void OutputBuffer::Advance(size_t n) {
+  DCHECK(n <= pending_);
+  pending_ -= n;
+  while (head_ < entries_.size()) {
+    Entry& e = entries_[head_];
+    size_t left = e.len - head_off_;
+    if (n < left) {
+      head_off_ += n;
+      break;
+    }
+    n -= left;
+    if (e.rel.fn) e.rel.fn(e.rel.ctx, e.rel.obj);
+    ++head_;
+    head_off_ = 0;
+  }
+  ResetIfDrained();
+}
+
+void OutputBuffer::ResetIfDrained() {
+  if (head_ < entries_.size()) return;
+  entries_.clear();
+  head_ = 0;
+  head_off_ = 0;
+  for (auto& b : blocks_) b.used = 0;
+  cur_block_ = 0;
+  last_is_copy_ = false;
+  // Keep at most a few blocks around after a large burst.
+  if (blocks_.size() > 4) blocks_.resize(4);
+}
+
+int64_t OutputBuffer::Flush(int fd) {
+  int64_t total = 0;
+  while (pending_ > 0) {
+    iovec iov[IOV_MAX < 256 ? IOV_MAX : 256];
+    int n = PendingIov(iov, static_cast<int>(sizeof(iov) / sizeof(iov[0])));
+    ssize_t w = ::writev(fd, iov, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return total;
+      return -errno;
+    }
+    Advance(static_cast<size_t>(w));
+    total += w;
+    size_t asked = 0;
+    for (int i = 0; i < n; ++i) asked += iov[i].iov_len;
+    if (static_cast<size_t>(w) < asked) return total;  // socket full
+  }
+  return total;
+}
+
+void OutputBuffer::Clear() {
+  for (size_t i = head_; i < entries_.size(); ++i) {
+    if (entries_[i].rel.fn) entries_[i].rel.fn(entries_[i].rel.ctx, entries_[i].rel.obj);
+  }
+  entries_.clear();
+  head_ = head_off_ = 0;
+  pending_ = 0;
+  for (auto& b : blocks_) b.used = 0;
+  cur_block_ = 0;
+  last_is_copy_ = false;
+}
+
+std::string OutputBuffer::ToString() const {
+  std::string s;
+  for (size_t i = head_; i < entries_.size(); ++i) {
+    size_t off = i == head_ ? head_off_ : 0;
+    s.append(entries_[i].base + off, entries_[i].len - off);
+  }
+  return s;
+}
+
+}  // namespace trove::net

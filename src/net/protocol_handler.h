@@ -1,0 +1,79 @@
+// The seam between net/ and the protocols: a worker feeds each connection's
+// bytes to its ProtocolHandler and writes what it appended. A handler belongs
+// to its connection's worker thread only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/io_buffer.h"
+
+namespace trove::net {
+
+// What a protocol may ask of the server (implemented in server/, thread-safe).
+class ServerServices {
+ public:
+  virtual ~ServerServices() = default;
+  // "stats": process-level lines (pid, uptime, time, version, pointer_size,
+  // rusage_user/system, curr_connections, total_connections,
+  // rejected_connections, connection_structures, threads, ...).
+  virtual std::vector<std::pair<std::string, std::string>> ServerStats() = 0;
+  // "stats settings": the server's part (port, maxconns, num_threads, ...).
+  virtual std::vector<std::pair<std::string, std::string>> SettingsStats() = 0;
+  // "stats conns": one entry per open connection: (id, addr, state, secs_since_last_cmd).
+  struct ConnInfo {
+    uint64_t id;
+    std::string addr;
+    std::string listen_addr;
+    std::string state;
+    int64_t secs_since_last_cmd;
+  };
+  virtual std::vector<ConnInfo> Connections() = 0;
+  // "shutdown" (only when enabled with -A; the protocol checks ShutdownEnabled).
+  virtual bool ShutdownEnabled() const = 0;
+  virtual void RequestShutdown() = 0;
+  // "verbosity N".
+  virtual void SetVerbosity(int v) = 0;
+  // Closes another connection by id (CLIENT KILL); false if none.
+  virtual bool CloseConnection(uint64_t id) = 0;
+};
+
+// Per-connection facts a handler may read.
+struct ConnInfoView {
+  uint64_t id = 0;
+  int worker_id = 0;
+  bool is_unix = false;
+  std::string peer;           // "ip:port" or unix path
+};
+
+class ProtocolHandler {
+ public:
+  virtual ~ProtocolHandler() = default;
+  // Parses and executes every complete request in [data, data+len), appending
+  // replies to `out`. Returns the bytes consumed; unconsumed bytes are kept
+  // and offered again with more data appended.
+  virtual size_t OnData(const char* data, size_t len, OutputBuffer& out) = 0;
+  // True once the connection should close after `out` is flushed (quit, or a
+  // framing error after which memcached/Redis close).
+  virtual bool WantsClose() const = 0;
+  // When a request is incomplete and its total size is known (a large value),
+  // the bytes it needs from the start of the unconsumed data; 0 if unknown.
+  virtual size_t BytesWanted() const { return 0; }
+};
+
+// Creates handlers for one listening port. Called on the worker that owns the
+// new connection.
+class ProtocolFactory {
+ public:
+  virtual ~ProtocolFactory() = default;
+  // worker_id in [0, num_workers); the factory keeps per-worker state (stats).
+  virtual std::unique_ptr<ProtocolHandler> Create(int worker_id, const ConnInfoView& conn) = 0;
+  // Called once on each worker thread before it serves connections.
+  virtual void InitWorker(int worker_id) { (void)worker_id; }
+};
+
+}  // namespace trove::net

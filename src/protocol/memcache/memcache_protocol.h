@@ -1,0 +1,27 @@
+// Entry point of the memcached text + meta protocol: a ProtocolFactory that
+// server/ attaches to the memcached listening ports. Handlers run on workers.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "net/protocol_handler.h"
+
+namespace trove::memcache {
+
+struct ProtocolOptions {
+  std::string version = "1.6.21-trove";   // "version" reply and stats version
+  int reqs_per_event = 20;                 // -R: requests handled per read event
+  bool cas_enabled = true;                 // -C turns off
+  size_t item_size_max = 1u << 20;         // -I, for "object too large" checks
+  bool binary_refused = true;              // -B ascii/auto: binary gets an error
+};
+
+// engine and services outlive the factory and every handler it creates.
+std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
+                                                         net::ServerServices* services,
+                                                         const ProtocolOptions& opts);
+
+}  // namespace trove::memcache

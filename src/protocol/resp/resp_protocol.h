@@ -1,0 +1,24 @@
+// Entry point of the Redis-compatible RESP2/RESP3 front: a ProtocolFactory that
+// server/ attaches to the RESP port. Handlers run on workers.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "net/protocol_handler.h"
+
+namespace trove::resp {
+
+struct RespOptions {
+  int databases = 16;
+  std::string requirepass;      // empty = default user without password
+  int port = 6379;
+};
+
+std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
+                                                     net::ServerServices* services,
+                                                     const RespOptions& opts);
+
+}  // namespace trove::resp

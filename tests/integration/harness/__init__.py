@@ -1,0 +1,1 @@
+"""Integration test harness: start a server, talk to it over raw sockets."""

@@ -1,0 +1,81 @@
+// NetServer: the acceptor plus the worker threads, and the cross-worker
+// requests built on their inboxes ("stats conns", close by id). Built and
+// driven by server/ on the main thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "net/acceptor.h"
+#include "net/protocol_handler.h"
+#include "net/socket.h"
+#include "net/worker.h"
+
+namespace trove::net {
+
+struct NetServerOptions {
+  int num_workers = 4;              // -t
+  size_t max_connections = 1024;    // -c
+  int64_t idle_timeout_s = 0;       // -o idle_timeout
+  const Clock* clock = nullptr;     // nullptr = SystemClock::Default()
+};
+
+// Owns the listener thread and the workers.
+//
+// Thread safety: AddListener/Start/Stop from one thread (the server's main
+// thread). Connections(), CloseConnection(), Wake() and the counters are
+// safe from any thread, workers included (a worker waiting for the others
+// serves its own inbox meanwhile, so two workers asking at once cannot
+// deadlock).
+//
+// Invariants:
+//  1. Listeners are added before Start(); Stop() closes them first, so no new
+//     connection arrives while the workers shut down.
+//  2. Stop() is idempotent and runs from the destructor.
+class NetServer {
+ public:
+  explicit NetServer(const NetServerOptions& opts);
+  ~NetServer();
+  NetServer(const NetServer&) = delete;
+  NetServer& operator=(const NetServer&) = delete;
+
+  // Registers listening sockets served by `factory` (which outlives this).
+  // reject_reply is written to connections refused by -c.
+  void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
+                    std::string reject_reply);
+  Status Start();
+  void Stop();
+
+  // "stats conns": every open connection on every worker.
+  std::vector<ServerServices::ConnInfo> Connections();
+  // Closes connection `id` at its worker's next safe point; false if no
+  // connection has that id.
+  bool CloseConnection(uint64_t id);
+  // Wakes every worker so it runs its timers now (tests with a ManualClock).
+  void WakeAll();
+
+  const NetCounters& counters() const { return counters_; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  size_t WorkerConnections(int i) const { return workers_[i]->num_connections(); }
+  const NetServerOptions& options() const { return opts_; }
+
+ private:
+  // Waits until every reply in r has arrived, serving this thread's inbox if
+  // it is a worker.
+  static void Await(Rendezvous* r);
+
+  NetServerOptions opts_;
+  NetCounters counters_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<Acceptor> acceptor_;
+  std::vector<BoundListener> pending_listeners_;
+  std::vector<ProtocolFactory*> factories_;
+  bool started_ = false;
+};
+
+}  // namespace trove::net

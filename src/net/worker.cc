@@ -1,0 +1,396 @@
+// Worker loop: epoll over the worker's connections, its new-connection channel
+// and its inbox. Runs on the worker thread (Start/Stop on the server thread).
+#include "net/worker.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <utility>
+
+#include "common/check.h"
+#include "common/limits.h"
+
+namespace trove::net {
+namespace {
+
+thread_local Worker* tls_worker = nullptr;
+
+// epoll data tags for the two channel fds; connections use their pointer.
+char kAcceptTag;
+char kInboxTag;
+
+constexpr int kMaxEvents = 256;
+constexpr int64_t kNanosPerSec = 1000000000;
+
+}  // namespace
+
+Worker::Worker(const WorkerOptions& opts)
+    : opts_(opts),
+      clock_(opts.clock ? opts.clock : SystemClock::Default()),
+      counters_(opts.counters),
+      accept_ch_(limits::kAcceptChannelCapacity),
+      inbox_(limits::kWorkerInboxCapacity) {
+  CHECK(counters_ != nullptr);
+}
+
+Worker::~Worker() {
+  Stop();
+  if (epoll_fd_ >= 0) ::close(epoll_fd_);
+}
+
+Worker* Worker::Current() { return tls_worker; }
+
+Status Worker::Start() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return Status::FromErrno("epoll_create1");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &kAcceptTag;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, accept_ch_.fd(), &ev) < 0) {
+    return Status::FromErrno("epoll_ctl(accept channel)");
+  }
+  ev.data.ptr = &kInboxTag;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, inbox_.fd(), &ev) < 0) {
+    return Status::FromErrno("epoll_ctl(inbox)");
+  }
+  thread_ = std::thread([this] { Run(); });
+  return Status::Ok();
+}
+
+void Worker::Stop() {
+  if (!thread_.joinable()) return;
+  WorkerMsg m;
+  m.kind = WorkerMsg::Kind::kStop;
+  Post(std::move(m));
+  thread_.join();
+  // Sockets still in the handoff channel never became connections.
+  std::vector<NewConn> left;
+  accept_ch_.Drain(&left);
+  for (NewConn& c : left) {
+    ::close(c.fd);
+    counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void Worker::SendNewConn(NewConn c) { accept_ch_.Send(std::move(c)); }
+
+void Worker::Post(WorkerMsg m) {
+  inbox_.Send(std::move(m), [] {
+    if (Worker* self = Worker::Current()) self->ServeInboxNested();
+  });
+}
+
+void Worker::Run() {
+  tls_worker = this;
+  for (ProtocolFactory* f : opts_.factories) f->InitWorker(opts_.id);
+  last_idle_check_ns_ = Now();
+  epoll_event events[kMaxEvents];
+  while (!stop_) {
+    graveyard_.clear();  // invariant 2: nothing refers to these any more
+    int timeout = -1;
+    if (!ready_.empty()) {
+      timeout = 0;
+    } else if (opts_.idle_timeout_s > 0) {
+      timeout = 1000;
+    }
+    int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout);
+    if (n < 0) {
+      CHECK(errno == EINTR);
+      n = 0;
+    }
+    for (int i = 0; i < n; ++i) {
+      void* p = events[i].data.ptr;
+      if (p == &kInboxTag) {
+        HandleInbox();
+      } else if (p == &kAcceptTag) {
+        AcceptNew();
+      } else {
+        OnEvent(static_cast<Connection*>(p), events[i].events);
+      }
+    }
+    RunDeferredCloses();
+    ProcessReady();
+    RunDeferredCloses();
+    if (opts_.idle_timeout_s > 0) CheckIdle();
+  }
+  std::vector<Connection*> all;
+  all.reserve(conns_.size());
+  for (auto& [id, c] : conns_) all.push_back(c.get());
+  for (Connection* c : all) Close(c);
+  graveyard_.clear();
+  ready_.clear();
+  tls_worker = nullptr;
+}
+
+void Worker::HandleInbox() {
+  ServeInboxNested();
+  RunDeferredCloses();
+}
+
+void Worker::ServeInboxNested() {
+  DCHECK(tls_worker == this);
+  std::vector<WorkerMsg> batch;
+  batch.swap(msg_batch_);  // reentrancy: a nested call gets its own vector
+  inbox_.Drain(&batch, 256);
+  for (WorkerMsg& m : batch) HandleMsg(m);
+  batch.clear();
+  if (msg_batch_.capacity() < batch.capacity()) msg_batch_.swap(batch);
+}
+
+void Worker::HandleMsg(WorkerMsg& m) {
+  switch (m.kind) {
+    case WorkerMsg::Kind::kWake:
+      last_idle_check_ns_ = 0;  // run the idle check on this turn
+      break;
+    case WorkerMsg::Kind::kStop:
+      stop_ = true;
+      break;
+    case WorkerMsg::Kind::kCollectConns: {
+      std::vector<ServerServices::ConnInfo> mine;
+      mine.reserve(conns_.size());
+      for (auto& [id, c] : conns_) mine.push_back(Describe(*c));
+      MutexLock l(&m.reply->mu);
+      for (auto& ci : mine) m.reply->conns.push_back(std::move(ci));
+      --m.reply->pending;
+      break;
+    }
+    case WorkerMsg::Kind::kCloseConn: {
+      auto it = conns_.find(m.conn_id);
+      bool found = it != conns_.end() && !it->second->closed;
+      if (found && !it->second->close_requested) {
+        // Never close here: this may run inside a handler's OnData.
+        it->second->close_requested = true;
+        deferred_close_.push_back(m.conn_id);
+      }
+      MutexLock l(&m.reply->mu);
+      if (found) m.reply->found = true;
+      --m.reply->pending;
+      break;
+    }
+  }
+}
+
+void Worker::AcceptNew() {
+  new_batch_.clear();
+  accept_ch_.Drain(&new_batch_, 64);
+  for (NewConn& nc : new_batch_) {
+    auto c = std::make_unique<Connection>();
+    c->fd = nc.fd;
+    c->id = nc.id;
+    c->is_unix = nc.is_unix;
+    c->peer = std::move(nc.peer);
+    c->listen_name = std::move(nc.listen_name);
+    c->last_active_ns = Now();
+    ConnInfoView view;
+    view.id = c->id;
+    view.worker_id = opts_.id;
+    view.is_unix = c->is_unix;
+    view.peer = c->peer;
+    c->handler = nc.factory->Create(opts_.id, view);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = c.get();
+    if (!c->handler || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+      ::close(c->fd);
+      counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+      continue;
+    }
+    c->epoll_mask = EPOLLIN;
+    counters_->connection_structures.fetch_add(1, std::memory_order_relaxed);
+    num_conns_.fetch_add(1, std::memory_order_relaxed);
+    conns_.emplace(c->id, std::move(c));
+  }
+  new_batch_.clear();
+}
+
+void Worker::OnEvent(Connection* c, uint32_t events) {
+  if (c->closed) return;
+  if (events & EPOLLERR) {
+    Close(c);
+    return;
+  }
+  if (events & EPOLLOUT) {
+    int64_t w = c->out.Flush(c->fd);
+    if (w < 0) {
+      Close(c);
+      return;
+    }
+    if (c->closing && c->out.empty()) {
+      Close(c);
+      return;
+    }
+    AfterIo(c);
+  }
+  if (events & (EPOLLIN | EPOLLHUP)) {
+    if (c->read_paused || c->closing) {
+      // A peer that hung up while we are not reading it: nobody will read
+      // what is queued either.
+      if ((events & EPOLLHUP) && !c->closed) Close(c);
+      return;
+    }
+    Serve(c, true);
+  }
+}
+
+void Worker::Serve(Connection* c, bool from_socket) {
+  if (c->closed || c->closing || c->read_paused) return;
+  if (from_socket) {
+    size_t have = c->in.size();
+    size_t need = have < limits::kReadChunk ? limits::kReadChunk - have : 0;
+    size_t wanted = c->handler->BytesWanted();
+    if (wanted > have && wanted - have > need) need = wanted - have;  // a large value
+    if (need < 1024) need = 1024;
+    c->in.Reserve(need);
+    ssize_t n;
+    do {
+      n = ::read(c->fd, c->in.write_ptr(), c->in.writable());
+    } while (n < 0 && errno == EINTR);
+    if (n == 0) {
+      Close(c);  // EOF: the client is gone; what it did not read is dropped
+      return;
+    }
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      Close(c);
+      return;
+    }
+    c->in.Commit(static_cast<size_t>(n));
+    c->last_active_ns = Now();
+  }
+  size_t consumed = 0;
+  if (c->in.size() > 0) {
+    consumed = c->handler->OnData(c->in.data(), c->in.size(), c->out);
+    DCHECK(consumed <= c->in.size());
+    c->in.Consume(consumed);
+  }
+  if (!from_socket && consumed > 0) {
+    counters_->conn_yields.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (c->handler->WantsClose()) {
+    c->closing = true;
+    c->in.Consume(c->in.size());
+  }
+  if (!c->out.empty()) {
+    if (c->out.Flush(c->fd) < 0) {
+      Close(c);
+      return;
+    }
+  }
+  if (c->closing && c->out.empty()) {
+    Close(c);
+    return;
+  }
+  if (c->in.size() == 0) c->in.ShrinkIfIdle(limits::kReadChunk);
+  AfterIo(c);
+  // The handler stopped early (-R) with complete requests possibly left:
+  // parse again after the worker's other ready connections.
+  if (consumed > 0 && c->in.size() > 0 && !c->read_paused && !c->closing && !c->in_ready) {
+    c->in_ready = true;
+    ready_.push_back(c);
+  }
+}
+
+void Worker::AfterIo(Connection* c) {
+  uint32_t mask = 0;
+  if (!c->closing) {
+    if (c->out.pending_bytes() > limits::kOutputSoftLimit) {
+      if (!c->read_paused) {
+        c->read_paused = true;
+        counters_->read_paused.fetch_add(1, std::memory_order_relaxed);
+      }
+    } else if (c->read_paused) {
+      c->read_paused = false;
+      // Input buffered while paused was never parsed.
+      if (c->in.size() > 0 && !c->in_ready) {
+        c->in_ready = true;
+        ready_.push_back(c);
+      }
+    }
+    if (!c->read_paused) mask |= EPOLLIN;
+  }
+  if (!c->out.empty()) mask |= EPOLLOUT;
+  SetMask(c, mask);
+}
+
+void Worker::SetMask(Connection* c, uint32_t mask) {
+  if (mask == c->epoll_mask) return;
+  epoll_event ev{};
+  ev.events = mask;
+  ev.data.ptr = c;
+  CHECK(::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev) == 0);
+  c->epoll_mask = mask;
+}
+
+void Worker::Close(Connection* c) {
+  if (c->closed) return;
+  c->closed = true;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  ::close(c->fd);
+  c->fd = -1;
+  c->out.Clear();  // runs the releasers of values still referenced
+  c->handler.reset();
+  counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+  counters_->connection_structures.fetch_sub(1, std::memory_order_relaxed);
+  num_conns_.fetch_sub(1, std::memory_order_relaxed);
+  auto it = conns_.find(c->id);
+  CHECK(it != conns_.end());
+  graveyard_.push_back(std::move(it->second));
+  conns_.erase(it);
+}
+
+void Worker::RunDeferredCloses() {
+  if (deferred_close_.empty()) return;
+  std::vector<uint64_t> ids;
+  ids.swap(deferred_close_);
+  for (uint64_t id : ids) {
+    auto it = conns_.find(id);
+    if (it != conns_.end()) Close(it->second.get());
+  }
+}
+
+void Worker::ProcessReady() {
+  if (ready_.empty()) return;
+  ready_swap_.clear();
+  ready_swap_.swap(ready_);
+  for (Connection* c : ready_swap_) {
+    // Closed connections stay in the graveyard until the next turn, so the
+    // pointer is still valid here.
+    c->in_ready = false;
+    if (!c->closed) Serve(c, false);
+  }
+  ready_swap_.clear();
+}
+
+void Worker::CheckIdle() {
+  int64_t now = Now();
+  if (now - last_idle_check_ns_ < kNanosPerSec) return;
+  last_idle_check_ns_ = now;
+  int64_t limit = opts_.idle_timeout_s * kNanosPerSec;
+  std::vector<Connection*> idle;
+  for (auto& [id, c] : conns_) {
+    if (now - c->last_active_ns > limit) idle.push_back(c.get());
+  }
+  for (Connection* c : idle) Close(c);
+}
+
+ServerServices::ConnInfo Worker::Describe(const Connection& c) const {
+  ServerServices::ConnInfo ci;
+  ci.id = c.id;
+  ci.addr = (c.is_unix ? "unix:" : "tcp:") + c.peer;
+  ci.listen_addr = c.listen_name;
+  if (c.closing || c.close_requested) {
+    ci.state = "conn_closing";
+  } else if (!c.out.empty()) {
+    ci.state = "conn_mwrite";
+  } else if (c.in.size() > 0) {
+    ci.state = "conn_parse_cmd";
+  } else {
+    ci.state = "conn_waiting";
+  }
+  ci.secs_since_last_cmd = (Now() - c.last_active_ns) / kNanosPerSec;
+  return ci;
+}
+
+}  // namespace trove::net

@@ -1,0 +1,207 @@
+// Test helpers for net/: a line protocol handler and a blocking test client.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/str_append.h"
+#include "net/net_server.h"
+#include "net/protocol_handler.h"
+
+namespace trove::net::testing {
+
+// A line protocol, one request per "\n"-terminated line:
+//   echo X    -> "X\r\n"
+//   big N     -> N bytes of 'a'..'z' repeating, then "\r\n"
+//   data N    -> followed by N bytes and "\r\n"; replies "got N\r\n"
+//   id        -> this connection's id
+//   close N   -> NetServer::CloseConnection(N) from this worker: "closed 0|1"
+//   conns     -> NetServer::Connections().size() from this worker
+//   quit      -> close after flushing
+// It answers at most `max_reqs` requests per OnData call (memcached's -R).
+class LineHandler final : public ProtocolHandler {
+ public:
+  LineHandler(uint64_t id, NetServer** server, int max_reqs)
+      : id_(id), server_(server), max_reqs_(max_reqs) {}
+
+  size_t OnData(const char* data, size_t len, OutputBuffer& out) override {
+    size_t used = 0;
+    wanted_ = 0;
+    for (int n = 0; n < max_reqs_ && !quit_; ++n) {
+      const char* nl = static_cast<const char*>(std::memchr(data + used, '\n', len - used));
+      if (!nl) break;
+      std::string_view line(data + used, static_cast<size_t>(nl - (data + used)));
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      size_t line_end = static_cast<size_t>(nl - data) + 1;
+      if (line.substr(0, 5) == "data ") {
+        uint64_t sz = 0;
+        ParseU64(line.substr(5), &sz);
+        if (len - line_end < sz + 2) {
+          wanted_ = line_end - used + sz + 2;
+          break;
+        }
+        std::string r = "got ";
+        AppendU64(r, sz);
+        r += "\r\n";
+        out.Append(r);
+        used = line_end + sz + 2;
+        continue;
+      }
+      used = line_end;
+      Execute(line, out);
+    }
+    return used;
+  }
+  bool WantsClose() const override { return quit_; }
+  size_t BytesWanted() const override { return wanted_; }
+
+ private:
+  void Execute(std::string_view line, OutputBuffer& out) {
+    if (line.substr(0, 5) == "echo ") {
+      out.Append(line.substr(5));
+      out.Append("\r\n");
+    } else if (line.substr(0, 4) == "big ") {
+      uint64_t n = 0;
+      ParseU64(line.substr(4), &n);
+      std::string s(n, 'a');
+      for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + i % 26);
+      s += "\r\n";
+      out.Append(s);
+    } else if (line == "id") {
+      std::string s;
+      AppendU64(s, id_);
+      s += "\r\n";
+      out.Append(s);
+    } else if (line.substr(0, 6) == "close ") {
+      uint64_t target = 0;
+      ParseU64(line.substr(6), &target);
+      bool ok = (*server_)->CloseConnection(target);
+      out.Append(ok ? "closed 1\r\n" : "closed 0\r\n");
+    } else if (line == "conns") {
+      std::string s;
+      AppendU64(s, (*server_)->Connections().size());
+      s += "\r\n";
+      out.Append(s);
+    } else if (line == "quit") {
+      quit_ = true;
+    } else {
+      out.Append("ERROR\r\n");
+    }
+  }
+
+  uint64_t id_;
+  NetServer** server_;
+  int max_reqs_;
+  bool quit_ = false;
+  size_t wanted_ = 0;
+};
+
+class LineFactory final : public ProtocolFactory {
+ public:
+  LineFactory(NetServer** server, int max_reqs) : server_(server), max_reqs_(max_reqs) {}
+  std::unique_ptr<ProtocolHandler> Create(int, const ConnInfoView& conn) override {
+    created.fetch_add(1);
+    return std::make_unique<LineHandler>(conn.id, server_, max_reqs_);
+  }
+  void InitWorker(int) override { inited.fetch_add(1); }
+  std::atomic<int> created{0};
+  std::atomic<int> inited{0};
+
+ private:
+  NetServer** server_;
+  int max_reqs_;
+};
+
+// A blocking client with a receive timeout.
+class Client {
+ public:
+  static Client Tcp(int port, int rcvbuf = 0) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    return Client(fd);
+  }
+  static Client Unix(const std::string& path) {
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof(a.sun_path) - 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) < 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    return Client(fd);
+  }
+  explicit Client(int fd) : fd_(fd) { SetTimeoutMs(5000); }
+  Client(Client&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  ~Client() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  void SetTimeoutMs(int ms) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  bool Send(std::string_view s) {
+    while (!s.empty()) {
+      ssize_t w = ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      s.remove_prefix(static_cast<size_t>(w));
+    }
+    return true;
+  }
+  // Reads exactly n bytes (less on EOF or timeout).
+  std::string ReadN(size_t n) {
+    std::string s;
+    s.resize(n);
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::recv(fd_, &s[got], n - got, 0);
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    s.resize(got);
+    return s;
+  }
+  std::string ReadLine() {
+    std::string s;
+    char c;
+    while (::recv(fd_, &c, 1, 0) == 1) {
+      s += c;
+      if (c == '\n') break;
+    }
+    return s;
+  }
+  // True when the server closed the connection (EOF) within the timeout.
+  bool SeesEof() {
+    char c;
+    for (;;) {
+      ssize_t r = ::recv(fd_, &c, 1, 0);
+      if (r == 0) return true;
+      if (r < 0) return errno == ECONNRESET;
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace trove::net::testing

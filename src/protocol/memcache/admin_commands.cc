@@ -1,0 +1,292 @@
+// Admin commands: stats (all sub-commands), verbosity, cache_memlimit,
+// shutdown, slabs, lru_crawler. Run on the connection's worker thread; the
+// engine and ServerServices calls they make are thread-safe.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/str_append.h"
+#include "protocol/memcache/dispatch.h"
+
+namespace trove::memcache {
+namespace {
+
+constexpr const char* kBadFormat = "bad command line format";
+
+bool LastIsNoreply(const ParsedLine& pl) {
+  return pl.count > 0 && !pl.truncated() && pl.tokens[pl.count - 1] == "noreply";
+}
+
+void WriteStats(const engine::StatList& stats, ReplyWriter& w) {
+  for (const auto& [name, value] : stats) w.Stat(name, value);
+}
+
+// memcached metadump keys are URI-encoded (%XX for anything unusual).
+void AppendUriEncoded(std::string& out, std::string_view key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (char ch : key) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+}
+
+// The engine answers with memcached's reply word; add memcached's message
+// when the engine gave only the word.
+std::string_view ReassignText(std::string_view r) {
+  if (r == "BUSY") return "BUSY currently processing reassign request";
+  if (r == "BADCLASS") return "BADCLASS invalid src or dst class id";
+  if (r == "NOSPARE") return "NOSPARE source class has no spare pages";
+  if (r == "SAME") return "SAME src and dst class are identical";
+  return r;
+}
+std::string_view CrawlText(std::string_view r) {
+  if (r == "BUSY") return "BUSY currently processing crawler request";
+  if (r == "BADCLASS") return "BADCLASS invalid class id";
+  if (r == "NOTSTARTED") return "NOTSTARTED no items to crawl";
+  return r;
+}
+
+}  // namespace
+
+uint32_t MemcacheHandler::SlabClassFor(size_t total) const {
+  const engine::EngineOptions& o = engine_->options();
+  const size_t chunk_max = o.slab_chunk_max ? o.slab_chunk_max : o.item_size_max / 2;
+  // memcached's slabs_init: class 1 holds header + -n bytes, each next class
+  // is -f times larger (8-byte aligned), and the last class is chunk_max.
+  double size = 48.0 + static_cast<double>(o.chunk_size_min);
+  uint32_t cls = 1;
+  const uint32_t kMaxClasses = 63;
+  while (cls < kMaxClasses - 1 && size <= static_cast<double>(chunk_max) / o.factor) {
+    size_t s = static_cast<size_t>(size);
+    if (s % 8) s += 8 - s % 8;
+    if (total <= s) return cls;
+    size = static_cast<double>(s) * o.factor;
+    ++cls;
+  }
+  return cls;
+}
+
+void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
+  net::ServerServices* sv = ctx_->services;
+  if (pl.count == 1) {
+    if (sv) WriteStats(sv->ServerStats(), w);
+    WriteStats(engine_->Stats(), w);
+    w.Word("END");
+    return;
+  }
+  std::string_view sub = pl.tokens[1];
+  if (sub == "reset") {
+    engine_->ResetStats();
+    w.Word("RESET");
+  } else if (sub == "detail") {
+    std::string_view arg = pl.count >= 3 ? pl.tokens[2] : std::string_view();
+    if (arg == "on" || arg == "off") {
+      engine_->SetDetailEnabled(arg == "on");
+      w.Word("OK");
+    } else if (arg == "dump") {
+      w.Trusted(engine_->DetailDump());
+    } else {
+      w.ClientError("usage: stats detail on|off|dump");
+    }
+  } else if (sub == "settings") {
+    if (sv) WriteStats(sv->SettingsStats(), w);
+    WriteStats(engine_->SettingsStats(), w);
+    w.Word("END");
+  } else if (sub == "items") {
+    WriteStats(engine_->ItemStats(), w);
+    w.Word("END");
+  } else if (sub == "slabs") {
+    WriteStats(engine_->SlabStats(), w);
+    w.Word("END");
+  } else if (sub == "sizes") {
+    WriteStats(engine_->SizeStats(), w);
+    w.Word("END");
+  } else if (sub == "conns") {
+    if (sv) {
+      std::string name;
+      for (const net::ServerServices::ConnInfo& c : sv->Connections()) {
+        auto stat = [&](std::string_view field, std::string_view value) {
+          name.clear();
+          AppendU64(name, c.id);
+          name.push_back(':');
+          name.append(field);
+          w.Stat(name, value);
+        };
+        stat("addr", c.addr);
+        if (!c.listen_addr.empty()) stat("listen_addr", c.listen_addr);
+        stat("state", c.state);
+        std::string secs;
+        AppendI64(secs, c.secs_since_last_cmd);
+        stat("secs_since_last_cmd", secs);
+      }
+    }
+    w.Word("END");
+  } else {
+    w.Error();
+  }
+}
+
+void MemcacheHandler::Verbosity(const ParsedLine& pl, ReplyWriter& w) {
+  w.set_quiet(LastIsNoreply(pl));
+  uint32_t level = 0;
+  if (!ParseFlags(pl.tokens[1], &level)) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  if (ctx_->services) ctx_->services->SetVerbosity(level > 2 ? 2 : static_cast<int>(level));
+  w.Word("OK");
+}
+
+void MemcacheHandler::CacheMemlimit(const ParsedLine& pl, ReplyWriter& w) {
+  w.set_quiet(LastIsNoreply(pl));
+  uint32_t mb = 0;
+  if (!ParseFlags(pl.tokens[1], &mb)) {
+    w.Error();
+  } else if (mb < 8) {
+    w.Status("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+  } else if (mb > 1000000000) {
+    w.Status("MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
+  } else if (engine_->SetMemLimit(static_cast<size_t>(mb) << 20)) {
+    w.Word("OK");
+  } else {
+    w.Status("MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
+  }
+}
+
+void MemcacheHandler::Shutdown(const ParsedLine& pl, ReplyWriter& w) {
+  net::ServerServices* sv = ctx_->services;
+  if (sv == nullptr || !sv->ShutdownEnabled()) {
+    w.Status("ERROR: shutdown not enabled");
+    return;
+  }
+  if (pl.count == 1 || (pl.count == 2 && pl.tokens[1] == "graceful")) {
+    // memcached closes the asking connection without a reply.
+    sv->RequestShutdown();
+    close_ = true;
+    return;
+  }
+  w.ClientError("invalid shutdown mode");
+}
+
+void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt == 5 && pl.tokens[1] == "reassign") {
+    if (!engine_->options().slab_reassign) {
+      w.ClientError("slab reassignment disabled");
+      return;
+    }
+    int64_t src = 0;
+    int64_t dst = 0;
+    if (!ParseInt(pl.tokens[2], &src) || !ParseInt(pl.tokens[3], &dst)) {
+      w.ClientError(kBadFormat);
+      return;
+    }
+    std::string r = engine_->SlabsReassign(static_cast<int>(src), static_cast<int>(dst));
+    w.Status(ReassignText(r));
+    return;
+  }
+  if (nt >= 4 && pl.tokens[1] == "automove") {
+    w.set_quiet(LastIsNoreply(pl));
+    if (pl.tokens[2] == "ratio") {
+      // Accepted for compatibility; the engine fixes the ratio at start.
+      char* end = nullptr;
+      std::string v(nt >= 5 ? pl.tokens[3] : std::string_view());
+      double ratio = std::strtod(v.c_str(), &end);
+      if (nt < 5 || v.empty() || *end != '\0' || ratio < 0) {
+        w.Error();
+        return;
+      }
+      w.Word("OK");
+      return;
+    }
+    uint32_t level = 0;
+    if (!ParseFlags(pl.tokens[2], &level)) {
+      w.ClientError(kBadFormat);
+      return;
+    }
+    if (level > 2) {
+      w.Error();
+      return;
+    }
+    engine_->SetSlabAutomove(static_cast<int>(level));
+    w.Word("OK");
+    return;
+  }
+  w.Error();
+}
+
+void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  std::string_view sub = pl.count >= 2 ? pl.tokens[1] : std::string_view();
+  if (nt == 4 && (sub == "crawl" || sub == "metadump")) {
+    if (!engine_->options().lru_crawler) {
+      w.ClientError("lru crawler disabled");
+      return;
+    }
+    if (sub == "crawl") {
+      std::string r = engine_->CrawlerCrawl(pl.tokens[2]);
+      w.Status(CrawlText(r));
+      return;
+    }
+    // "key=<uri> exp=<unix|-1> la=<unix> cas=<n> fetch=yes|no cls=<n> size=<n>\n" ... "END\r\n"
+    std::string out;
+    for (const engine::DumpEntry& d : engine_->MetaDump(pl.tokens[2])) {
+      out.append("key=");
+      AppendUriEncoded(out, d.key);
+      out.append(" exp=");
+      AppendI64(out, d.exp_unix);
+      out.append(" la=");
+      AppendI64(out, d.last_access_unix);
+      out.append(" cas=");
+      AppendU64(out, d.cas);
+      out.append(d.fetched ? " fetch=yes" : " fetch=no");
+      out.append(" cls=");
+      AppendI64(out, d.slab_class);
+      out.append(" size=");
+      AppendU64(out, d.size);
+      out.push_back('\n');
+    }
+    out.append("END\r\n");
+    w.Trusted(out);
+    return;
+  }
+  if (nt == 4 && (sub == "tocrawl" || sub == "sleep")) {
+    uint32_t v = 0;
+    if (!ParseFlags(pl.tokens[2], &v)) {
+      w.ClientError(kBadFormat);
+      return;
+    }
+    if (sub == "sleep") {
+      if (v > 1000000) {
+        w.ClientError("sleep must be one second or less");
+        return;
+      }
+      engine_->CrawlerSetSleep(v);
+    } else {
+      engine_->CrawlerSetToCrawl(v);
+    }
+    w.Word("OK");
+    return;
+  }
+  if (nt == 3 && (sub == "enable" || sub == "disable")) {
+    bool on = sub == "enable";
+    if (engine_->CrawlerEnable(on)) {
+      w.Word("OK");
+    } else {
+      w.Status(on ? "ERROR failed to start lru crawler thread"
+                  : "ERROR failed to stop lru crawler thread");
+    }
+    return;
+  }
+  w.Error();
+}
+
+}  // namespace trove::memcache

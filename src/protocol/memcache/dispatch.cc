@@ -1,0 +1,244 @@
+// MemcacheHandler framing loop and command dispatch, and the factory.
+// Runs on the connection's worker thread.
+#include "protocol/memcache/dispatch.h"
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/limits.h"
+#include "common/mutex.h"
+
+namespace trove::memcache {
+namespace {
+
+// An unfinished multiget line may grow to this before the connection is
+// dropped as junk (memcached lets it grow without bound).
+constexpr size_t kMultigetLineCap = 1u << 20;
+
+bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
+
+}  // namespace
+
+MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts)
+    : ctx_(ctx), engine_(ctx->engine), ts_(ts) {}
+
+size_t MemcacheHandler::Swallow(size_t n, size_t avail) {
+  size_t now = n < avail ? n : avail;
+  swallow_ = n - now;
+  return now;
+}
+
+size_t MemcacheHandler::ItemTotalSize(size_t nkey, uint32_t flags, size_t vlen) const {
+  // memcached's item header (48 bytes), key + NUL, value + CRLF, CAS, and
+  // 4 bytes of client flags when they are non-zero.
+  return 48 + nkey + 1 + vlen + 2 + (ctx_->opts.cas_enabled ? 8 : 0) + (flags ? 4 : 0);
+}
+
+bool MemcacheHandler::TooLarge(size_t nkey, uint32_t flags, size_t vlen) const {
+  return ItemTotalSize(nkey, flags, vlen) > ctx_->opts.item_size_max;
+}
+
+size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& out) {
+  wanted_ = 0;
+  size_t used = 0;
+  if (swallow_ > 0) {
+    used = Swallow(swallow_, len);
+    if (swallow_ > 0) return used;
+  }
+  ReplyWriter w(&out);
+  const int limit = ctx_->opts.reqs_per_event > 0 ? ctx_->opts.reqs_per_event : 1;
+  int handled = 0;
+  while (used < len && !close_ && handled < limit) {
+    size_t n = ProcessOne(data + used, len - used, w);
+    w.set_quiet(false);
+    if (n == 0) break;
+    used += n;
+    ++handled;
+    if (swallow_ > 0) {
+      used += Swallow(swallow_, len - used);
+      if (swallow_ > 0) break;
+    }
+  }
+  return used;
+}
+
+size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w) {
+  LineResult lr = FindLine(data, len, kMultigetLineCap);
+  if (lr.status == LineStatus::kNeedMore) return 0;
+  if (lr.status == LineStatus::kClose) {
+    close_ = true;
+    return len;
+  }
+  std::string_view line = lr.line;
+  // The command word, found without tokenizing: multigets skip the tokenizer.
+  size_t s = 0;
+  while (s < line.size() && line[s] == ' ') ++s;
+  size_t e = s;
+  while (e < line.size() && line[e] != ' ') ++e;
+  std::string_view cmd = line.substr(s, e - s);
+  if (cmd.size() < 2) {
+    w.Error();
+    return lr.consumed;
+  }
+  const char* after = data + lr.consumed;
+  const size_t after_len = len - lr.consumed;
+
+  if (cmd[0] == 'g') {
+    std::string_view args = line.substr(e);
+    WordIterator it(args);
+    std::string_view first;
+    if (!it.Next(&first)) {  // memcached: every get form needs a key slot
+      w.Error();
+    } else if (Is(cmd, "get")) {
+      Retrieve(args, false, false, w);
+    } else if (Is(cmd, "gets")) {
+      Retrieve(args, true, false, w);
+    } else if (Is(cmd, "gat")) {
+      Retrieve(args, false, true, w);
+    } else if (Is(cmd, "gats")) {
+      Retrieve(args, true, true, w);
+    } else {
+      w.Error();
+    }
+    return lr.consumed;
+  }
+
+  ParsedLine pl;
+  Tokenize(line, &pl);
+  const size_t nt = pl.ntokens();
+
+  if (cmd.size() == 2 && cmd[0] == 'm') {
+    switch (cmd[1]) {
+      case 'g': MetaGet(pl, w); break;
+      case 's': {
+        size_t n = MetaSet(pl, lr.consumed, after, after_len, w);
+        return n;
+      }
+      case 'd': MetaDelete(pl, w); break;
+      case 'a': MetaArith(pl, w); break;
+      case 'e': MetaDebug(pl, w); break;
+      case 'n': w.Word("MN"); break;
+      default: w.Error(); break;
+    }
+    return lr.consumed;
+  }
+
+  struct StoreCmd {
+    const char* name;
+    engine::StoreMode mode;
+  };
+  static constexpr StoreCmd kStoreCmds[] = {
+      {"set", engine::StoreMode::kSet},         {"add", engine::StoreMode::kAdd},
+      {"replace", engine::StoreMode::kReplace}, {"append", engine::StoreMode::kAppend},
+      {"prepend", engine::StoreMode::kPrepend}, {"cas", engine::StoreMode::kCas},
+  };
+  for (const StoreCmd& sc : kStoreCmds) {
+    if (!Is(cmd, sc.name)) continue;
+    size_t want = sc.mode == engine::StoreMode::kCas ? 7 : 6;
+    if (nt != want && nt != want + 1) {
+      w.Error();
+      return lr.consumed;
+    }
+    return Storage(pl, sc.mode, lr.consumed, after, after_len, w);
+  }
+
+  if (Is(cmd, "incr") || Is(cmd, "decr")) {
+    if (nt != 4 && nt != 5) {
+      w.Error();
+    } else {
+      Arith(pl, cmd[0] == 'i', w);
+    }
+  } else if (Is(cmd, "delete")) {
+    if (nt < 3 || nt > 5) {
+      w.Error();
+    } else {
+      Delete(pl, w);
+    }
+  } else if (Is(cmd, "touch")) {
+    if (nt != 4 && nt != 5) {
+      w.Error();
+    } else {
+      Touch(pl, w);
+    }
+  } else if (Is(cmd, "stats")) {
+    Stats(pl, w);
+  } else if (Is(cmd, "flush_all")) {
+    if (nt < 2 || nt > 4) {
+      w.Error();
+    } else {
+      FlushAll(pl, w);
+    }
+  } else if (Is(cmd, "version")) {
+    w.Status(std::string("VERSION ") + ctx_->opts.version);
+  } else if (Is(cmd, "quit")) {
+    close_ = true;
+  } else if (Is(cmd, "verbosity")) {
+    if (nt != 3 && nt != 4) {
+      w.Error();
+    } else {
+      Verbosity(pl, w);
+    }
+  } else if (Is(cmd, "cache_memlimit")) {
+    if (nt != 3 && nt != 4) {
+      w.Error();
+    } else {
+      CacheMemlimit(pl, w);
+    }
+  } else if (Is(cmd, "shutdown")) {
+    Shutdown(pl, w);
+  } else if (Is(cmd, "slabs")) {
+    Slabs(pl, w);
+  } else if (Is(cmd, "lru_crawler")) {
+    LruCrawler(pl, w);
+  } else {
+    w.Error();
+  }
+  return lr.consumed;
+}
+
+// --- factory ---
+
+namespace {
+
+// Thread safety: Create and InitWorker run on worker threads; the per-worker
+// ThreadStats table is guarded by mu_. Handlers read only ctx_ (immutable).
+class MemcacheFactory final : public net::ProtocolFactory {
+ public:
+  MemcacheFactory(engine::Engine* engine, net::ServerServices* services,
+                  const ProtocolOptions& opts) {
+    ctx_.engine = engine;
+    ctx_.services = services;
+    ctx_.opts = opts;
+  }
+
+  std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
+                                               const net::ConnInfoView& conn) override {
+    (void)conn;
+    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id));
+  }
+  void InitWorker(int worker_id) override { (void)StatsFor(worker_id); }
+
+ private:
+  engine::ThreadStats* StatsFor(int worker_id) {
+    MutexLock l(&mu_);
+    size_t i = worker_id < 0 ? 0 : static_cast<size_t>(worker_id);
+    if (stats_.size() <= i) stats_.resize(i + 1, nullptr);
+    if (stats_[i] == nullptr) stats_[i] = ctx_.engine->NewThreadStats();
+    return stats_[i];
+  }
+
+  HandlerContext ctx_;
+  Mutex mu_{LockRank::kLeaf};
+  std::vector<engine::ThreadStats*> stats_ GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
+                                                         net::ServerServices* services,
+                                                         const ProtocolOptions& opts) {
+  return std::make_unique<MemcacheFactory>(engine, services, opts);
+}
+
+}  // namespace trove::memcache

@@ -1,0 +1,97 @@
+// MemcacheHandler: the net::ProtocolHandler for memcached's text and meta
+// protocol. It frames requests, runs them on the engine and writes replies.
+// One handler per connection, used only on that connection's worker thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "engine/engine.h"
+#include "net/protocol_handler.h"
+#include "protocol/memcache/memcache_protocol.h"
+#include "protocol/memcache/meta_parser.h"
+#include "protocol/memcache/reply_writer.h"
+#include "protocol/memcache/text_parser.h"
+
+namespace trove::memcache {
+
+// What every handler of one factory shares (read-only after creation).
+struct HandlerContext {
+  engine::Engine* engine = nullptr;
+  net::ServerServices* services = nullptr;  // may be null in tests
+  ProtocolOptions opts;
+};
+
+// Parses every complete request in the bytes it is offered, executes it with
+// one engine call per key and appends the replies; item values are referenced
+// from item memory, never copied.
+// Thread safety: owner worker thread only (like the connection it serves).
+// Invariants:
+//  1. A request is consumed only once it is complete (line, and for storage
+//     commands the value and its CRLF); an incomplete one is offered again.
+//  2. swallow_ > 0 means the next swallow_ input bytes belong to a rejected
+//     value (too large, bad flags) and are dropped before any parsing.
+//  3. After close_ is set no further request is parsed.
+class MemcacheHandler final : public net::ProtocolHandler {
+ public:
+  MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts);
+
+  size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
+  bool WantsClose() const override { return close_; }
+  size_t BytesWanted() const override { return wanted_; }
+
+ private:
+  // Handles the request at the front of [data, data+len). Returns the bytes
+  // it consumed, 0 when the request is incomplete.
+  size_t ProcessOne(const char* data, size_t len, ReplyWriter& w);
+
+  // Text commands (text_commands.cc). `line` excludes the CRLF; `after` is
+  // the input following the line (the value of a storage command).
+  void Retrieve(std::string_view args, bool with_cas, bool touch, ReplyWriter& w);
+  size_t Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len,
+                 const char* after, size_t after_len, ReplyWriter& w);
+  void Arith(const ParsedLine& pl, bool incr, ReplyWriter& w);
+  void Delete(const ParsedLine& pl, ReplyWriter& w);
+  void Touch(const ParsedLine& pl, ReplyWriter& w);
+  void FlushAll(const ParsedLine& pl, ReplyWriter& w);
+  // Admin and stats (admin_commands.cc).
+  void Stats(const ParsedLine& pl, ReplyWriter& w);
+  void Verbosity(const ParsedLine& pl, ReplyWriter& w);
+  void CacheMemlimit(const ParsedLine& pl, ReplyWriter& w);
+  void Shutdown(const ParsedLine& pl, ReplyWriter& w);
+  void Slabs(const ParsedLine& pl, ReplyWriter& w);
+  void LruCrawler(const ParsedLine& pl, ReplyWriter& w);
+  // Meta commands (meta_commands.cc).
+  void MetaGet(const ParsedLine& pl, ReplyWriter& w);
+  size_t MetaSet(const ParsedLine& pl, size_t line_len, const char* after, size_t after_len,
+                 ReplyWriter& w);
+  void MetaDelete(const ParsedLine& pl, ReplyWriter& w);
+  void MetaArith(const ParsedLine& pl, ReplyWriter& w);
+  void MetaDebug(const ParsedLine& pl, ReplyWriter& w);
+
+  // Starts dropping `n` bytes of a rejected value: what is already in the
+  // buffer (`avail`) is consumed now, the rest on later calls. Returns the
+  // bytes consumed now.
+  size_t Swallow(size_t n, size_t avail);
+  // True when a value of vlen bytes can never fit an item (memcached's
+  // item_size_ok), so it is rejected before it is read.
+  bool TooLarge(size_t nkey, uint32_t flags, size_t vlen) const;
+  // memcached's ITEM_ntotal for an item (header, key, value, CAS, flags), as
+  // "me" reports it and item_size_ok checks it.
+  size_t ItemTotalSize(size_t nkey, uint32_t flags, size_t vlen) const;
+  // The slab class memcached's slabs_init would give an item of that size.
+  uint32_t SlabClassFor(size_t total) const;
+  // Writes " k<key>" (base64 and " b" when binary) at p; returns the end.
+  static char* PutKey(char* p, std::string_view key, bool binary);
+
+  const HandlerContext* ctx_;
+  engine::Engine* engine_;
+  engine::ThreadStats* ts_;
+  size_t swallow_ = 0;
+  size_t wanted_ = 0;
+  bool close_ = false;
+  char key_buf_[kMaxDecodedKey];  // base64-decoded meta keys
+};
+
+}  // namespace trove::memcache

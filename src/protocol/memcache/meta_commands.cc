@@ -1,0 +1,401 @@
+// memcached's meta commands: mg, ms, md, ma, me (mn is answered in
+// dispatch.cc). Run on the connection's worker thread.
+#include <climits>
+#include <cstring>
+
+#include "common/limits.h"
+#include "common/str_append.h"
+#include "protocol/memcache/dispatch.h"
+
+namespace trove::memcache {
+namespace {
+
+constexpr const char* kBadFormat = "bad command line format";
+constexpr const char* kFlagsTooLong = "options flags too long";
+// Room for the longest meta reply line: code, size, 19 flags with numbers, a
+// base64 key (336 bytes) and an opaque token.
+constexpr size_t kMetaLineMax = 2048;
+
+char* PutChar(char* p, char c) {
+  *p++ = ' ';
+  *p++ = c;
+  return p;
+}
+char* PutBytes(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+char* PutCrlf(char* p) {
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+// " O<opaque>": the token is echoed as sent (it cannot hold CR/LF or spaces).
+char* PutOpaque(char* p, std::string_view tok) {
+  *p++ = ' ';
+  return PutBytes(p, tok);
+}
+
+bool OpaqueTooLong(const MetaFlags& f) { return f.opaque.size() > kMetaMaxOpaque; }
+
+}  // namespace
+
+char* MemcacheHandler::PutKey(char* p, std::string_view key, bool binary) {
+  p = PutChar(p, 'k');
+  if (!binary) return PutBytes(p, key);
+  p += Base64Encode(key, p);
+  return PutChar(p, 'b');
+}
+
+void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt < 3) {
+    w.Error();
+    return;
+  }
+  if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  if (nt > kMetaMaxTokens) {
+    w.ClientError("options flags are too long");
+    return;
+  }
+  MetaFlags f;
+  if (const char* err = ParseMetaFlags(pl, 2, key_buf_, &f)) {
+    w.ClientError(err);
+    return;
+  }
+  if (OpaqueTooLong(f)) {
+    w.ClientError("opaque token too long");
+    return;
+  }
+  engine::MetaGetArgs args;
+  args.bump = !f.Has('u');
+  if (f.has_ttl) args.touch_exptime = f.ttl;
+  if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
+  if (f.has_recache) {
+    args.recache_ttl = f.recache_ttl < 0 ? 0u : static_cast<uint32_t>(f.recache_ttl);
+  }
+  engine::MetaGetOutput o = engine_->MetaGet(f.key, args, ts_);
+
+  if (!o.item) {
+    if (f.Has('q')) return;  // quiet mode hides a miss
+    char* start = w.Reserve(kMetaLineMax);
+    char* p = PutBytes(start, "EN");
+    for (size_t i = 2; i < pl.count; ++i) {
+      char c = pl.tokens[i][0];
+      if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
+      if (c == 'k') p = PutKey(p, f.key, f.key_binary);
+    }
+    w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+    return;
+  }
+  const engine::ItemRef& it = o.item;
+  char* start = w.Reserve(kMetaLineMax);
+  char* p = start;
+  if (f.Has('v')) {
+    p = PutBytes(p, "VA ");
+    p = FormatU64(p, it.value_length());
+  } else {
+    p = PutBytes(p, "HD");
+  }
+  for (size_t i = 2; i < pl.count; ++i) {
+    switch (pl.tokens[i][0]) {
+      case 's': p = FormatU64(PutChar(p, 's'), it.value_length()); break;
+      case 't': p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl); break;
+      case 'c': p = FormatU64(PutChar(p, 'c'), it.cas()); break;
+      case 'f': p = FormatU64(PutChar(p, 'f'), it.client_flags()); break;
+      case 'l': p = FormatU64(PutChar(p, 'l'), o.last_access_ago); break;
+      case 'h': p = PutBytes(PutChar(p, 'h'), o.hit_before ? "1" : "0"); break;
+      case 'O': p = PutOpaque(p, pl.tokens[i]); break;
+      case 'k': p = PutKey(p, f.key, f.key_binary); break;
+      default: break;
+    }
+  }
+  // memcached appends these after the requested flags, in this order.
+  if (o.already_won) p = PutChar(p, 'Z');
+  if (o.stale) p = PutChar(p, 'X');
+  if (o.win) p = PutChar(p, 'W');
+  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+  if (f.Has('v')) w.ItemValue(std::move(o.item));
+}
+
+size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const char* after,
+                                size_t after_len, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt < 3) {
+    w.Error();
+    return line_len;
+  }
+  if (pl.tokens[1].size() > limits::kMemcacheMaxKey || nt == 3) {
+    w.ClientError(kBadFormat);
+    return line_len;
+  }
+  if (nt > kMetaMaxTokens) {
+    w.ClientError(kFlagsTooLong);
+    return line_len;
+  }
+  int64_t vlen = 0;
+  if (!ParseInt(pl.tokens[2], &vlen) || vlen < 0 || vlen > INT_MAX - 2) {
+    w.ClientError(kBadFormat);
+    return line_len;
+  }
+  const size_t n = static_cast<size_t>(vlen);
+  const size_t total = n + 2;
+  // From here on an error swallows the value, which memcached can size now.
+  MetaFlags f;
+  const char* err = ParseMetaFlags(pl, 3, key_buf_, &f);
+  if (err == nullptr && OpaqueTooLong(f)) err = "opaque token too long";
+  engine::StoreArgs args;
+  switch (f.mode) {
+    case 0: case 'S': args.mode = engine::StoreMode::kSet; break;
+    case 'E': args.mode = engine::StoreMode::kAdd; break;
+    case 'A': args.mode = engine::StoreMode::kAppend; break;
+    case 'P': args.mode = engine::StoreMode::kPrepend; break;
+    case 'R': args.mode = engine::StoreMode::kReplace; break;
+    default:
+      if (err == nullptr) err = "invalid mode for ms M token";
+      break;
+  }
+  if (err != nullptr) {
+    w.ClientError(err);
+    return line_len + Swallow(total, after_len);
+  }
+  if (TooLarge(f.key.size(), f.client_flags, n)) {
+    w.ServerError("object too large for cache");
+    (void)engine_->Delete(f.key, engine::DeleteArgs{}, ts_);
+    return line_len + Swallow(total, after_len);
+  }
+  if (after_len < total) {
+    wanted_ = line_len + total;
+    return 0;
+  }
+  if (after[n] != '\r' || after[n + 1] != '\n') {
+    w.ClientError("bad data chunk");  // errors ignore q
+    return line_len + total;
+  }
+  if (f.has_cas) {
+    args.compare_cas = f.compare_cas;
+    // A compared set or replace is memcached's "cas".
+    if (args.mode == engine::StoreMode::kSet || args.mode == engine::StoreMode::kReplace) {
+      args.mode = engine::StoreMode::kCas;
+    }
+  }
+  args.invalidate = f.Has('I');
+  if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
+  if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
+  uint64_t cas = 0;
+  engine::StoreResult r =
+      engine_->Store(f.key, f.client_flags, f.has_ttl ? f.ttl : 0, std::string_view(after, n),
+                     args, ts_, &cas);
+  const char* code = nullptr;
+  switch (r) {
+    case engine::StoreResult::kStored:
+      if (f.Has('q')) return line_len + total;
+      code = "HD";
+      break;
+    case engine::StoreResult::kNotStored: code = "NS"; break;
+    case engine::StoreResult::kExists: code = "EX"; break;
+    case engine::StoreResult::kNotFound: code = "NF"; break;
+    case engine::StoreResult::kTooLarge:
+      w.ServerError("object too large for cache");
+      return line_len + total;
+    case engine::StoreResult::kNoMemory:
+      w.ServerError("out of memory storing object");
+      return line_len + total;
+  }
+  if (r != engine::StoreResult::kStored) cas = 0;
+  char* start = w.Reserve(kMetaLineMax);
+  char* p = PutBytes(start, code);
+  for (size_t i = 3; i < pl.count; ++i) {
+    switch (pl.tokens[i][0]) {
+      case 'O': p = PutOpaque(p, pl.tokens[i]); break;
+      case 'k': p = PutKey(p, f.key, f.key_binary); break;
+      case 'c': p = FormatU64(PutChar(p, 'c'), cas); break;
+      default: break;
+    }
+  }
+  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+  return line_len + total;
+}
+
+void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt < 3) {
+    w.Error();
+    return;
+  }
+  if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  if (nt > kMetaMaxTokens) {
+    w.ClientError(kFlagsTooLong);
+    return;
+  }
+  MetaFlags f;
+  if (ParseMetaFlags(pl, 2, key_buf_, &f) != nullptr) {
+    // memcached gives md and ma one text for every flag error.
+    w.ClientError("invalid or duplicate flag");
+    return;
+  }
+  if (OpaqueTooLong(f)) {
+    w.ClientError("opaque token too long");
+    return;
+  }
+  engine::DeleteArgs args;
+  if (f.has_cas) args.compare_cas = f.compare_cas;
+  args.invalidate = f.Has('I');
+  if (args.invalidate && f.has_ttl) args.stale_exptime = f.ttl;
+  args.remove_value = f.Has('x');
+  if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
+  const char* code = "NF";
+  switch (engine_->Delete(f.key, args, ts_)) {
+    case engine::DeleteResult::kDeleted:
+      if (f.Has('q')) return;
+      code = "HD";
+      break;
+    case engine::DeleteResult::kNotFound: code = "NF"; break;
+    case engine::DeleteResult::kExists: code = "EX"; break;
+  }
+  char* start = w.Reserve(kMetaLineMax);
+  char* p = PutBytes(start, code);
+  for (size_t i = 2; i < pl.count; ++i) {
+    char c = pl.tokens[i][0];
+    if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
+    if (c == 'k') p = PutKey(p, f.key, f.key_binary);
+  }
+  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+}
+
+void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt < 3) {
+    w.Error();
+    return;
+  }
+  if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  if (nt > kMetaMaxTokens) {
+    w.ClientError(kFlagsTooLong);
+    return;
+  }
+  MetaFlags f;
+  if (ParseMetaFlags(pl, 2, key_buf_, &f) != nullptr) {
+    w.ClientError("invalid or duplicate flag");
+    return;
+  }
+  engine::ArithArgs args;
+  switch (f.mode) {
+    case 0: case 'I': case 'i': case '+': args.incr = true; break;
+    case 'D': case 'd': case '-': args.incr = false; break;
+    default:
+      w.ClientError("invalid mode for ma M token");
+      return;
+  }
+  if (OpaqueTooLong(f)) {
+    w.ClientError("opaque token too long");
+    return;
+  }
+  args.delta = f.delta;
+  if (f.has_cas) args.compare_cas = f.compare_cas;
+  if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
+  if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
+  args.initial = f.initial;
+  if (f.has_ttl) args.touch_exptime = f.ttl;
+  engine::ArithOutput o = engine_->Arith(f.key, args, ts_);
+  const char* code = nullptr;
+  switch (o.result) {
+    case engine::ArithResult::kOk: break;
+    case engine::ArithResult::kNotFound: code = "NF"; break;
+    case engine::ArithResult::kExists: code = "EX"; break;
+    case engine::ArithResult::kNonNumeric:
+      w.ClientError("cannot increment or decrement non-numeric value");
+      return;
+    case engine::ArithResult::kNoMemory:
+      w.ServerError("out of memory");
+      return;
+  }
+  char* start = nullptr;
+  char* p = nullptr;
+  if (code != nullptr) {
+    start = w.Reserve(kMetaLineMax);
+    p = PutBytes(start, code);
+    for (size_t i = 2; i < pl.count; ++i) {
+      char c = pl.tokens[i][0];
+      if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
+      if (c == 'k') p = PutKey(p, f.key, f.key_binary);
+    }
+    w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+    return;
+  }
+  if (f.Has('q')) return;  // quiet hides the whole success reply, value too
+  char num[20];
+  size_t num_len = static_cast<size_t>(FormatU64(num, o.value) - num);
+  start = w.Reserve(kMetaLineMax + 24);
+  p = start;
+  if (f.Has('v')) {
+    p = FormatU64(PutBytes(p, "VA "), num_len);
+  } else {
+    p = PutBytes(p, "HD");
+  }
+  for (size_t i = 2; i < pl.count; ++i) {
+    switch (pl.tokens[i][0]) {
+      case 'c': p = FormatU64(PutChar(p, 'c'), o.cas); break;
+      case 't': p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl); break;
+      case 'O': p = PutOpaque(p, pl.tokens[i]); break;
+      case 'k': p = PutKey(p, f.key, f.key_binary); break;
+      default: break;
+    }
+  }
+  p = PutCrlf(p);
+  if (f.Has('v')) p = PutCrlf(PutBytes(p, std::string_view(num, num_len)));
+  w.Commit(static_cast<size_t>(p - start));
+}
+
+void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt < 3 || pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  std::string_view key = pl.tokens[1];
+  bool binary = nt >= 4 && pl.tokens[2] == "b";
+  if (binary) {
+    size_t n = Base64Decode(key, key_buf_, kMaxDecodedKey);
+    if (n == 0) {
+      w.ClientError(kBadFormat);
+      return;
+    }
+    key = std::string_view(key_buf_, n);
+  }
+  engine::MetaGetArgs args;
+  args.bump = false;
+  engine::MetaGetOutput o = engine_->MetaGet(key, args, ts_);
+  if (!o.item) {
+    w.Word("EN");
+    return;
+  }
+  const engine::ItemRef& it = o.item;
+  char* start = w.Reserve(kMetaLineMax);
+  char* p = PutBytes(start, "ME ");
+  if (binary) {
+    p += Base64Encode(key, p);
+  } else {
+    p = PutBytes(p, key);
+  }
+  // memcached prints exp as (now - exptime): minus the seconds left.
+  p = FormatI64(PutBytes(p, " exp="), o.ttl < 0 ? -1 : -o.ttl);
+  p = FormatU64(PutBytes(p, " la="), o.last_access_ago);
+  p = FormatU64(PutBytes(p, " cas="), it.cas());
+  p = PutBytes(p, o.hit_before ? " fetch=yes" : " fetch=no");
+  size_t total = ItemTotalSize(key.size(), it.client_flags(), it.value_length());
+  p = FormatU64(PutBytes(p, " cls="), SlabClassFor(total));
+  p = FormatU64(PutBytes(p, " size="), total);
+  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+}
+
+}  // namespace trove::memcache

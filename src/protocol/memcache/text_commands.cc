@@ -1,0 +1,202 @@
+// memcached's classic text commands: get/gets/gat/gats, the storage family,
+// incr/decr, delete, touch, flush_all. Run on the connection's worker thread.
+#include <climits>
+#include <cstring>
+
+#include "common/limits.h"
+#include "common/str_append.h"
+#include "protocol/memcache/dispatch.h"
+
+namespace trove::memcache {
+namespace {
+
+bool LastIsNoreply(const ParsedLine& pl) {
+  return pl.count > 0 && !pl.truncated() && pl.tokens[pl.count - 1] == "noreply";
+}
+
+constexpr const char* kBadFormat = "bad command line format";
+
+}  // namespace
+
+void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch, ReplyWriter& w) {
+  WordIterator it(args);
+  int64_t exptime = 0;
+  if (touch) {
+    std::string_view t;
+    if (!it.Next(&t) || !ParseInt(t, &exptime)) {
+      w.ClientError("invalid exptime argument");
+      return;
+    }
+  }
+  // memcached rejects the whole request for one over-long key; check them all
+  // first so that no partial reply is written.
+  WordIterator check = it;
+  std::string_view key;
+  while (check.Next(&key)) {
+    if (key.size() > limits::kMemcacheMaxKey) {
+      w.ClientError(kBadFormat);
+      return;
+    }
+  }
+  while (it.Next(&key)) {
+    engine::ItemRef ref =
+        touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
+    if (!ref) continue;
+    // "VALUE <key> <flags> <bytes>[ <cas>]\r\n"
+    char* start = w.Reserve(6 + key.size() + 3 * 21 + 2);
+    char* p = start;
+    std::memcpy(p, "VALUE ", 6);
+    p += 6;
+    std::memcpy(p, key.data(), key.size());
+    p += key.size();
+    *p++ = ' ';
+    p = FormatU64(p, ref.client_flags());
+    *p++ = ' ';
+    p = FormatU64(p, ref.value_length());
+    if (with_cas) {
+      *p++ = ' ';
+      p = FormatU64(p, ref.cas());
+    }
+    *p++ = '\r';
+    *p++ = '\n';
+    w.Commit(static_cast<size_t>(p - start));
+    w.ItemValue(std::move(ref));
+  }
+  w.Word("END");
+}
+
+size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len,
+                                const char* after, size_t after_len, ReplyWriter& w) {
+  w.set_quiet(LastIsNoreply(pl));
+  std::string_view key = pl.tokens[1];
+  if (key.size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return line_len;
+  }
+  uint32_t flags = 0;
+  int64_t exptime = 0;
+  int64_t vlen = 0;
+  uint64_t cas = 0;
+  if (!ParseFlags(pl.tokens[2], &flags) || !ParseInt(pl.tokens[3], &exptime) ||
+      !ParseInt(pl.tokens[4], &vlen) ||
+      (mode == engine::StoreMode::kCas && !ParseUint(pl.tokens[5], &cas)) || vlen < 0 ||
+      vlen > INT_MAX - 2) {
+    w.ClientError(kBadFormat);
+    return line_len;
+  }
+  const size_t n = static_cast<size_t>(vlen);
+  const size_t total = n + 2;
+  if (TooLarge(key.size(), flags, n)) {
+    w.ServerError("object too large for cache");
+    // memcached drops the old value of a failed set rather than keep stale data.
+    if (mode == engine::StoreMode::kSet) (void)engine_->Delete(key, engine::DeleteArgs{}, ts_);
+    return line_len + Swallow(total, after_len);
+  }
+  if (after_len < total) {
+    wanted_ = line_len + total;
+    return 0;
+  }
+  if (after[n] != '\r' || after[n + 1] != '\n') {
+    w.ClientError("bad data chunk");
+    return line_len + total;
+  }
+  engine::StoreArgs args;
+  args.mode = mode;
+  args.compare_cas = cas;
+  switch (engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_)) {
+    case engine::StoreResult::kStored: w.Word("STORED"); break;
+    case engine::StoreResult::kNotStored: w.Word("NOT_STORED"); break;
+    case engine::StoreResult::kExists: w.Word("EXISTS"); break;
+    case engine::StoreResult::kNotFound: w.Word("NOT_FOUND"); break;
+    case engine::StoreResult::kTooLarge: w.ServerError("object too large for cache"); break;
+    case engine::StoreResult::kNoMemory: w.ServerError("out of memory storing object"); break;
+  }
+  return line_len + total;
+}
+
+void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
+  w.set_quiet(LastIsNoreply(pl));
+  std::string_view key = pl.tokens[1];
+  if (key.size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  engine::ArithArgs args;
+  args.incr = incr;
+  if (!ParseUint(pl.tokens[2], &args.delta)) {
+    w.ClientError("invalid numeric delta argument");
+    return;
+  }
+  engine::ArithOutput o = engine_->Arith(key, args, ts_);
+  switch (o.result) {
+    case engine::ArithResult::kOk: w.Number(o.value); break;
+    case engine::ArithResult::kNotFound: w.Word("NOT_FOUND"); break;
+    case engine::ArithResult::kNonNumeric:
+      w.ClientError("cannot increment or decrement non-numeric value");
+      break;
+    case engine::ArithResult::kNoMemory: w.ServerError("out of memory"); break;
+    case engine::ArithResult::kExists: w.Word("EXISTS"); break;
+  }
+}
+
+void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
+  const size_t nt = pl.ntokens();
+  if (nt > 3) {
+    // memcached accepts only "delete <key> [0] [noreply]".
+    bool hold_is_zero = pl.tokens[2] == "0";
+    bool noreply = LastIsNoreply(pl);
+    w.set_quiet(noreply);
+    bool valid = (nt == 4 && (hold_is_zero || noreply)) || (nt == 5 && hold_is_zero && noreply);
+    if (!valid) {
+      w.ClientError("bad command line format.  Usage: delete <key> [noreply]");
+      return;
+    }
+  }
+  std::string_view key = pl.tokens[1];
+  if (key.size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  switch (engine_->Delete(key, engine::DeleteArgs{}, ts_)) {
+    case engine::DeleteResult::kDeleted: w.Word("DELETED"); break;
+    case engine::DeleteResult::kNotFound: w.Word("NOT_FOUND"); break;
+    case engine::DeleteResult::kExists: w.Word("EXISTS"); break;
+  }
+}
+
+void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
+  w.set_quiet(LastIsNoreply(pl));
+  std::string_view key = pl.tokens[1];
+  if (key.size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  int64_t exptime = 0;
+  if (!ParseInt(pl.tokens[2], &exptime)) {
+    w.ClientError("invalid exptime argument");
+    return;
+  }
+  w.Word(engine_->Touch(key, exptime, ts_) ? "TOUCHED" : "NOT_FOUND");
+}
+
+void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
+  bool noreply = LastIsNoreply(pl);
+  w.set_quiet(noreply);
+  int64_t exptime = 0;
+  if (pl.ntokens() != (noreply ? 3u : 2u) && !ParseInt(pl.tokens[1], &exptime)) {
+    w.ClientError("invalid exptime argument");
+    return;
+  }
+  // The delay is an exptime: relative seconds, or an absolute unix time past 30 days.
+  int64_t delay = 0;
+  if (exptime > limits::kRealtimeMaxDelta) {
+    delay = exptime - engine_->clock()->UnixSeconds();
+    if (delay < 0) delay = 0;
+  } else if (exptime > 0) {
+    delay = exptime;
+  }
+  engine_->FlushAll(delay);
+  w.Word("OK");
+}
+
+}  // namespace trove::memcache

@@ -1,0 +1,336 @@
+"""stats and its sub-commands, lru_crawler, slabs. Each test that checks
+counter movement runs on its own server so no other test moves them."""
+
+import os
+import re
+import time
+
+import pytest
+
+from harness.client import Conn, wait_for
+
+
+def b(s):
+    return s.encode("latin1") if isinstance(s, str) else s
+
+
+@pytest.fixture
+def fresh(make_server):
+    srv = make_server()
+    c = Conn.to(srv)
+    yield srv, c
+    c.close()
+
+
+GENERAL_STATS = [
+    "pid", "uptime", "time", "version", "pointer_size", "rusage_user", "rusage_system",
+    "max_connections", "curr_connections", "total_connections", "rejected_connections",
+    "connection_structures", "cmd_get", "cmd_set", "cmd_flush", "cmd_touch",
+    "get_hits", "get_misses", "get_expired", "get_flushed", "delete_misses", "delete_hits",
+    "incr_misses", "incr_hits", "decr_misses", "decr_hits", "cas_misses", "cas_hits",
+    "cas_badval", "touch_hits", "touch_misses", "threads", "conn_yields",
+    "bytes_read", "bytes_written", "limit_maxbytes", "curr_items", "total_items",
+    "bytes", "evictions", "reclaimed", "expired_unfetched", "evicted_unfetched",
+    "hash_power_level", "hash_bytes", "accepting_conns", "listen_disabled_num",
+]
+
+
+def test_general_stats_names_and_types(fresh):
+    srv, c = fresh
+    st = c.stats()
+    missing = [n for n in GENERAL_STATS if n not in st]
+    assert not missing, missing
+    assert int(st["pid"]) == srv.pid()
+    assert abs(int(st["time"]) - time.time()) < 5
+    assert int(st["uptime"]) < 60
+    assert st["version"] == c.rt(b"version\r\n").split()[1].decode()
+    assert re.fullmatch(r"\d+\.\d{6}", st["rusage_user"]), st["rusage_user"]
+    assert st["pointer_size"] == "64"
+    assert st["threads"] == "4"
+    assert st["limit_maxbytes"] == str(64 * 1024 * 1024)
+    assert st["max_connections"] == "1024"
+    assert st["curr_items"] == "0"
+    for name, value in st.items():
+        assert value != "", name
+
+
+def test_counters_move(fresh):
+    srv, c = fresh
+    before = c.stats()
+    c.set("a", "1")
+    c.set("b", "22")
+    c.get("a")
+    c.get("missing")
+    c.send(b"get a b missing2\r\n")
+    c.read_value_reply()
+    assert c.rt(b"delete b\r\ndelete nob\r\n") == b"DELETED\r\nNOT_FOUND\r\n"
+    assert c.rt(b"incr a 1\r\nincr noa 1\r\ndecr a 1\r\ndecr noa 1\r\n") == \
+        b"2\r\nNOT_FOUND\r\n1\r\nNOT_FOUND\r\n"
+    assert c.rt(b"touch a 0\r\ntouch noa 0\r\n") == b"TOUCHED\r\nNOT_FOUND\r\n"
+    _, cas = c.gets("a")
+    assert c.rt(b"cas a 0 0 1 %d\r\n5\r\ncas a 0 0 1 %d\r\n6\r\ncas noa 0 0 1 1\r\n7\r\n" % (cas, cas)) == \
+        b"STORED\r\nEXISTS\r\nNOT_FOUND\r\n"
+    after = c.stats()
+
+    def d(name):
+        return int(after[name]) - int(before[name])
+    assert d("cmd_get") == 1 + 1 + 3 + 1   # get a, get missing, 3 keys, gets a
+    assert d("get_hits") == 1 + 2 + 1
+    assert d("get_misses") == 1 + 1
+    assert d("cmd_set") == 2 + 3
+    assert d("delete_hits") == 1 and d("delete_misses") == 1
+    assert d("incr_hits") == 1 and d("incr_misses") == 1
+    assert d("decr_hits") == 1 and d("decr_misses") == 1
+    assert d("touch_hits") == 1 and d("touch_misses") == 1
+    assert d("cmd_touch") == 2
+    assert d("cas_hits") == 1 and d("cas_badval") == 1 and d("cas_misses") == 1
+    assert after["curr_items"] == "1"
+    assert int(after["total_items"]) >= 3
+    assert int(after["bytes"]) > 0
+    assert d("bytes_read") > 0 and d("bytes_written") > 0
+
+
+def test_curr_items_and_bytes(fresh):
+    srv, c = fresh
+    for i in range(10):
+        c.set("k%d" % i, "v" * 100)
+    st = c.stats()
+    assert st["curr_items"] == "10"
+    assert int(st["bytes"]) >= 10 * 100
+    c.rt(b"delete k0\r\n")
+    assert c.stat("curr_items") == "9"
+    c.flush()
+    # flush_all invalidates lazily; a get of a flushed item counts get_flushed.
+    assert c.get("k1") is None
+    assert int(c.stat("get_flushed")) >= 1
+
+
+def test_connection_stats(fresh):
+    srv, c = fresh
+    base = int(c.stat("curr_connections"))
+    total = int(c.stat("total_connections"))
+    others = [Conn.to(srv) for _ in range(5)]
+    for o in others:
+        o.rt(b"")
+    assert int(c.stat("curr_connections")) == base + 5
+    assert int(c.stat("total_connections")) >= total + 5
+    for o in others:
+        o.close()
+    assert wait_for(lambda: int(c.stat("curr_connections")) == base)
+
+
+def test_stats_reset(fresh):
+    srv, c = fresh
+    c.set("a", "1")
+    c.get("a")
+    c.get("zz")
+    assert int(c.stat("cmd_get")) == 2
+    assert c.rt(b"stats reset\r\n") == b"RESET\r\n"
+    st = c.stats()
+    assert st["cmd_get"] == "0" and st["get_hits"] == "0" and st["get_misses"] == "0"
+    assert st["cmd_set"] == "0"
+    # Gauges survive a reset.
+    assert st["curr_items"] == "1"
+
+
+def test_stats_settings(fresh):
+    srv, c = fresh
+    st = c.stats("settings")
+    expect = {
+        "maxbytes": str(64 * 1024 * 1024), "maxconns": "1024", "growth_factor": "1.25",
+        "chunk_size": "48", "num_threads": "4", "cas_enabled": "yes", "evictions": "on",
+        "item_size_max": "1048576", "reqs_per_event": "20", "shutdown_command": "no",
+        "detail_enabled": "no", "idle_timeout": "0", "tcp_backlog": "1024",
+    }
+    for name, value in expect.items():
+        assert st.get(name) == value, (name, st.get(name))
+    for name in ("verbosity", "oldest", "domain_socket", "binding_protocol", "slab_reassign",
+                 "slab_automove", "lru_crawler", "lru_maintainer_thread", "hot_lru_pct",
+                 "warm_lru_pct", "temp_lru", "hash_algorithm", "slab_chunk_max", "stat_key_prefix"):
+        assert name in st, name
+
+
+def test_verbosity_visible_in_settings(fresh):
+    srv, c = fresh
+    assert c.rt(b"verbosity 2\r\n") == b"OK\r\n"
+    assert c.stat("verbosity", "settings") == "2"
+    assert c.rt(b"verbosity 0\r\n") == b"OK\r\n"
+    assert c.stat("verbosity", "settings") == "0"
+
+
+def test_stats_items_and_slabs(fresh):
+    srv, c = fresh
+    assert c.stats("items") == {}
+    for i in range(5):
+        c.set("small%d" % i, "x")
+    c.set("big", "y" * 5000)
+    c.get("small0")
+    items = c.stats("items")
+    classes = sorted({int(n.split(":")[1]) for n in items})
+    assert len(classes) == 2, items
+    small, big = classes
+    assert items["items:%d:number" % small] == "5"
+    assert items["items:%d:number" % big] == "1"
+    for field in ("number_hot", "number_warm", "number_cold", "age", "evicted",
+                  "outofmemory", "reclaimed", "expired_unfetched", "evicted_unfetched"):
+        assert "items:%d:%s" % (small, field) in items, field
+    slabs = c.stats("slabs")
+    assert "active_slabs" in slabs and "total_malloced" in slabs
+    assert slabs["active_slabs"] == "2"
+    for field in ("chunk_size", "chunks_per_page", "total_pages", "total_chunks",
+                  "used_chunks", "free_chunks", "get_hits", "cmd_set"):
+        assert "%d:%s" % (small, field) in slabs, field
+    assert slabs["%d:used_chunks" % small] == "5"
+    assert slabs["%d:get_hits" % small] == "1"
+    assert int(slabs["%d:chunk_size" % big]) >= 5000
+    assert int(slabs["%d:chunk_size" % small]) < int(slabs["%d:chunk_size" % big])
+
+
+def test_stats_sizes(fresh):
+    srv, c = fresh
+    c.send(b"stats sizes\r\n")
+    out = c.read_until(b"END\r\n")
+    for line in out.split(b"\r\n")[:-2]:
+        assert line.startswith(b"STAT "), out
+
+
+def test_stats_conns(fresh):
+    srv, c = fresh
+    other = Conn.to(srv)
+    other.rt(b"")
+    conns = c.stats("conns")
+    addrs = [v for k, v in conns.items() if k.endswith(":addr")]
+    assert sum(1 for a in addrs if a.startswith("tcp:127.0.0.1:")) >= 2, conns
+    assert any(k.endswith(":state") for k in conns)
+    other.close()
+
+
+def test_stats_detail(fresh):
+    srv, c = fresh
+    assert c.rt(b"stats detail dump\r\n") == b"END\r\n"
+    assert c.rt(b"stats detail on\r\n") == b"OK\r\n"
+    assert c.stat("detail_enabled", "settings") == "yes"
+    c.set("pfx:a", "1")
+    c.send(b"get pfx:a pfx:b\r\n")
+    c.read_value_reply()
+    assert c.rt(b"delete pfx:a\r\n") == b"DELETED\r\n"
+    assert c.rt(b"stats detail dump\r\n") == b"PREFIX pfx get 2 hit 1 set 1 del 1\r\nEND\r\n"
+    assert c.rt(b"stats detail off\r\n") == b"OK\r\n"
+    c.get("pfx:a")
+    assert c.rt(b"stats detail dump\r\n") == b"PREFIX pfx get 2 hit 1 set 1 del 1\r\nEND\r\n"
+    assert c.rt(b"stats detail\r\n") == b"CLIENT_ERROR usage: stats detail on|off|dump\r\n"
+
+
+def test_stats_unknown_subcommand(conn):
+    assert conn.rt(b"stats nonsense\r\n") == b"ERROR\r\n"
+
+
+# ---- lru_crawler --------------------------------------------------------
+
+def test_lru_crawler_commands(fresh):
+    srv, c = fresh
+    assert c.rt(b"lru_crawler sleep 100\r\n") == b"OK\r\n"
+    assert c.stat("lru_crawler_sleep", "settings") == "100"
+    assert c.rt(b"lru_crawler sleep 2000000\r\n") == b"CLIENT_ERROR sleep must be one second or less\r\n"
+    assert c.rt(b"lru_crawler sleep abc\r\n") == BAD
+    assert c.rt(b"lru_crawler tocrawl 10\r\n") == b"OK\r\n"
+    assert c.stat("lru_crawler_tocrawl", "settings") == "10"
+    assert c.rt(b"lru_crawler tocrawl abc\r\n") == BAD
+    assert c.rt(b"lru_crawler foo\r\n") == b"ERROR\r\n"
+    assert c.rt(b"lru_crawler\r\n") == b"ERROR\r\n"
+    c.set("a", "1")
+    assert c.rt(b"lru_crawler crawl all\r\n") == b"OK\r\n"
+    assert wait_for(lambda: c.rt(b"lru_crawler crawl 1\r\n") == b"OK\r\n")
+    assert c.rt(b"lru_crawler crawl abc\r\n") == b"BADCLASS invalid class id\r\n"
+    assert c.rt(b"lru_crawler crawl 0\r\n") == b"BADCLASS invalid class id\r\n"
+
+
+def test_lru_crawler_reclaims_expired(fresh):
+    srv, c = fresh
+    for i in range(20):
+        c.set("x%d" % i, "v", exptime=1)
+    c.set("keep", "v")
+    time.sleep(2.1)
+    assert c.rt(b"lru_crawler crawl all\r\n") == b"OK\r\n"
+    # The crawler (or, in memcached, the LRU maintainer first) frees expired
+    # items that nobody reads.
+    assert wait_for(lambda: c.stat("curr_items") == "1", timeout=10), c.stats()
+    st = c.stats()
+    assert int(st["crawler_reclaimed"]) + int(st["reclaimed"]) >= 20
+
+
+def test_lru_crawler_metadump(fresh):
+    srv, c = fresh
+    c.set("md1", "x")
+    c.set("md2", "yy", exptime=int(time.time()) + 1000)
+    c.send(b"lru_crawler metadump all\r\n")
+    out = c.read_until(b"END\r\n", timeout=10)
+    lines = out.split(b"\n")
+    assert lines[-1] == b"" and lines[-2] == b"END\r"
+    items = {}
+    for line in lines[:-2]:
+        fields = dict(f.split(b"=", 1) for f in line.split(b" "))
+        items[fields[b"key"]] = fields
+    assert set(items) == {b"md1", b"md2"}
+    for f in (b"exp", b"la", b"cas", b"fetch", b"cls", b"size"):
+        assert f in items[b"md1"]
+    assert items[b"md1"][b"exp"] == b"-1"
+    assert int(items[b"md2"][b"exp"]) > time.time()
+    assert c.rt(b"") == b""
+
+
+def test_lru_crawler_disable_enable(fresh):
+    srv, c = fresh
+    assert c.rt(b"lru_crawler disable\r\n") == b"OK\r\n"
+    assert c.stat("lru_crawler", "settings") == "no"
+    assert c.rt(b"lru_crawler crawl all\r\n") == b"CLIENT_ERROR lru crawler disabled\r\n"
+    assert c.rt(b"lru_crawler metadump all\r\n") == b"CLIENT_ERROR lru crawler disabled\r\n"
+    assert c.rt(b"lru_crawler enable\r\n") == b"OK\r\n"
+    assert c.stat("lru_crawler", "settings") == "yes"
+    assert c.rt(b"lru_crawler crawl all\r\n") == b"OK\r\n"
+
+
+BAD = b"CLIENT_ERROR bad command line format\r\n"
+
+
+# ---- slabs --------------------------------------------------------------
+
+def test_slabs_commands(fresh):
+    srv, c = fresh
+    assert c.rt(b"slabs automove 0\r\n") == b"OK\r\n"
+    assert c.stat("slab_automove", "settings") == "0"
+    assert c.rt(b"slabs automove 2\r\n") == b"OK\r\n"
+    assert c.stat("slab_automove", "settings") == "2"
+    assert c.rt(b"slabs automove 1\r\n") == b"OK\r\n"
+    assert c.rt(b"slabs automove 3\r\n") == b"ERROR\r\n"
+    assert c.rt(b"slabs reassign 1 1\r\n") == b"SAME src and dst class are identical\r\n"
+    assert c.rt(b"slabs reassign 99 1\r\n") == b"BADCLASS invalid src or dst class id\r\n"
+    assert c.rt(b"slabs reassign 1 200\r\n") == b"BADCLASS invalid src or dst class id\r\n"
+    assert c.rt(b"slabs reassign 1 2\r\n") == b"NOSPARE source class has no spare pages\r\n"
+    assert c.rt(b"slabs reassign a b\r\n") == BAD
+    assert c.rt(b"slabs\r\n") == b"ERROR\r\n"
+    assert c.rt(b"slabs foo\r\n") == b"ERROR\r\n"
+
+
+def test_slabs_reassign_moves_a_page(make_server):
+    srv = make_server("-m", "16", "-o", "slab_reassign")
+    c = Conn.to(srv)
+    small = b"x" * 10
+    # Fill class A with a few pages of small items, then free them.
+    for i in range(40000):
+        c.send(b"set s%d 0 0 10 noreply\r\n%s\r\n" % (i, small))
+    c.rt(b"")
+    slabs = c.stats("slabs")
+    cls_small = min(int(k.split(":")[0]) for k in slabs if k[0].isdigit())
+    pages = int(slabs["%d:total_pages" % cls_small])
+    assert pages >= 2, slabs
+    c.flush()
+    c.set("big", b"y" * 3000)
+    slabs = c.stats("slabs")
+    cls_big = max(int(k.split(":")[0]) for k in slabs if k[0].isdigit())
+    res = c.rt(b"slabs reassign %d %d\r\n" % (cls_small, cls_big))
+    assert res in (b"OK\r\n", b"BUSY currently processing reassign request\r\n",
+                   b"NOTFULL dest class has spare memory\r\n"), res
+    if res == b"OK\r\n":
+        assert wait_for(lambda: int(c.stats("slabs")["%d:total_pages" % cls_small]) < pages, timeout=10)
+    c.close()

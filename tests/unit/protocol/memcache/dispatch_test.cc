@@ -1,0 +1,402 @@
+// Tests for MemcacheHandler: exact reply bytes (taken from memcached 1.6.18
+// on the same input), pipelining split at every offset, noreply/quiet rules,
+// swallowing of rejected values, large values and -R. Runs against whatever
+// engine the target links (the stand-in fake_engine.cc or the real engine).
+#include "protocol/memcache/dispatch.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+
+namespace trove::memcache {
+namespace {
+
+class FakeServices final : public net::ServerServices {
+ public:
+  std::vector<std::pair<std::string, std::string>> ServerStats() override {
+    return {{"pid", "42"}, {"version", "x"}};
+  }
+  std::vector<std::pair<std::string, std::string>> SettingsStats() override {
+    return {{"maxconns", "1024"}};
+  }
+  std::vector<ConnInfo> Connections() override {
+    return {ConnInfo{7, "tcp:127.0.0.1:5000", "tcp:127.0.0.1:11211", "conn_parse_cmd", 3}};
+  }
+  bool ShutdownEnabled() const override { return shutdown_enabled; }
+  void RequestShutdown() override { ++shutdowns; }
+  void SetVerbosity(int v) override { verbosity = v; }
+  bool CloseConnection(uint64_t) override { return false; }
+
+  bool shutdown_enabled = false;
+  int shutdowns = 0;
+  int verbosity = -1;
+};
+
+class DispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Reset(ProtocolOptions{}); }
+
+  void Reset(const ProtocolOptions& opts) {
+    engine::EngineOptions eo;
+    eo.clock = &clock_;
+    eo.lru_maintainer = false;
+    eo.lru_crawler = true;
+    auto r = engine::Engine::Create(eo);
+    ASSERT_TRUE(r.ok());
+    handler_.reset();
+    factory_.reset();
+    engine_ = std::move(r).value();
+    factory_ = NewMemcacheFactory(engine_.get(), &services_, opts);
+    NewConnection();
+  }
+  void NewConnection() {
+    net::ConnInfoView ci;
+    factory_->InitWorker(0);
+    handler_ = factory_->Create(0, ci);
+    pending_.clear();
+  }
+
+  // Offers `in` in pieces of `step` bytes (0 = at once) the way a connection
+  // does: unconsumed bytes stay and more are appended. Returns all replies.
+  std::string Send(const std::string& in, size_t step = 0) {
+    net::OutputBuffer out;
+    size_t pos = 0;
+    do {
+      size_t n = step == 0 ? in.size() - pos : std::min(step, in.size() - pos);
+      pending_.append(in, pos, n);
+      pos += n;
+      Drain(out);
+    } while (pos < in.size() && !handler_->WantsClose());
+    return out.ToString();
+  }
+  void Drain(net::OutputBuffer& out) {
+    for (;;) {
+      size_t used = handler_->OnData(pending_.data(), pending_.size(), out);
+      pending_.erase(0, used);
+      if (used == 0 || pending_.empty() || handler_->WantsClose()) break;
+    }
+  }
+  // Runs `in` on fresh state whole, byte by byte and split at every offset;
+  // all must give `want`.
+  void ExpectEverySplit(const std::string& in, const std::string& want) {
+    Reset(ProtocolOptions{});
+    EXPECT_EQ(Send(in), want) << "whole: " << in;
+    Reset(ProtocolOptions{});
+    EXPECT_EQ(Send(in, 1), want) << "byte by byte: " << in;
+    for (size_t split = 1; split < in.size(); ++split) {
+      Reset(ProtocolOptions{});
+      net::OutputBuffer out;
+      pending_ = in.substr(0, split);
+      Drain(out);
+      pending_ += in.substr(split);
+      Drain(out);
+      EXPECT_EQ(out.ToString(), want) << "split at " << split << ": " << in;
+    }
+  }
+
+  ManualClock clock_;
+  FakeServices services_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<net::ProtocolFactory> factory_;
+  std::unique_ptr<net::ProtocolHandler> handler_;
+  std::string pending_;
+};
+
+TEST_F(DispatchTest, SetGetPipelinedAtEverySplit) {
+  ExpectEverySplit("set a 5 0 2\r\nhi\r\nget a b\r\ngets zz\r\ndelete a\r\nget a\r\n",
+                   "STORED\r\nVALUE a 5 2\r\nhi\r\nEND\r\nEND\r\nDELETED\r\nEND\r\n");
+}
+
+TEST_F(DispatchTest, MetaPipelinedAtEverySplit) {
+  ExpectEverySplit("ms k 2 T0 F3\r\nab\r\nmg k v f s\r\nmg zz q v\r\nmn\r\n",
+                   "HD\r\nVA 2 f3 s2\r\nab\r\nMN\r\n");
+}
+
+TEST_F(DispatchTest, GetsReturnsCasAndCasCommandUsesIt) {
+  std::string r = Send("set a 0 0 1\r\nx\r\ngets a\r\n");
+  ASSERT_EQ(r.rfind("STORED\r\nVALUE a 0 1 ", 0), 0u) << r;
+  std::string cas = r.substr(20, r.find("\r\n", 20) - 20);
+  EXPECT_EQ(Send("cas a 0 0 1 " + cas + "\r\ny\r\ncas a 0 0 1 " + cas + "\r\nz\r\n"),
+            "STORED\r\nEXISTS\r\n");
+  EXPECT_EQ(Send("cas zz 0 0 1 1\r\ny\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(Send("cas a 0 0 1\r\ny\r\n"), "ERROR\r\nERROR\r\n");
+}
+
+TEST_F(DispatchTest, StorageModes) {
+  EXPECT_EQ(Send("set b 0 0 0\r\n\r\nget b\r\nappend b 0 0 1\r\nx\r\nprepend b 0 0 1\r\ny\r\n"
+                 "get b\r\nappend zz 0 0 1\r\nx\r\nreplace zz 0 0 1\r\nx\r\nadd b 0 0 1\r\nx\r\n"),
+            "STORED\r\nVALUE b 0 0\r\n\r\nEND\r\nSTORED\r\nSTORED\r\nVALUE b 0 2\r\nyx\r\nEND\r\n"
+            "NOT_STORED\r\nNOT_STORED\r\nNOT_STORED\r\n");
+}
+
+TEST_F(DispatchTest, BadCommandLines) {
+  EXPECT_EQ(Send("foo\r\nget\r\n\r\nGET a\r\nget\ta\r\nx\r\n"),
+            "ERROR\r\nERROR\r\nERROR\r\nERROR\r\nERROR\r\nERROR\r\n");
+  EXPECT_EQ(Send("set a 0 0 x\r\nset a 0 0\r\nset a 0 0 -1\r\nset a -1 0 1\r\n"),
+            "CLIENT_ERROR bad command line format\r\nERROR\r\n"
+            "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Send("set a 0 0 1 2 3\r\nx\r\n"), "ERROR\r\nERROR\r\n");
+  EXPECT_EQ(Send("set a 0 0 1 foo\r\nx\r\n"), "STORED\r\n");
+  EXPECT_EQ(Send("touch a x\r\nincr a x\r\ngat x a\r\nflush_all x\r\n"),
+            "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid numeric delta argument\r\n"
+            "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(Send("incr\r\ndecr a\r\ntouch a\r\nverbosity\r\n"),
+            "ERROR\r\nERROR\r\nERROR\r\nERROR\r\n");
+}
+
+TEST_F(DispatchTest, KeyTooLong) {
+  std::string k251(251, 'k');
+  EXPECT_EQ(Send("set " + k251 + " 0 0 1\r\nx\r\n"),
+            "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+  EXPECT_EQ(Send("set a 0 0 1\r\nx\r\nget a " + k251 + " a\r\n"),
+            "STORED\r\nCLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Send("get " + std::string(250, 'k') + "\r\n"), "END\r\n");
+  EXPECT_EQ(Send("mg " + k251 + " v\r\n"), "CLIENT_ERROR bad command line format\r\n");
+}
+
+TEST_F(DispatchTest, BadDataChunkConsumesOnlyTheDeclaredBytes) {
+  EXPECT_EQ(Send("set a 0 0 1\r\nab\r\nget a\r\n"),
+            "CLIENT_ERROR bad data chunk\r\nERROR\r\nEND\r\n");
+  EXPECT_EQ(Send("set a 0 0 1\r\nx\nget a\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\n");
+  EXPECT_EQ(Send("set a 0 0 1\r\n\r\n\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\n");
+}
+
+TEST_F(DispatchTest, TooLargeSwallowsValueAcrossCalls) {
+  const std::string big(2000002, 'x');
+  EXPECT_EQ(Send("set a 0 0 1\r\nz\r\nset a 0 0 2000000\r\n" + big + "get a\r\n", 65536),
+            "STORED\r\nSERVER_ERROR object too large for cache\r\nEND\r\n");
+  EXPECT_EQ(Send("ms a 2000000 T0\r\n" + big + "mn\r\n", 100000),
+            "SERVER_ERROR object too large for cache\r\nMN\r\n");
+}
+
+TEST_F(DispatchTest, LargeValueAsksForItsSize) {
+  const std::string v(100000, 'v');
+  net::OutputBuffer out;
+  std::string line = "set big 0 0 100000\r\n";
+  std::string part = line + v.substr(0, 5000);
+  EXPECT_EQ(handler_->OnData(part.data(), part.size(), out), 0u);
+  EXPECT_EQ(handler_->BytesWanted(), line.size() + v.size() + 2);
+  std::string all = line + v + "\r\n";
+  EXPECT_EQ(handler_->OnData(all.data(), all.size(), out), all.size());
+  EXPECT_EQ(handler_->BytesWanted(), 0u);
+  EXPECT_EQ(out.ToString(), "STORED\r\n");
+  std::string got = Send("get big\r\n");
+  EXPECT_EQ(got, "VALUE big 0 100000\r\n" + v + "\r\nEND\r\n");
+}
+
+TEST_F(DispatchTest, NoreplySilencesTextRepliesAndTheirErrors) {
+  EXPECT_EQ(Send("set a 0 0 1 noreply\r\nx\r\nget a\r\n"), "VALUE a 0 1\r\nx\r\nEND\r\n");
+  EXPECT_EQ(Send("set a 0 0 1 noreply\r\nxyz\r\nmn\r\n"), "ERROR\r\nMN\r\n");
+  EXPECT_EQ(Send("set a 0 0 noreply\r\nmn\r\n"), "MN\r\n");
+  EXPECT_EQ(Send("incr a x noreply\r\nincr zz 1 noreply\r\ntouch a x noreply\r\n"
+                 "delete a 1 noreply\r\ndelete a noreply\r\nget a\r\nflush_all 0 noreply\r\n"
+                 "verbosity 1 noreply\r\nmn\r\n"),
+            "END\r\nMN\r\n");
+}
+
+TEST_F(DispatchTest, DeleteArguments) {
+  EXPECT_EQ(Send("set a 0 0 1\r\nx\r\ndelete a 0\r\ndelete a 1\r\ndelete a\r\ndelete\r\n"
+                 "delete a 0 noreply\r\nmn\r\n"),
+            "STORED\r\nDELETED\r\n"
+            "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"
+            "NOT_FOUND\r\nERROR\r\nMN\r\n");
+}
+
+TEST_F(DispatchTest, IncrDecr) {
+  EXPECT_EQ(Send("set n 5 0 2\r\n10\r\nincr n 5\r\ndecr n 100\r\nincr n 18446744073709551615\r\n"
+                 "incr n 18446744073709551616\r\nincr zz 1\r\n"),
+            "STORED\r\n15\r\n0\r\n18446744073709551615\r\n"
+            "CLIENT_ERROR invalid numeric delta argument\r\nNOT_FOUND\r\n");
+  EXPECT_EQ(Send("set s 0 0 2\r\nhi\r\nincr s 1\r\n"),
+            "STORED\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+}
+
+TEST_F(DispatchTest, TouchAndGat) {
+  EXPECT_EQ(Send("set a 0 0 2\r\nhi\r\ngat 100 a zz\r\ngat 100\r\ntouch a 10\r\ntouch zz 10\r\n"),
+            "STORED\r\nVALUE a 0 2\r\nhi\r\nEND\r\nEND\r\nTOUCHED\r\nNOT_FOUND\r\n");
+  EXPECT_EQ(Send("mg a t\r\n"), "HD t10\r\n");
+  clock_.AdvanceSeconds(11);
+  EXPECT_EQ(Send("get a\r\n"), "END\r\n");
+}
+
+TEST_F(DispatchTest, FlushAllAndAdmin) {
+  EXPECT_EQ(Send("set a 0 0 1\r\nx\r\nflush_all\r\nget a\r\nflush_all 1 2\r\nflush_all -1\r\n"),
+            "STORED\r\nOK\r\nEND\r\nOK\r\nOK\r\n");
+  EXPECT_EQ(Send("version\r\n"), "VERSION 1.6.21-trove\r\n");
+  EXPECT_EQ(Send("verbosity 5\r\nverbosity x\r\n"),
+            "OK\r\nCLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(services_.verbosity, 2);
+  EXPECT_EQ(Send("cache_memlimit 100\r\ncache_memlimit 2\r\ncache_memlimit x\r\n"
+                 "cache_memlimit 9\r\n"),
+            "OK\r\nMEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\nERROR\r\n"
+            "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
+  EXPECT_EQ(Send("shutdown\r\n"), "ERROR: shutdown not enabled\r\n");
+  services_.shutdown_enabled = true;
+  EXPECT_EQ(Send("shutdown foo\r\n"), "CLIENT_ERROR invalid shutdown mode\r\n");
+  EXPECT_EQ(Send("shutdown\r\nget a\r\n"), "");
+  EXPECT_EQ(services_.shutdowns, 1);
+  EXPECT_TRUE(handler_->WantsClose());
+}
+
+TEST_F(DispatchTest, SlabsAndCrawler) {
+  EXPECT_EQ(Send("slabs reassign 1 2\r\nslabs reassign 1 1\r\nslabs reassign x 1\r\n"
+                 "slabs automove 1\r\nslabs automove 3\r\nslabs automove x\r\nslabs\r\n"),
+            "NOSPARE source class has no spare pages\r\nSAME src and dst class are identical\r\n"
+            "CLIENT_ERROR bad command line format\r\nOK\r\nERROR\r\n"
+            "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+  EXPECT_EQ(Send("lru_crawler sleep 10\r\nlru_crawler sleep 2000000\r\nlru_crawler tocrawl 5\r\n"
+                 "lru_crawler foo\r\nlru_crawler crawl all\r\nlru_crawler crawl 999\r\n"
+                 "lru_crawler enable\r\nlru_crawler disable\r\nlru_crawler\r\n"),
+            "OK\r\nCLIENT_ERROR sleep must be one second or less\r\nOK\r\nERROR\r\nOK\r\n"
+            "BADCLASS invalid class id\r\nERROR failed to start lru crawler thread\r\nOK\r\n"
+            "ERROR\r\n");
+  EXPECT_EQ(Send("set a%b 0 100 1\r\nx\r\nlru_crawler metadump all\r\n"),
+            "STORED\r\nkey=a%25b exp=1700000100 la=1700000000 cas=1 fetch=no cls=1 size=3\n"
+            "END\r\n");
+}
+
+TEST_F(DispatchTest, Stats) {
+  EXPECT_EQ(Send("stats\r\n"), "STAT pid 42\r\nSTAT version x\r\nSTAT curr_items 0\r\nEND\r\n");
+  EXPECT_EQ(Send("stats settings\r\n"), "STAT maxconns 1024\r\nSTAT maxbytes 67108864\r\nEND\r\n");
+  EXPECT_EQ(Send("stats conns\r\n"),
+            "STAT 7:addr tcp:127.0.0.1:5000\r\nSTAT 7:listen_addr tcp:127.0.0.1:11211\r\n"
+            "STAT 7:state conn_parse_cmd\r\nSTAT 7:secs_since_last_cmd 3\r\nEND\r\n");
+  EXPECT_EQ(Send("stats detail\r\nstats detail on\r\nstats detail dump\r\nstats detail off\r\n"
+                 "stats foo\r\nstats reset\r\n"),
+            "CLIENT_ERROR usage: stats detail on|off|dump\r\nOK\r\n"
+            "PREFIX a get 1 hit 1 set 0 del 0\r\nEND\r\nOK\r\nERROR\r\nRESET\r\n");
+  EXPECT_EQ(Send("stats items\r\nstats slabs\r\nstats sizes\r\n"),
+            "STAT items:1:number 0\r\nEND\r\nSTAT active_slabs 1\r\nEND\r\n"
+            "STAT sizes_status disabled\r\nEND\r\n");
+}
+
+TEST_F(DispatchTest, QuitAndJunkClose) {
+  EXPECT_EQ(Send("quit\r\nget a\r\n"), "");
+  EXPECT_TRUE(handler_->WantsClose());
+  NewConnection();
+  EXPECT_EQ(Send(std::string(3000, 'x')), "");
+  EXPECT_TRUE(handler_->WantsClose());
+  NewConnection();
+  std::string get = "get";
+  while (get.size() < 3000) get += " k";
+  EXPECT_EQ(Send(get), "");
+  EXPECT_FALSE(handler_->WantsClose());
+  EXPECT_EQ(Send("\r\n"), "END\r\n");
+}
+
+TEST_F(DispatchTest, BinaryProtocolIsTreatedAsText) {
+  std::string bin("\x80\x00\x00\x00", 4);
+  bin += std::string(20, '\0');
+  EXPECT_EQ(Send(bin), "");
+  EXPECT_FALSE(handler_->WantsClose());
+  EXPECT_EQ(Send("\r\n"), "ERROR\r\n");
+}
+
+TEST_F(DispatchTest, RequestsPerEventLimit) {
+  ProtocolOptions o;
+  o.reqs_per_event = 2;
+  Reset(o);
+  net::OutputBuffer out;
+  std::string in = "mn\r\nmn\r\nmn\r\n";
+  EXPECT_EQ(handler_->OnData(in.data(), in.size(), out), 8u);
+  EXPECT_EQ(out.ToString(), "MN\r\nMN\r\n");
+}
+
+TEST_F(DispatchTest, MetaGetFlags) {
+  EXPECT_EQ(Send("set n 5 0 21\r\n111111111111111111111\r\n"), "STORED\r\n");
+  EXPECT_EQ(Send("mg n s v t f k h l O123 q\r\n"),
+            "VA 21 s21 t-1 f5 kn h0 l0 O123\r\n111111111111111111111\r\n");
+  EXPECT_EQ(Send("mg n h\r\n"), "HD h1\r\n");
+  EXPECT_EQ(Send("mg missing s v t f c k h l O123\r\n"), "EN kmissing O123\r\n");
+  EXPECT_EQ(Send("mg missing s v q O1\r\nmn\r\n"), "MN\r\n");
+  EXPECT_EQ(Send("mg missing k b\r\nmg bWlzc2luZw== k b O1\r\n"),
+            "CLIENT_ERROR error decoding key\r\nEN kbWlzc2luZw== b O1\r\n");
+  EXPECT_EQ(Send("mg a a\r\nmg a v v\r\nmg a Z\r\nmg\r\nmg n\r\n"),
+            "CLIENT_ERROR invalid flag\r\nCLIENT_ERROR duplicate flag\r\n"
+            "CLIENT_ERROR invalid flag\r\nERROR\r\nHD\r\n");
+  EXPECT_EQ(Send("mg n O" + std::string(32, 'x') + "\r\n"),
+            "CLIENT_ERROR opaque token too long\r\n");
+  EXPECT_EQ(Send("mg n O" + std::string(31, 'x') + "\r\n"), "HD O" + std::string(31, 'x') + "\r\n");
+  std::string many = "mg n";
+  for (char c : std::string("svtfckhlqu")) many += std::string(" ") + c;
+  many += " O1 P1 L1 T5 R1 N1 b8 x E1";
+  EXPECT_EQ(Send(many + "\r\n"), "CLIENT_ERROR options flags are too long\r\n");
+}
+
+TEST_F(DispatchTest, MetaVivifyAndRecacheWins) {
+  EXPECT_EQ(Send("mg viv N30 t v\r\nmg viv N30 t v\r\nmg viv v\r\n"),
+            "VA 0 t30 W\r\n\r\nVA 0 t30 Z\r\n\r\nVA 0 Z\r\n\r\n");
+  EXPECT_EQ(Send("ms r 2 T100\r\nhi\r\nmg r R200 v t\r\nmg r R200 v t\r\n"),
+            "HD\r\nVA 2 t100 W\r\nhi\r\nVA 2 t100 Z\r\nhi\r\n");
+}
+
+TEST_F(DispatchTest, MetaStaleAfterInvalidate) {
+  EXPECT_EQ(Send("ms s 2\r\nhi\r\nmd s I T30 q\r\nmg s v t\r\nmg s v\r\n"),
+            "HD\r\nVA 2 t30 X W\r\nhi\r\nVA 2 Z X\r\nhi\r\n");
+}
+
+TEST_F(DispatchTest, MetaSet) {
+  EXPECT_EQ(Send("ms a\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Send("ms a 2\r\nhi\r\n"), "HD\r\n");
+  std::string r = Send("ms a 2 c k O9 F5 T100\r\nhi\r\nmg a f t v\r\n");
+  EXPECT_EQ(r.rfind("HD c", 0), 0u) << r;
+  EXPECT_NE(r.find(" ka O9\r\nVA 2 f5 t100\r\nhi\r\n"), std::string::npos) << r;
+  EXPECT_EQ(Send("ms a x\r\nhi\r\n"), "CLIENT_ERROR bad command line format\r\nERROR\r\n");
+  EXPECT_EQ(Send("ms a 2 MX\r\nhi\r\nms a 2 MEE\r\nhi\r\nms a 2 ME\r\nhi\r\n"),
+            "CLIENT_ERROR invalid mode for ms M token\r\n"
+            "CLIENT_ERROR incorrect length for M token\r\nNS\r\n");
+  EXPECT_EQ(Send("ms a 2 q\r\nhi\r\nms a 2 C1 q\r\nhi\r\nms zz 2 C1 q\r\nhi\r\nmn\r\n"),
+            "EX\r\nNF\r\nMN\r\n");
+  EXPECT_EQ(Send("ms zz 2 MA\r\nhi\r\nms zz 2 MA N0\r\nhi\r\nmg zz v\r\n"),
+            "NS\r\nHD\r\nVA 2\r\nhi\r\n");
+  EXPECT_EQ(Send("ms a 2 O" + std::string(40, 'x') + "\r\nhi\r\nmn\r\n"),
+            "CLIENT_ERROR opaque token too long\r\nMN\r\n");
+  EXPECT_EQ(Send("ms a 2 q\r\nhiX\r\nmn\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\nMN\r\n");
+  EXPECT_EQ(Send("ms e 1 E777 c\r\nx\r\nmg e c\r\n"), "HD c777\r\nHD c777\r\n");
+  EXPECT_EQ(Send("ms Zm9v 1 b k\r\nx\r\nmg Zm9v b k v\r\n"),
+            "HD kZm9v b\r\nVA 1 kZm9v b\r\nx\r\n");
+}
+
+TEST_F(DispatchTest, MetaDelete) {
+  EXPECT_EQ(Send("md nope q\r\nmd nope O5 k\r\nms d 1\r\nx\r\nmd d q\r\nmn\r\n"),
+            "NF\r\nNF O5 knope\r\nHD\r\nMN\r\n");
+  EXPECT_EQ(Send("ms d 1\r\nx\r\nmd d C99999\r\nmd d Zz\r\nmd d v\r\nmd d\r\n"),
+            "HD\r\nEX\r\nCLIENT_ERROR invalid or duplicate flag\r\nHD\r\nNF\r\n");
+  EXPECT_EQ(Send("ms d 1 F4\r\nx\r\nmd d x\r\nmg d v f\r\n"), "HD\r\nHD\r\nVA 0 f0\r\n\r\n");
+}
+
+TEST_F(DispatchTest, MetaArith) {
+  EXPECT_EQ(Send("ma cnt\r\nma cnt N0 J10 v\r\nma cnt v\r\nma cnt MD D5 v t\r\n"
+                 "ma cnt M- D100 v\r\nma cnt MX\r\nma cnt Dx\r\nma cnt J5x\r\nma cnt q\r\n"
+                 "ma cnt q v\r\nmn\r\n"),
+            "NF\r\nVA 2\r\n10\r\nVA 2\r\n11\r\nVA 1 t-1\r\n6\r\nVA 1\r\n0\r\n"
+            "CLIENT_ERROR invalid mode for ma M token\r\nCLIENT_ERROR invalid or duplicate flag\r\n"
+            "CLIENT_ERROR invalid or duplicate flag\r\nMN\r\n");
+  EXPECT_EQ(Send("ms nn 2\r\nhi\r\nma nn\r\nma nope q\r\nma cnt C1 v\r\nma cnt T100 t v\r\n"),
+            "HD\r\nCLIENT_ERROR cannot increment or decrement non-numeric value\r\nNF\r\nEX\r\n"
+            "VA 1 t100\r\n3\r\n");
+}
+
+TEST_F(DispatchTest, MetaDebugAndNoop) {
+  EXPECT_EQ(Send("set a 0 0 2\r\nhi\r\n"), "STORED\r\n");
+  clock_.AdvanceSeconds(3);
+  EXPECT_EQ(Send("me a\r\n"), "ME a exp=-1 la=3 cas=1 fetch=no cls=1 size=62\r\n");
+  EXPECT_EQ(Send("ms cnt 1 T100\r\n3\r\nme Y250 b\r\n"),
+            "HD\r\nME Y250 exp=-100 la=0 cas=2 fetch=no cls=1 size=63\r\n");
+  EXPECT_EQ(Send("me zz\r\nme\r\nmn extra\r\nmz\r\n"),
+            "EN\r\nCLIENT_ERROR bad command line format\r\nMN\r\nERROR\r\n");
+}
+
+TEST_F(DispatchTest, ErrorTextNeverCarriesLineBreaks) {
+  net::OutputBuffer out;
+  ReplyWriter w(&out);
+  w.ClientError("evil\r\nSTORED");
+  w.Stat("a\nb", "c\rd");
+  EXPECT_EQ(out.ToString(), "CLIENT_ERROR evil  STORED\r\nSTAT a b c d\r\n");
+}
+
+}  // namespace
+}  // namespace trove::memcache

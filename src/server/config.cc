@@ -1,0 +1,660 @@
+// Command-line parsing with memcached's option names, values and limits.
+// Main thread, at startup.
+#include "server/config.h"
+
+#include <getopt.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "common/str_append.h"
+
+namespace trove::server {
+namespace {
+
+constexpr size_t kItemSizeMaxLower = 1024;        // memcached ITEM_SIZE_MAX_LOWER_LIMIT
+constexpr size_t kItemSizeMaxUpper = 1ull << 30;  // memcached ITEM_SIZE_MAX_UPPER_LIMIT
+
+Status Bad(std::string msg) { return Status::Invalid(msg); }
+
+bool ParseInt(std::string_view s, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t v;
+  if (!ParseI64(s, &v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  double v = std::strtod(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size()) return false;
+  *out = v;
+  return true;
+}
+
+// "1048576", "1024k", "1m", "1g" (memcached's -I units).
+bool ParseSize(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  uint64_t mult = 1;
+  switch (s.back()) {
+    case 'k': case 'K': mult = 1ull << 10; break;
+    case 'm': case 'M': mult = 1ull << 20; break;
+    case 'g': case 'G': mult = 1ull << 30; break;
+    default: break;
+  }
+  if (mult != 1) s.remove_suffix(1);
+  uint64_t v;
+  if (!ParseU64(s, &v) || v > (UINT64_MAX / mult)) return false;
+  *out = v * mult;
+  return true;
+}
+
+// One -o name=value. Names are memcached 1.6's; the ones that have no effect
+// in Trove are checked and recorded as warnings.
+Status ApplyExtended(std::string_view name, std::string_view value, bool has_value,
+                     Config* c) {
+  std::string n(name);
+  auto need_value = [&]() -> Status {
+    if (!has_value || value.empty()) return Bad("Missing " + n + " argument");
+    return Status::Ok();
+  };
+  auto number = [&](int64_t lo, int64_t hi, int64_t* out, const char* range_msg) -> Status {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, INT64_MIN, INT64_MAX, out)) {
+      return Bad("could not parse argument to " + n + ": " + std::string(value));
+    }
+    if (*out < lo || *out > hi) return Bad(range_msg);
+    return Status::Ok();
+  };
+  auto ignored = [&]() {
+    c->warnings.push_back("-o " + n + " has no effect in Trove; ignored");
+  };
+  int64_t v = 0;
+  double d = 0;
+  if (n == "maxconns_fast") {
+    c->maxconns_fast = true;
+  } else if (n == "no_maxconns_fast") {
+    c->maxconns_fast = false;
+  } else if (n == "hashpower") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, INT64_MIN, INT64_MAX, &v)) return Bad("could not parse hashpower");
+    if (v < 12) {
+      return Bad("Initial hashtable multiplier of " + std::string(value) + " is too low");
+    }
+    if (v > 32) {
+      return Bad("Initial hashtable multiplier of " + std::string(value) + " is too high");
+    }
+    c->hashpower = static_cast<int>(v);
+  } else if (n == "slab_reassign") {
+    c->slab_reassign = true;
+  } else if (n == "no_slab_reassign") {
+    c->slab_reassign = false;
+  } else if (n == "slab_automove") {
+    if (!has_value) {
+      c->slab_automove = 1;
+    } else {
+      Status s = number(0, 2, &v, "slab_automove must be between 0 and 2");
+      if (!s.ok()) return s;
+      c->slab_automove = static_cast<int>(v);
+    }
+  } else if (n == "no_slab_automove") {
+    c->slab_automove = 0;
+  } else if (n == "slab_automove_ratio") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d)) return Bad("could not parse argument to slab_automove_ratio");
+    if (d <= 0 || d >= 1) return Bad("slab_automove_ratio must be > 0 and < 1");
+    c->slab_automove_ratio = d;
+  } else if (n == "slab_automove_window" || n == "slab_automove_freeratio") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d) || d < 0) return Bad("could not parse argument to " + n);
+    ignored();
+  } else if (n == "tail_repair_time") {
+    Status s = number(0, INT32_MAX, &v, "tail_repair_time must be >= 0");
+    if (!s.ok()) return s;
+    if (v != 0 && v < 10) return Bad("Cannot set tail_repair_time to less than 10 seconds");
+    c->tail_repair_time = static_cast<int>(v);
+    ignored();
+  } else if (n == "hash_algorithm") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (value != "jenkins" && value != "murmur3" && value != "xxh3") {
+      return Bad("Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
+    }
+    c->hash_algorithm = std::string(value);
+  } else if (n == "lru_crawler") {
+    c->lru_crawler = true;
+  } else if (n == "no_lru_crawler") {
+    c->lru_crawler = false;
+  } else if (n == "lru_crawler_sleep") {
+    Status s = number(0, 1000000, &v, "LRU crawler sleep must be between 0 and 1 second");
+    if (!s.ok()) return s;
+    c->lru_crawler_sleep = static_cast<uint32_t>(v);
+  } else if (n == "lru_crawler_tocrawl") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 0, UINT32_MAX, &v)) {
+      return Bad("lru_crawler_tocrawl takes a numeric 32bit value");
+    }
+    c->lru_crawler_tocrawl = static_cast<uint32_t>(v);
+  } else if (n == "lru_maintainer") {
+    c->lru_maintainer = true;
+  } else if (n == "no_lru_maintainer") {
+    c->lru_maintainer = false;
+  } else if (n == "hot_lru_pct") {
+    Status s = number(2, 79, &v, "hot_lru_pct must be > 1 and < 80");
+    if (!s.ok()) return s;
+    c->hot_lru_pct = static_cast<int>(v);
+  } else if (n == "warm_lru_pct") {
+    Status s = number(2, 79, &v, "warm_lru_pct must be > 1 and < 80");
+    if (!s.ok()) return s;
+    c->warm_lru_pct = static_cast<int>(v);
+  } else if (n == "hot_max_factor" || n == "warm_max_factor") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d)) return Bad("could not parse argument to " + n);
+    if (d <= 0) return Bad(n + " must be > 0");
+    (n == "hot_max_factor" ? c->hot_max_factor : c->warm_max_factor) = d;
+  } else if (n == "temp_lru") {
+    c->temp_lru = true;
+  } else if (n == "no_temp_lru") {
+    c->temp_lru = false;
+  } else if (n == "temporary_ttl" || n == "temp_ttl") {
+    Status s = number(0, UINT32_MAX, &v, "temporary_ttl must be >= 0");
+    if (!s.ok()) return s;
+    c->temp_lru = true;  // memcached: setting the TTL turns the TEMP LRU on
+    c->temp_ttl = static_cast<uint32_t>(v);
+  } else if (n == "idle_timeout") {
+    Status s = number(0, INT32_MAX, &v, "idle_timeout must be >= 0");
+    if (!s.ok()) return s;
+    c->idle_timeout_s = v;
+  } else if (n == "slab_chunk_max") {
+    Status s = number(1, INT32_MAX, &v, "slab_chunk_max must be > 0");
+    if (!s.ok()) return s;
+    c->slab_chunk_max = static_cast<size_t>(v);
+    c->slab_chunk_max_set = true;
+  } else if (n == "no_chunked_items") {
+    c->slab_chunk_max = c->slab_page_size;
+    c->slab_chunk_max_set = true;
+  } else if (n == "modern") {
+    // memcached 1.6: "currently: nothing".
+  } else if (n == "no_modern") {
+    // memcached's 1.4-era defaults.
+    if (!c->slab_chunk_max_set) c->slab_chunk_max = c->slab_page_size;
+    c->slab_reassign = false;
+    c->slab_automove = 0;
+    c->lru_maintainer = false;
+    c->lru_crawler = false;
+    c->temp_lru = false;
+  } else if (n == "watcher_logbuf_size" || n == "worker_logbuf_size" ||
+             n == "read_buf_mem_limit" || n == "num_napi_ids" || n == "ext_page_size" ||
+             n == "ext_wbuf_size" || n == "ext_threads" || n == "ext_item_size" ||
+             n == "ext_item_age" || n == "ext_low_ttl" || n == "ext_recache_rate" ||
+             n == "ext_compact_under" || n == "ext_drop_under" || n == "ext_max_sleep" ||
+             n == "ssl_verify_mode" || n == "ssl_keyformat" || n == "ssl_wbuf_size" ||
+             n == "ssl_min_version") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 0, INT64_MAX, &v)) {
+      return Bad("could not parse argument to " + n + ": " + std::string(value));
+    }
+    ignored();
+  } else if (n == "ext_max_frag") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d) || d < 0 || d > 1) return Bad("ext_max_frag must be 0..1");
+    ignored();
+  } else if (n == "ext_path" || n == "ssl_chain_cert" || n == "ssl_key" || n == "ssl_ciphers" ||
+             n == "ssl_ca_cert" || n == "slab_sizes" || n == "sock_cookie_id" ||
+             n == "proxy_config" || n == "proxy_arg") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    ignored();
+  } else if (n == "track_sizes" || n == "no_hashexpand" || n == "inline_ascii_resp" ||
+             n == "no_inline_ascii_resp" || n == "ext_drop_unread" || n == "no_ext_drop_unread" ||
+             n == "ssl_session_cache" || n == "ssl_kernel_tls" || n == "drop_privileges" ||
+             n == "no_drop_privileges" || n == "meta_response_old" || n == "lru_segmented" ||
+             n == "no_lru_segmented" || n == "proxy_uring") {
+    ignored();
+  } else {
+    return Bad("Illegal suboption \"" + n + "\"");
+  }
+  return Status::Ok();
+}
+
+Status ApplyExtendedList(std::string_view list, Config* c) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    Status s = eq == std::string_view::npos
+                   ? ApplyExtended(item, {}, false, c)
+                   : ApplyExtended(item.substr(0, eq), item.substr(eq + 1), true, c);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+// Cross-option checks, after every flag is known (memcached's order).
+Status Validate(Config* c) {
+  if (c->item_size_max < kItemSizeMaxLower) {
+    return Bad("Item max size cannot be less than 1024 bytes.");
+  }
+  if (c->item_size_max > kItemSizeMaxUpper) {
+    return Bad("Cannot set item size limit higher than a gigabyte.");
+  }
+  if (c->item_size_max > c->mem_limit / 2) {
+    return Bad("Cannot set item size limit higher than 1/2 of memory max.");
+  }
+  if (!c->slab_chunk_max_set || c->slab_chunk_max == 0) {
+    // memcached: half a page, unless no_modern asked for a whole page.
+    if (c->slab_chunk_max == 0) c->slab_chunk_max = c->slab_page_size / 2;
+  }
+  if (c->slab_chunk_max > c->item_size_max) {
+    return Bad("slab_chunk_max (bytes: " + std::to_string(c->slab_chunk_max) +
+               ") cannot be larger than -I (item_size_max " +
+               std::to_string(c->item_size_max) + ")");
+  }
+  if (c->item_size_max % c->slab_chunk_max != 0) {
+    return Bad("-I (item_size_max: " + std::to_string(c->item_size_max) +
+               ") must be evenly divisible by slab_chunk_max (bytes: " +
+               std::to_string(c->slab_chunk_max) + ")");
+  }
+  if (c->slab_page_size % c->slab_chunk_max != 0) {
+    return Bad("slab_chunk_max (bytes: " + std::to_string(c->slab_chunk_max) +
+               ") must divide evenly into the slab page size (" +
+               std::to_string(c->slab_page_size) + ")");
+  }
+  if (c->hot_lru_pct + c->warm_lru_pct > 80) {
+    return Bad("hot_lru_pct + warm_lru_pct cannot be more than 80% combined");
+  }
+  if (c->temp_lru && !c->lru_maintainer) {
+    return Bad("temporary_ttl requires lru_maintainer to be enabled");
+  }
+  if (c->udp_port > 0) {
+    return Bad("UDP is not supported (-U " + std::to_string(c->udp_port) +
+               "); run with -U 0");
+  }
+  if (c->protocol == "binary") {
+    return Bad("the binary protocol is not supported; use -B ascii or -B auto");
+  }
+  return Status::Ok();
+}
+
+enum LongOnly : int {
+  kOptRespPort = 1000,
+  kOptPortFile,
+  kOptMaxConnections,
+};
+
+const option kLongOptions[] = {
+    {"port", required_argument, nullptr, 'p'},
+    {"udp-port", required_argument, nullptr, 'U'},
+    {"unix-socket", required_argument, nullptr, 's'},
+    {"unix-mask", required_argument, nullptr, 'a'},
+    {"enable-shutdown", no_argument, nullptr, 'A'},
+    {"listen", required_argument, nullptr, 'l'},
+    {"daemon", no_argument, nullptr, 'd'},
+    {"enable-coredumps", no_argument, nullptr, 'r'},
+    {"user", required_argument, nullptr, 'u'},
+    {"memory-limit", required_argument, nullptr, 'm'},
+    {"disable-evictions", no_argument, nullptr, 'M'},
+    {"conn-limit", required_argument, nullptr, 'c'},
+    {"max-connections", required_argument, nullptr, kOptMaxConnections},
+    {"lock-memory", no_argument, nullptr, 'k'},
+    {"verbose", optional_argument, nullptr, 'v'},
+    {"help", no_argument, nullptr, 'h'},
+    {"license", no_argument, nullptr, 'i'},
+    {"version", no_argument, nullptr, 'V'},
+    {"pidfile", required_argument, nullptr, 'P'},
+    {"slab-growth-factor", required_argument, nullptr, 'f'},
+    {"slab-min-size", required_argument, nullptr, 'n'},
+    {"enable-largepages", no_argument, nullptr, 'L'},
+    {"threads", required_argument, nullptr, 't'},
+    {"max-reqs-per-event", required_argument, nullptr, 'R'},
+    {"disable-cas", no_argument, nullptr, 'C'},
+    {"listen-backlog", required_argument, nullptr, 'b'},
+    {"protocol", required_argument, nullptr, 'B'},
+    {"max-item-size", required_argument, nullptr, 'I'},
+    {"enable-sasl", no_argument, nullptr, 'S'},
+    {"disable-flush-all", no_argument, nullptr, 'F'},
+    {"disable-dumping", no_argument, nullptr, 'X'},
+    {"disable-watch", no_argument, nullptr, 'W'},
+    {"auth-file", required_argument, nullptr, 'Y'},
+    {"memory-file", required_argument, nullptr, 'e'},
+    {"enable-ssl", no_argument, nullptr, 'Z'},
+    {"extended", required_argument, nullptr, 'o'},
+    {"napi-ids", required_argument, nullptr, 'N'},
+    {"resp-port", required_argument, nullptr, kOptRespPort},
+    {"port-file", required_argument, nullptr, kOptPortFile},
+    {nullptr, 0, nullptr, 0},
+};
+constexpr const char* kShortOptions = ":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:";
+
+// Applies one option. `opt` is getopt's return value, `arg` its argument.
+Status ApplyOption(int opt, const char* arg_c, Config* c) {
+  std::string_view arg = arg_c ? std::string_view(arg_c) : std::string_view();
+  std::string a(arg);
+  int64_t v = 0;
+  uint64_t u = 0;
+  double d = 0;
+  switch (opt) {
+    case 'p':
+      if (!ParseInt(arg, 0, 65535, &v)) return Bad("invalid TCP port for -p: " + a);
+      c->port = static_cast<int>(v);
+      c->port_set = true;
+      break;
+    case 'U':
+      if (!ParseInt(arg, 0, 65535, &v)) return Bad("invalid UDP port for -U: " + a);
+      c->udp_port = static_cast<int>(v);
+      break;
+    case 's':
+      if (arg.empty()) return Bad("-s needs a socket path");
+      c->unix_socket = a;
+      break;
+    case 'a': {
+      int mask = 0;
+      auto r = std::from_chars(arg.data(), arg.data() + arg.size(), mask, 8);
+      if (arg.empty() || r.ec != std::errc() || r.ptr != arg.data() + arg.size() || mask > 0777) {
+        return Bad("invalid octal access mask for -a: " + a);
+      }
+      c->unix_mask = mask;
+      break;
+    }
+    case 'A': c->enable_shutdown = true; break;
+    case 'l': {
+      size_t start = 0;
+      while (start <= a.size()) {
+        size_t comma = a.find(',', start);
+        std::string one = a.substr(start, comma == std::string::npos ? std::string::npos
+                                                                     : comma - start);
+        if (!one.empty()) {
+          net::ListenAddr la;
+          if (!net::ParseListenAddr(one, &la)) return Bad("invalid listen address: " + one);
+          c->listen.push_back(one);
+        }
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (c->listen.empty()) return Bad("-l needs an address");
+      break;
+    }
+    case 'd': c->daemonize = true; break;
+    case 'r': c->coredumps = true; break;
+    case 'u':
+      if (arg.empty()) return Bad("-u needs a user name");
+      c->user = a;
+      break;
+    case 'm': {
+      // MiB by default; a k/m/g suffix gives the unit explicitly.
+      uint64_t bytes;
+      bool suffixed = !arg.empty() && !(arg.back() >= '0' && arg.back() <= '9');
+      if (suffixed ? !ParseSize(arg, &bytes) : !ParseU64(arg, &u)) {
+        return Bad("invalid memory limit for -m: " + a);
+      }
+      if (!suffixed) {
+        if (u > (UINT64_MAX >> 20)) return Bad("invalid memory limit for -m: " + a);
+        bytes = u << 20;
+      }
+      if (bytes == 0) return Bad("memory limit (-m) must be greater than 0");
+      c->mem_limit = bytes;
+      break;
+    }
+    case 'M': c->evict_to_free = false; break;
+    case 'c':
+    case kOptMaxConnections:
+      if (!ParseInt(arg, INT64_MIN, INT64_MAX, &v)) {
+        return Bad("invalid connection limit for -c: " + a);
+      }
+      if (v <= 0) return Bad("Maximum connections must be greater than 0");
+      c->max_connections = static_cast<size_t>(v);
+      break;
+    case 'k': c->lock_memory = true; break;
+    case 'v':
+      if (arg.empty()) {
+        c->verbose++;
+      } else {
+        if (!ParseInt(arg, 0, 3, &v)) return Bad("invalid verbosity: " + a);
+        c->verbose = static_cast<int>(v);
+      }
+      break;
+    case 'h': c->action = Config::Action::kHelp; break;
+    case 'i': c->action = Config::Action::kLicense; break;
+    case 'V': c->action = Config::Action::kVersion; break;
+    case 'P':
+      if (arg.empty()) return Bad("-P needs a file name");
+      c->pid_file = a;
+      break;
+    case 'f':
+      if (!ParseDouble(arg, &d)) return Bad("invalid growth factor for -f: " + a);
+      if (d <= 1.0) return Bad("Factor must be greater than 1");
+      c->factor = d;
+      break;
+    case 'n':
+      if (!ParseInt(arg, INT64_MIN, INT64_MAX, &v)) return Bad("invalid chunk size for -n: " + a);
+      if (v <= 0) return Bad("Chunk size must be greater than 0");
+      c->chunk_size = static_cast<size_t>(v);
+      break;
+    case 'L': c->prealloc = true; break;
+    case 'D':
+      if (arg.size() != 1) return Bad("No delimiter specified");
+      c->prefix_delimiter = arg[0];
+      c->detail_enabled = true;
+      break;
+    case 't':
+      if (!ParseInt(arg, INT64_MIN, INT64_MAX, &v)) {
+        return Bad("invalid number of threads for -t: " + a);
+      }
+      if (v <= 0) return Bad("Number of threads must be greater than 0");
+      if (v > 256) return Bad("Number of threads cannot be more than 256");
+      c->num_threads = static_cast<int>(v);
+      if (v > 64) c->warnings.push_back("a high number of worker threads is not recommended");
+      break;
+    case 'R':
+      if (!ParseInt(arg, INT64_MIN, INT64_MAX, &v)) {
+        return Bad("invalid requests per event for -R: " + a);
+      }
+      if (v <= 0) return Bad("Number of requests per event must be greater than 0");
+      if (v > INT32_MAX) return Bad("Number of requests per event is too large");
+      c->reqs_per_event = static_cast<int>(v);
+      break;
+    case 'C': c->use_cas = false; break;
+    case 'b':
+      if (!ParseInt(arg, INT64_MIN, INT64_MAX, &v)) return Bad("invalid backlog for -b: " + a);
+      if (v <= 0) return Bad("Listen backlog must be greater than 0");
+      if (v > INT32_MAX) return Bad("Listen backlog is too large");
+      c->backlog = static_cast<int>(v);
+      break;
+    case 'B':
+      if (arg != "ascii" && arg != "auto" && arg != "binary") {
+        return Bad("Invalid value for binding protocol: " + a +
+                   " -- should be one of auto, binary, or ascii");
+      }
+      c->protocol = a;
+      break;
+    case 'I':
+      if (!ParseSize(arg, &u)) return Bad("invalid max item size for -I: " + a);
+      c->item_size_max = u;
+      break;
+    case 'S': return Bad("SASL is not supported by Trove (-S)");
+    case 'F': c->disable_flush_all = true; break;
+    case 'X': c->disable_dumping = true; break;
+    case 'W': c->warnings.push_back("-W: watch commands are not implemented; ignored"); break;
+    case 'Y': return Bad("ASCII authentication (-Y) is not supported by Trove");
+    case 'e': return Bad("restartable memory files (-e) are not supported by Trove");
+    case 'Z': return Bad("TLS (-Z) is not supported by Trove yet");
+    case 'N':
+      if (!ParseInt(arg, 0, INT32_MAX, &v)) return Bad("invalid napi ids for -N: " + a);
+      c->warnings.push_back("-N: napi ids have no effect in Trove; ignored");
+      break;
+    case 'o': return ApplyExtendedList(arg, c);
+    case kOptRespPort:
+      if (!ParseInt(arg, 0, 65535, &v)) return Bad("invalid RESP port for --resp-port: " + a);
+      // --resp-port 0 with --port-file means "ephemeral"; without it, "off".
+      c->resp_port = static_cast<int>(v);
+      c->resp_port_set = true;
+      break;
+    case kOptPortFile:
+      if (arg.empty()) return Bad("--port-file needs a file name");
+      c->port_file = a;
+      break;
+    default:
+      return Bad("unhandled option");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Config> ParseArgs(const std::vector<std::string>& argv) {
+  Config c;
+  std::vector<std::string> copy = argv;
+  if (copy.empty()) copy.push_back("trove");
+  std::vector<char*> ptrs;
+  for (std::string& s : copy) ptrs.push_back(s.data());
+  ptrs.push_back(nullptr);
+  int argc = static_cast<int>(copy.size());
+  optind = 0;  // glibc: full re-initialisation, so ParseArgs can run again
+  opterr = 0;
+  int opt;
+  int long_index = -1;
+  while ((opt = getopt_long(argc, ptrs.data(), kShortOptions, kLongOptions, &long_index)) != -1) {
+    const char* prev = optind > 0 && optind <= argc ? ptrs[optind - 1] : "";
+    if (opt == '?') {
+      if (optopt != 0 && optopt < 256) {
+        return Bad(std::string("invalid option -- '") + static_cast<char>(optopt) + "'");
+      }
+      return Bad(std::string("unrecognized option '") + prev + "'");
+    }
+    if (opt == ':') {
+      if (optopt != 0 && optopt < 256) {
+        return Bad(std::string("option requires an argument -- '") +
+                   static_cast<char>(optopt) + "'");
+      }
+      return Bad(std::string("option '") + prev + "' requires an argument");
+    }
+    Status s = ApplyOption(opt, optarg, &c);
+    if (!s.ok()) return s;
+    long_index = -1;
+  }
+  if (optind < argc) {
+    return Bad(std::string("unexpected argument '") + ptrs[optind] + "'");
+  }
+  if (c.action != Config::Action::kRun) return c;
+  Status s = Validate(&c);
+  if (!s.ok()) return s;
+  return c;
+}
+
+engine::EngineOptions Config::ToEngineOptions() const {
+  engine::EngineOptions o;
+  o.mem_limit = mem_limit;
+  o.item_size_max = item_size_max;
+  o.factor = factor;
+  o.chunk_size_min = chunk_size;
+  o.slab_chunk_max = slab_chunk_max;
+  o.use_cas = use_cas;
+  o.evict_to_free = evict_to_free;
+  if (hashpower > 0) o.hashpower_init = hashpower;
+  o.lru_maintainer = lru_maintainer;
+  o.lru_crawler = lru_crawler;
+  o.hot_lru_pct = hot_lru_pct;
+  o.warm_lru_pct = warm_lru_pct;
+  o.hot_max_factor = hot_max_factor;
+  o.warm_max_factor = warm_max_factor;
+  o.temp_lru = temp_lru;
+  o.temp_ttl = temp_ttl;
+  o.slab_reassign = slab_reassign;
+  o.slab_automove = slab_automove;
+  o.slab_automove_ratio = slab_automove_ratio;
+  o.prealloc = prealloc;
+  return o;
+}
+
+memcache::ProtocolOptions Config::ToProtocolOptions() const {
+  memcache::ProtocolOptions o;
+  o.version = kVersion;
+  o.reqs_per_event = reqs_per_event;
+  o.cas_enabled = use_cas;
+  o.item_size_max = item_size_max;
+  o.binary_refused = true;
+  return o;
+}
+
+resp::RespOptions Config::ToRespOptions() const {
+  resp::RespOptions o;
+  o.port = resp_port;
+  return o;
+}
+
+net::NetServerOptions Config::ToNetOptions() const {
+  net::NetServerOptions o;
+  o.num_workers = num_threads;
+  o.max_connections = max_connections;
+  o.idle_timeout_s = idle_timeout_s;
+  return o;
+}
+
+std::string HelpText() {
+  std::string h = "trove ";
+  h += kVersion;
+  h += R"( (memcached-compatible)
+-p, --port=<num>          TCP port to listen on (default: 11211; 0 = ephemeral)
+-U, --udp-port=<num>      UDP port; only 0 (off) is supported
+-s, --unix-socket=<file>  UNIX socket to listen on (turns TCP off)
+-a, --unix-mask=<mask>    access mask for the UNIX socket, in octal (default: 700)
+-A, --enable-shutdown     enable the ascii "shutdown" command
+-l, --listen=<addr>       interfaces to listen on, comma separated (default: all);
+                          IPv6 as [::1] or [::1]:port
+-d, --daemon              run as a daemon
+-r, --enable-coredumps    maximize core file limit
+-u, --user=<user>         assume the identity of <user> (only when run as root)
+-m, --memory-limit=<num>  item memory in megabytes (default: 64)
+-M, --disable-evictions   return an error on memory exhausted instead of evicting
+-c, --conn-limit=<num>    max simultaneous connections (default: 1024)
+                          (also --max-connections=<num>)
+-k, --lock-memory         lock down all paged memory (accepted, not applied)
+-v, --verbose             verbose (-vv very verbose, -vvv extremely verbose)
+-h, --help                print this help and exit
+-i, --license             print the license and exit
+-V, --version             print version and exit
+-P, --pidfile=<file>      save the PID in <file>
+-f, --slab-growth-factor=<num> chunk size growth factor (default: 1.25)
+-n, --slab-min-size=<bytes> min space used for key+value+flags (default: 48)
+-L, --enable-largepages   preallocate item memory
+-D <char>                 delimiter between key prefixes and IDs for per-prefix
+                          stats (turns them on)
+-t, --threads=<num>       number of worker threads (default: 4)
+-R, --max-reqs-per-event  requests handled per connection per event (default: 20)
+-C, --disable-cas         disable use of CAS
+-b, --listen-backlog=<num> backlog queue limit (default: 1024)
+-B, --protocol=<name>     ascii or auto (binary is not supported)
+-I, --max-item-size=<num> max item size (default: 1m, min: 1k, max: 1024m)
+-F, --disable-flush-all   disable the flush_all command
+-X, --disable-dumping     disable stats cachedump and lru_crawler metadump
+    --resp-port=<num>     Redis-protocol (RESP) port (default: 6379; 0 = off)
+    --port-file=<file>    after binding, write "memcache <port>" and "resp <port>"
+                          lines to <file> (with -p 0 / --resp-port 0 the
+                          ports are ephemeral)
+-o, --extended            comma separated list of extended options:
+   maxconns_fast, hashpower=N, tail_repair_time=N, hash_algorithm=NAME,
+   lru_crawler, no_lru_crawler, lru_crawler_sleep=N, lru_crawler_tocrawl=N,
+   lru_maintainer, no_lru_maintainer, hot_lru_pct=N, warm_lru_pct=N,
+   hot_max_factor=F, warm_max_factor=F, temp_lru, temporary_ttl=N,
+   idle_timeout=N, slab_reassign, slab_automove=0|1|2, slab_automove_ratio=F,
+   slab_chunk_max=BYTES, no_chunked_items, modern, no_modern
+   (memcached's other -o names are accepted and ignored; -vv lists them)
+)";
+  return h;
+}
+
+}  // namespace trove::server

@@ -1,0 +1,107 @@
+// Config: memcached-compatible command-line flags parsed into one const struct
+// (no globals), and the options each subsystem is built from. Main thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "engine/engine.h"
+#include "net/net_server.h"
+#include "protocol/memcache/memcache_protocol.h"
+#include "protocol/resp/resp_protocol.h"
+
+namespace trove::server {
+
+// The one place Trove's version lives ("version", "stats", -V).
+inline constexpr const char* kVersion = "1.6.21-trove";
+// memcached's exit code for bad usage (sysexits.h EX_USAGE).
+inline constexpr int kExitUsage = 64;
+
+struct Config {
+  enum class Action { kRun, kHelp, kVersion, kLicense };
+  Action action = Action::kRun;
+
+  // --- listening ---
+  int port = 11211;                 // -p; 0 = ephemeral
+  bool port_set = false;
+  int udp_port = 0;                 // -U; only 0 is supported
+  std::vector<std::string> listen;  // -l entries (each may carry :port)
+  std::string unix_socket;          // -s (turns TCP off, as memcached)
+  int unix_mask = 0700;             // -a
+  int resp_port = 6379;             // --resp-port; 0 = off (ephemeral with --port-file)
+  bool resp_port_set = false;       // given explicitly (then a bind failure is fatal)
+  std::string port_file;            // --port-file
+  int backlog = 1024;               // -b
+  size_t max_connections = 1024;    // -c
+  bool maxconns_fast = true;        // -o maxconns_fast (reject with an error line)
+
+  // --- threads and connections ---
+  int num_threads = 4;              // -t
+  int reqs_per_event = 20;          // -R
+  int64_t idle_timeout_s = 0;       // -o idle_timeout
+
+  // --- memory and items ---
+  size_t mem_limit = 64ull << 20;   // -m (given in MiB)
+  bool evict_to_free = true;        // -M sets false
+  bool use_cas = true;              // -C sets false
+  size_t item_size_max = 1u << 20;  // -I
+  double factor = 1.25;             // -f
+  size_t chunk_size = 48;           // -n
+  size_t slab_page_size = 1u << 20;
+  size_t slab_chunk_max = 0;        // -o slab_chunk_max; resolved by validation
+  bool slab_chunk_max_set = false;
+  bool prealloc = false;            // -L
+  bool lock_memory = false;         // -k (accepted, not applied)
+  char prefix_delimiter = ':';      // -D
+  bool detail_enabled = false;      // -D turns per-prefix stats on
+
+  // --- -o extended options that reach the engine ---
+  int hashpower = 0;                // 0 = engine default
+  bool lru_maintainer = true;
+  bool lru_crawler = true;
+  uint32_t lru_crawler_sleep = 100;
+  uint32_t lru_crawler_tocrawl = 0;
+  int hot_lru_pct = 20;
+  int warm_lru_pct = 40;
+  double hot_max_factor = 0.2;
+  double warm_max_factor = 2.0;
+  bool temp_lru = false;
+  uint32_t temp_ttl = 61;
+  bool slab_reassign = true;
+  int slab_automove = 1;
+  double slab_automove_ratio = 0.8;
+  std::string hash_algorithm = "murmur3";
+  int tail_repair_time = 0;
+
+  // --- process ---
+  bool enable_shutdown = false;     // -A
+  bool disable_flush_all = false;   // -F
+  bool disable_dumping = false;     // -X
+  std::string pid_file;             // -P
+  std::string user;                 // -u
+  bool daemonize = false;           // -d
+  bool coredumps = false;           // -r
+  int verbose = 0;                  // -v, -vv, -vvv
+  std::string protocol = "auto";    // -B: ascii or auto
+
+  // Options that were accepted but do nothing in Trove (printed with -vv).
+  std::vector<std::string> warnings;
+
+  engine::EngineOptions ToEngineOptions() const;
+  memcache::ProtocolOptions ToProtocolOptions() const;
+  resp::RespOptions ToRespOptions() const;
+  net::NetServerOptions ToNetOptions() const;
+};
+
+// Parses argv (argv[0] is the program name). A bad or unknown option gives a
+// non-OK Status whose message is the one line to print before exiting with
+// kExitUsage. Thread safety: uses getopt_long, so one caller at a time.
+Result<Config> ParseArgs(const std::vector<std::string>& argv);
+
+// The -h text.
+std::string HelpText();
+
+}  // namespace trove::server

@@ -1,0 +1,115 @@
+// trove: the server binary. Parses memcached's flags, applies the root rule,
+// daemonizes if asked, runs the server until SIGTERM/SIGINT or "shutdown".
+#include <grp.h>
+#include <pwd.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "server/config.h"
+#include "server/server.h"
+
+namespace {
+
+using trove::server::Config;
+
+constexpr int kExitNoUser = 67;  // sysexits.h EX_NOUSER, as memcached
+constexpr int kExitOsErr = 71;   // sysexits.h EX_OSERR
+
+// memcached's rule: root must name a user to run as (-u), and then runs as
+// that user. Returns an exit code, or 0 to go on.
+int ApplyUser(const Config& cfg) {
+  if (::getuid() != 0 && ::geteuid() != 0) return 0;  // -u only matters for root
+  if (cfg.user.empty()) {
+    std::fprintf(stderr, "can't run as root without the -u switch\n");
+    return trove::server::kExitUsage;
+  }
+  passwd* pw = ::getpwnam(cfg.user.c_str());
+  if (pw == nullptr) {
+    std::fprintf(stderr, "can't find the user %s to switch to\n", cfg.user.c_str());
+    return kExitNoUser;
+  }
+  if (pw->pw_uid == 0) return 0;  // -u root: nothing to drop
+  if (::setgroups(0, nullptr) != 0 && cfg.verbose > 0) {
+    std::perror("setgroups");  // not fatal, as memcached
+  }
+  if (::setgid(pw->pw_gid) != 0 || ::setuid(pw->pw_uid) != 0) {
+    std::fprintf(stderr, "failed to assume identity of user %s\n", cfg.user.c_str());
+    return kExitOsErr;
+  }
+  return 0;
+}
+
+bool WritePidFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "Could not open the pid file %s for writing\n", path.c_str());
+    return false;
+  }
+  std::fprintf(f, "%ld\n", static_cast<long>(::getpid()));
+  return std::fclose(f) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  auto parsed = trove::server::ParseArgs(args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(parsed.status().message()).c_str());
+    return trove::server::kExitUsage;
+  }
+  const Config cfg = std::move(parsed).value();
+  switch (cfg.action) {
+    case Config::Action::kHelp:
+      std::fputs(trove::server::HelpText().c_str(), stdout);
+      return 0;
+    case Config::Action::kVersion:
+      std::printf("memcached %s\n", trove::server::kVersion);
+      return 0;
+    case Config::Action::kLicense:
+      std::printf("trove %s: a memcached-compatible cache server. Written from scratch; "
+                  "no memcached or libevent code is included.\n",
+                  trove::server::kVersion);
+      return 0;
+    case Config::Action::kRun:
+      break;
+  }
+  if (cfg.verbose >= 2) {
+    for (const std::string& w : cfg.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  }
+  if (int rc = ApplyUser(cfg); rc != 0) return rc;
+  if (cfg.daemonize) {
+    // Before any thread exists. The working directory is kept so relative
+    // -P / --port-file paths mean what they meant on the command line.
+    if (::daemon(1, cfg.verbose > 0 ? 1 : 0) != 0) {
+      std::perror("failed to daemon() in order to daemonize");
+      return kExitOsErr;
+    }
+  }
+  trove::server::Server::BlockSignals();
+  auto server = trove::server::Server::Create(cfg);
+  if (!server.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(server.status().message()).c_str());
+    return kExitOsErr;
+  }
+  if (!cfg.pid_file.empty() && !WritePidFile(cfg.pid_file)) return kExitOsErr;
+  trove::Status st = server.value()->Start();
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+    if (!cfg.pid_file.empty()) ::unlink(cfg.pid_file.c_str());
+    return kExitOsErr;
+  }
+  if (cfg.verbose > 0) {
+    std::fprintf(stderr, "trove %s: memcache port %d, resp port %d, %d threads\n",
+                 trove::server::kVersion, server.value()->memcache_port(),
+                 server.value()->resp_port(), cfg.num_threads);
+  }
+  server.value()->WaitForShutdown();
+  server.value()->Shutdown();
+  if (!cfg.pid_file.empty()) ::unlink(cfg.pid_file.c_str());
+  return 0;
+}

@@ -1,0 +1,281 @@
+// Server wiring and ServerServices. Main thread, except the ServerServices
+// methods, which workers call.
+#include "server/server.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/str_append.h"
+#include "net/socket.h"
+#include "protocol/memcache/memcache_protocol.h"
+#include "protocol/resp/resp_protocol.h"
+
+namespace trove::server {
+namespace {
+
+std::string Num(uint64_t v) {
+  std::string s;
+  AppendU64(s, v);
+  return s;
+}
+
+std::string Rusage(const timeval& tv) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%ld.%06ld", static_cast<long>(tv.tv_sec),
+                static_cast<long>(tv.tv_usec));
+  return buf;
+}
+
+}  // namespace
+
+Server::Server(const Config& cfg)
+    : cfg_(cfg), clock_(SystemClock::Default()), verbosity_(cfg.verbose) {}
+
+Server::~Server() {
+  Shutdown();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
+
+void Server::BlockSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
+  std::unique_ptr<Server> s(new Server(cfg));
+  s->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (s->wake_fd_ < 0) return Status::FromErrno("eventfd");
+  auto eng = engine::Engine::Create(cfg.ToEngineOptions());
+  if (!eng.ok()) return eng.status();
+  s->engine_ = std::move(eng.value());
+  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions());
+  s->resp_factory_ = resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions());
+  s->net_ = std::make_unique<net::NetServer>(cfg.ToNetOptions());
+  Status st = s->Bind();
+  if (!st.ok()) return st;
+  return s;
+}
+
+Status Server::Bind() {
+  // Hosts to bind TCP on: the -l list (each entry may carry its own port) or
+  // every interface.
+  std::vector<net::ListenAddr> hosts;
+  for (const std::string& l : cfg_.listen) {
+    net::ListenAddr a;
+    if (!net::ParseListenAddr(l, &a)) return Status::Invalid("invalid listen address: " + l);
+    hosts.push_back(a);
+  }
+  if (hosts.empty()) hosts.push_back(net::ListenAddr{});
+
+  if (!cfg_.unix_socket.empty()) {
+    // memcached: a unix socket turns the TCP memcache listener off.
+    auto l = net::ListenUnix(cfg_.unix_socket, cfg_.unix_mask, cfg_.backlog);
+    if (!l.ok()) return l.status();
+    std::vector<net::Listener> ls;
+    ls.push_back(std::move(l.value()));
+    net_->AddListeners(std::move(ls), mc_factory_.get(), "ERROR Too many open connections\r\n");
+  } else {
+    for (const net::ListenAddr& h : hosts) {
+      int port = h.port >= 0 ? h.port : cfg_.port;
+      auto ls = net::ListenTcp(h.host, port, cfg_.backlog);
+      if (!ls.ok()) {
+        return Status::Invalid("failed to listen on TCP port " + std::to_string(port) + ": " +
+                               std::string(ls.status().message()));
+      }
+      if (mc_port_ < 0) mc_port_ = ls.value()[0].port;
+      net_->AddListeners(std::move(ls.value()), mc_factory_.get(),
+                         "ERROR Too many open connections\r\n");
+    }
+  }
+
+  // RESP: --resp-port 0 means off, except with --port-file, where it asks
+  // for an ephemeral port (how the test harness runs us).
+  bool resp_on = cfg_.resp_port > 0 || (cfg_.resp_port == 0 && !cfg_.port_file.empty());
+  if (resp_on) {
+    std::vector<net::Listener> all;
+    for (const net::ListenAddr& h : hosts) {
+      auto ls = net::ListenTcp(h.host, resp_port_ > 0 ? resp_port_ : cfg_.resp_port,
+                               cfg_.backlog);
+      if (!ls.ok()) {
+        // The default port being taken (a local redis-server) is not fatal.
+        if (!cfg_.resp_port_set) {
+          std::fprintf(stderr, "warning: RESP port %d unavailable (%s); RESP is off\n",
+                       cfg_.resp_port, std::string(ls.status().message()).c_str());
+          for (net::Listener& l : all) ::close(l.fd);
+          all.clear();
+          resp_port_ = -1;
+          break;
+        }
+        for (net::Listener& l : all) ::close(l.fd);
+        return Status::Invalid("failed to listen on RESP port " +
+                               std::to_string(cfg_.resp_port) + ": " +
+                               std::string(ls.status().message()));
+      }
+      if (resp_port_ < 0) resp_port_ = ls.value()[0].port;
+      for (net::Listener& l : ls.value()) all.push_back(std::move(l));
+    }
+    if (!all.empty()) {
+      net_->AddListeners(std::move(all), resp_factory_.get(),
+                         "-ERR max number of clients reached\r\n");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Server::WritePortFile() const {
+  if (cfg_.port_file.empty()) return Status::Ok();
+  std::string text;
+  if (mc_port_ >= 0) text += "memcache " + std::to_string(mc_port_) + "\n";
+  if (resp_port_ >= 0) text += "resp " + std::to_string(resp_port_) + "\n";
+  // Written whole and renamed into place, so a reader never sees half a file.
+  std::string tmp = cfg_.port_file + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return Status::FromErrno("open " + tmp);
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) return Status::FromErrno("write " + tmp);
+  if (std::rename(tmp.c_str(), cfg_.port_file.c_str()) != 0) {
+    return Status::FromErrno("rename " + cfg_.port_file);
+  }
+  return Status::Ok();
+}
+
+Status Server::Start() {
+  started_unix_ = clock_->UnixSeconds();
+  engine_->Start();
+  if (cfg_.detail_enabled) engine_->SetDetailEnabled(true);
+  if (cfg_.lru_crawler_sleep != 100) engine_->CrawlerSetSleep(cfg_.lru_crawler_sleep);
+  if (cfg_.lru_crawler_tocrawl != 0) engine_->CrawlerSetToCrawl(cfg_.lru_crawler_tocrawl);
+  Status s = net_->Start();
+  if (!s.ok()) return s;
+  started_ = true;
+  return WritePortFile();
+}
+
+void Server::WaitForShutdown() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  for (;;) {
+    pollfd p[2] = {{wake_fd_, POLLIN, 0}, {sfd, POLLIN, 0}};
+    int n = ::poll(p, sfd >= 0 ? 2 : 1, -1);
+    if (n < 0) continue;  // EINTR
+    if (p[0].revents & POLLIN) break;
+    if (sfd >= 0 && (p[1].revents & POLLIN)) {
+      signalfd_siginfo si;
+      if (::read(sfd, &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) continue;  // reserved for config reload
+        if (verbosity() > 0) std::fprintf(stderr, "Signal handled: %s.\n", strsignal(si.ssi_signo));
+        break;
+      }
+    }
+  }
+  if (sfd >= 0) ::close(sfd);
+}
+
+void Server::Shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (net_) net_->Stop();
+  if (engine_ && started_) engine_->Stop();
+  if (!cfg_.port_file.empty() && started_) ::unlink(cfg_.port_file.c_str());
+}
+
+void Server::RequestShutdown() {
+  uint64_t one = 1;
+  ssize_t r = ::write(wake_fd_, &one, sizeof(one));
+  (void)r;
+}
+
+std::vector<net::ServerServices::ConnInfo> Server::Connections() {
+  return net_->Connections();
+}
+
+bool Server::CloseConnection(uint64_t id) { return net_->CloseConnection(id); }
+
+std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
+  const net::NetCounters& c = net_->counters();
+  int64_t now = clock_->UnixSeconds();
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  std::vector<std::pair<std::string, std::string>> s;
+  s.reserve(20);
+  s.emplace_back("pid", Num(static_cast<uint64_t>(::getpid())));
+  s.emplace_back("uptime", Num(static_cast<uint64_t>(now - started_unix_)));
+  s.emplace_back("time", Num(static_cast<uint64_t>(now)));
+  s.emplace_back("version", kVersion);
+  s.emplace_back("libevent", "none");
+  s.emplace_back("pointer_size", Num(sizeof(void*) * 8));
+  s.emplace_back("rusage_user", Rusage(ru.ru_utime));
+  s.emplace_back("rusage_system", Rusage(ru.ru_stime));
+  s.emplace_back("max_connections", Num(cfg_.max_connections));
+  s.emplace_back("curr_connections", Num(c.curr_connections.load(std::memory_order_relaxed)));
+  s.emplace_back("total_connections", Num(c.total_connections.load(std::memory_order_relaxed)));
+  s.emplace_back("rejected_connections",
+                 Num(c.rejected_connections.load(std::memory_order_relaxed)));
+  s.emplace_back("connection_structures",
+                 Num(c.connection_structures.load(std::memory_order_relaxed)));
+  // memcached reserves a few fds for itself; ours: listeners, epoll and
+  // eventfds, a handful per worker.
+  s.emplace_back("reserved_fds", Num(static_cast<uint64_t>(5 + 3 * cfg_.num_threads)));
+  s.emplace_back("threads", Num(static_cast<uint64_t>(cfg_.num_threads)));
+  s.emplace_back("conn_yields", Num(c.conn_yields.load(std::memory_order_relaxed)));
+  s.emplace_back("read_paused", Num(c.read_paused.load(std::memory_order_relaxed)));
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
+  std::vector<std::pair<std::string, std::string>> s;
+  auto yn = [](bool b) { return std::string(b ? "yes" : "no"); };
+  s.emplace_back("maxconns", Num(cfg_.max_connections));
+  s.emplace_back("tcpport", Num(static_cast<uint64_t>(mc_port_ >= 0 ? mc_port_ : 0)));
+  s.emplace_back("udpport", Num(static_cast<uint64_t>(cfg_.udp_port)));
+  std::string inter;
+  for (const std::string& l : cfg_.listen) {
+    if (!inter.empty()) inter += ',';
+    inter += l;
+  }
+  s.emplace_back("inter", inter.empty() ? "NULL" : inter);
+  s.emplace_back("verbosity", Num(static_cast<uint64_t>(verbosity())));
+  s.emplace_back("domain_socket", cfg_.unix_socket.empty() ? "NULL" : cfg_.unix_socket);
+  char mask[8];
+  std::snprintf(mask, sizeof(mask), "%o", cfg_.unix_mask);
+  s.emplace_back("umask", mask);
+  s.emplace_back("shutdown_command", yn(cfg_.enable_shutdown));
+  s.emplace_back("num_threads", Num(static_cast<uint64_t>(cfg_.num_threads)));
+  s.emplace_back("num_threads_per_udp", Num(static_cast<uint64_t>(cfg_.num_threads)));
+  s.emplace_back("stat_key_prefix", std::string(1, cfg_.prefix_delimiter));
+  s.emplace_back("detail_enabled", yn(cfg_.detail_enabled));
+  s.emplace_back("reqs_per_event", Num(static_cast<uint64_t>(cfg_.reqs_per_event)));
+  s.emplace_back("cas_enabled", yn(cfg_.use_cas));
+  s.emplace_back("tcp_backlog", Num(static_cast<uint64_t>(cfg_.backlog)));
+  s.emplace_back("binding_protocol", cfg_.protocol == "ascii" ? "ascii" : "auto-negotiate");
+  s.emplace_back("auth_enabled_sasl", "no");
+  s.emplace_back("auth_enabled_ascii", "no");
+  s.emplace_back("item_size_max", Num(cfg_.item_size_max));
+  s.emplace_back("maxconns_fast", yn(cfg_.maxconns_fast));
+  s.emplace_back("hash_algorithm", cfg_.hash_algorithm);
+  s.emplace_back("tail_repair_time", Num(static_cast<uint64_t>(cfg_.tail_repair_time)));
+  s.emplace_back("flush_enabled", yn(!cfg_.disable_flush_all));
+  s.emplace_back("dump_enabled", yn(!cfg_.disable_dumping));
+  s.emplace_back("idle_timeout", Num(static_cast<uint64_t>(cfg_.idle_timeout_s)));
+  s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
+  return s;
+}
+
+}  // namespace trove::server

@@ -1,0 +1,87 @@
+// Server: builds the engine, the protocol factories, the listeners and the
+// worker threads from a Config, and implements net::ServerServices for the
+// protocols (process stats, "stats conns", shutdown, verbosity, close by id).
+// Created and driven by main(); ServerServices methods run on workers.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "common/status.h"
+#include "engine/engine.h"
+#include "net/net_server.h"
+#include "net/protocol_handler.h"
+#include "server/config.h"
+
+namespace trove::server {
+
+// The running server.
+//
+// Thread safety: Create/Start/WaitForShutdown/Shutdown on the main thread.
+// The ServerServices methods are safe from any thread (workers call them).
+//
+// Invariants:
+//  1. Shutdown order: listeners closed, workers stopped (every connection
+//     closed, every handler destroyed), then the engine stopped; so no
+//     handler outlives the engine it uses.
+//  2. The config is const for the server's life.
+class Server final : public net::ServerServices {
+ public:
+  // Creates the engine and binds every listening socket (no threads yet).
+  static Result<std::unique_ptr<Server>> Create(const Config& cfg);
+  ~Server() override;
+
+  // Starts the engine's background threads, the workers and the acceptor,
+  // then writes the port file.
+  Status Start();
+  // Blocks until SIGTERM/SIGINT (which the caller must have blocked in every
+  // thread; see BlockSignals) or RequestShutdown(). SIGHUP is ignored.
+  void WaitForShutdown();
+  // Stops everything (invariant 1). Idempotent.
+  void Shutdown();
+
+  // Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (and the threads
+  // it creates later), so WaitForShutdown can take them synchronously.
+  static void BlockSignals();
+
+  int memcache_port() const { return mc_port_; }
+  int resp_port() const { return resp_port_; }
+  net::NetServer* net() { return net_.get(); }
+
+  // --- net::ServerServices ---
+  std::vector<std::pair<std::string, std::string>> ServerStats() override;
+  std::vector<std::pair<std::string, std::string>> SettingsStats() override;
+  std::vector<ConnInfo> Connections() override;
+  bool ShutdownEnabled() const override { return cfg_.enable_shutdown; }
+  void RequestShutdown() override;
+  void SetVerbosity(int v) override { verbosity_.store(v, std::memory_order_relaxed); }
+  bool CloseConnection(uint64_t id) override;
+
+  int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
+
+ private:
+  explicit Server(const Config& cfg);
+  Status Bind();
+  Status WritePortFile() const;
+
+  const Config cfg_;
+  const Clock* clock_;
+  int64_t started_unix_ = 0;
+  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<net::ProtocolFactory> mc_factory_;
+  std::unique_ptr<net::ProtocolFactory> resp_factory_;
+  std::unique_ptr<net::NetServer> net_;
+  int mc_port_ = -1;     // -1 = no TCP memcache listener
+  int resp_port_ = -1;   // -1 = RESP off
+  int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown
+  bool started_ = false;
+  bool stopped_ = false;
+  std::atomic<int> verbosity_;  // relaxed: a setting read by logging
+};
+
+}  // namespace trove::server

@@ -100,7 +100,9 @@ void PrintJson(std::FILE* f, const Options& o, const RunResult& r) {
                o.threads, o.conns_per_thread, o.pipeline, o.rate, o.set_weight, o.get_weight,
                static_cast<unsigned long long>(o.key_count), PatternName(o.pattern),
                o.zipf_exponent, o.value_min, o.value_max, o.multiget, r.connected);
-  std::fprintf(f, "  \"duration_s\": %.3f, \"hits\": %llu, \"misses\": %llu,\n", r.measured_s,
+  std::fprintf(f,
+               "  \"duration_s\": %.3f, \"completed\": %llu, \"hits\": %llu, \"misses\": %llu,\n",
+               r.measured_s, static_cast<unsigned long long>(s.completed),
                static_cast<unsigned long long>(s.hits), static_cast<unsigned long long>(s.misses));
   std::fprintf(f,
                "  \"errors\": {\"total\": %llu, \"malformed\": %llu, \"unexpected\": %llu, "

@@ -222,6 +222,8 @@ TEST_F(DispatchTest, TouchAndGat) {
   EXPECT_EQ(Send("get a\r\n"), "END\r\n");
 }
 
+// Tests whose expected text depends on the stand-in engine's canned answers.
+#ifdef TROVE_FAKE_ENGINE
 TEST_F(DispatchTest, FlushAllAndAdmin) {
   EXPECT_EQ(Send("set a 0 0 1\r\nx\r\nflush_all\r\nget a\r\nflush_all 1 2\r\nflush_all -1\r\n"),
             "STORED\r\nOK\r\nEND\r\nOK\r\nOK\r\n");
@@ -272,6 +274,8 @@ TEST_F(DispatchTest, Stats) {
             "STAT items:1:number 0\r\nEND\r\nSTAT active_slabs 1\r\nEND\r\n"
             "STAT sizes_status disabled\r\nEND\r\n");
 }
+
+#endif  // TROVE_FAKE_ENGINE
 
 TEST_F(DispatchTest, QuitAndJunkClose) {
   EXPECT_EQ(Send("quit\r\nget a\r\n"), "");

@@ -23,6 +23,11 @@ char kInboxTag;
 
 constexpr int kMaxEvents = 256;
 constexpr int64_t kNanosPerSec = 1000000000;
+// Unparsed input a connection may hold when its handler has not said it
+// needs that much (BytesWanted). Protocols enforce tighter limits of their
+// own (line length, bulk length); this only bounds a handler that never
+// consumes, as Redis's client-query-buffer-limit (1 GiB) does, but lower.
+constexpr size_t kMaxUnparsedInput = 256u << 20;
 
 }  // namespace
 
@@ -267,6 +272,11 @@ void Worker::Serve(Connection* c, bool from_socket) {
   }
   if (!from_socket && consumed > 0) {
     counters_->conn_yields.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (consumed == 0 && c->in.size() > kMaxUnparsedInput &&
+      c->handler->BytesWanted() < c->in.size()) {
+    Close(c);
+    return;
   }
   if (c->handler->WantsClose()) {
     c->closing = true;

@@ -1,0 +1,122 @@
+// Crawler thread: reclaims dead items bucket by bucket; also answers
+// lru_crawler crawl requests. Background thread.
+#include "engine/crawler.h"
+
+#include <charconv>
+
+#include "engine/engine_impl.h"
+
+namespace trove::engine {
+
+namespace {
+// Autocrawl period: memcached's maintainer schedules crawls from item-age
+// histograms; a fixed minute keeps expired memory from lingering without it.
+constexpr int64_t kAutoCrawlMs = 60 * 1000;
+}  // namespace
+
+void Crawler::Start() {
+  if (thread_.joinable()) return;
+  {
+    MutexLock l(&mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Crawler::Stop() {
+  if (!thread_.joinable()) return;
+  {
+    MutexLock l(&mu_);
+    stop_ = true;
+    cv_.SignalAll();
+  }
+  thread_.join();
+}
+
+bool Crawler::ParseClasses(std::string_view spec, std::vector<bool>* out) const {
+  const int n = impl_->slabs.num_classes();
+  out->assign(kMaxClasses, false);
+  if (spec == "all") {
+    for (int c = 1; c <= n; ++c) (*out)[c] = true;
+    return true;
+  }
+  while (!spec.empty()) {
+    size_t comma = spec.find(',');
+    std::string_view tok = spec.substr(0, comma);
+    int id = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), id);
+    if (r.ec != std::errc() || r.ptr != tok.data() + tok.size() || id < 1 || id >= kMaxClasses - 1) {
+      return false;
+    }
+    (*out)[id] = true;
+    if (comma == std::string_view::npos) break;
+    spec.remove_prefix(comma + 1);
+  }
+  return true;
+}
+
+std::string Crawler::Request(std::string_view classes) {
+  std::vector<bool> sel;
+  if (!ParseClasses(classes, &sel)) return "BADCLASS invalid class id";
+  if (!thread_.joinable()) return "ERROR lru crawler disabled";
+  MutexLock l(&mu_);
+  if (pending_ || impl_->crawler_running.load(std::memory_order_relaxed)) {
+    return "BUSY currently processing crawler request";
+  }
+  request_ = std::move(sel);
+  pending_ = true;
+  cv_.SignalAll();
+  return "OK";
+}
+
+void Crawler::CrawlNow(const std::vector<bool>& classes) {
+  Engine::Impl* m = impl_;
+  m->crawler_running.store(true, std::memory_order_relaxed);
+  m->crawler_starts.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t limit = to_crawl();
+  uint64_t checked[kMaxClasses] = {};
+  uint64_t cursor = 0;
+  size_t steps = 0;
+  do {
+    const uint32_t now = m->Now();
+    cursor = m->table.ScanStep(cursor, [&](Item* it) {
+      const int cls = ClassOf(it);
+      if (!classes[cls] || (limit != 0 && checked[cls] >= limit)) return;
+      ++checked[cls];
+      LruClassStats& st = m->lru.stats(cls);
+      st.crawler_items_checked.fetch_add(1, std::memory_order_relaxed);
+      if (m->IsDead(it, now)) {
+        st.crawler_reclaimed.fetch_add(1, std::memory_order_relaxed);
+        m->crawler_reclaimed_total.fetch_add(1, std::memory_order_relaxed);
+        if (!HasFlag(it, kItemFetched)) st.expired_unfetched.fetch_add(1, std::memory_order_relaxed);
+        m->UnlinkLocked(it, HashKey(KeyOf(it)));
+      }
+    });
+    // Yield the stripes now and then so workers never queue behind us.
+    if (++steps % 1024 == 0 && sleep_usec() > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_usec()));
+    }
+  } while (cursor != 0);
+  m->crawler_running.store(false, std::memory_order_relaxed);
+}
+
+void Crawler::Loop() {
+  for (;;) {
+    std::vector<bool> sel;
+    {
+      MutexLock l(&mu_);
+      if (stop_) return;
+      if (!pending_) cv_.WaitFor(kAutoCrawlMs);
+      if (stop_) return;
+      if (pending_) {
+        sel = request_;
+        pending_ = false;
+      } else {
+        sel.assign(kMaxClasses, true);
+      }
+    }
+    CrawlNow(sel);
+  }
+}
+
+}  // namespace trove::engine

@@ -1,0 +1,54 @@
+// Crawler: the LRU crawler thread that reclaims expired and flushed items in
+// the background, on request (lru_crawler crawl) or on its own schedule.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+#include "engine/engine.h"
+
+namespace trove::engine {
+
+// Owner: Engine::Impl. It walks the hash table a bucket at a time with that
+// stripe held (instead of cursor items inside the LRU lists): every linked
+// item is in exactly one bucket and one LRU, so the visit covers the same
+// items while leaving the LRU locks to workers.
+// Thread safety: public methods are thread-safe; mu_ (kBackground) guards
+// the request fields; the walk takes stripes then LRU locks (item order).
+class Crawler {
+ public:
+  explicit Crawler(Engine::Impl* impl) : impl_(impl) {}
+  ~Crawler() { Stop(); }
+  void Start();
+  void Stop();
+  bool running_thread() const { return thread_.joinable(); }
+
+  // "all" or "1,2,3": memcached's reply line.
+  std::string Request(std::string_view classes);
+  void SetSleep(uint32_t usec) { sleep_usec_.store(usec, std::memory_order_relaxed); }
+  void SetToCrawl(uint32_t n) { to_crawl_.store(n, std::memory_order_relaxed); }
+  uint32_t sleep_usec() const { return sleep_usec_.load(std::memory_order_relaxed); }
+  uint32_t to_crawl() const { return to_crawl_.load(std::memory_order_relaxed); }
+  // One synchronous crawl over the selected classes (tests, Request's work).
+  void CrawlNow(const std::vector<bool>& classes);
+  // Parses a class list; false on a bad id.
+  bool ParseClasses(std::string_view spec, std::vector<bool>* out) const;
+
+ private:
+  void Loop();
+  Engine::Impl* impl_;
+  std::atomic<uint32_t> sleep_usec_{100};
+  std::atomic<uint32_t> to_crawl_{0};
+  Mutex mu_{LockRank::kBackground};
+  CondVar cv_{&mu_};
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool pending_ GUARDED_BY(mu_) = false;
+  std::vector<bool> request_ GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace trove::engine

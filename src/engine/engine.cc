@@ -1,0 +1,544 @@
+// Engine: creation, background threads and the memcached operations (get,
+// touch, stores, delete, flush, locked RESP access, scan). Worker threads.
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "common/limits.h"
+#include "engine/crawler.h"
+#include "engine/engine_impl.h"
+#include "engine/lru_maintainer.h"
+#include "engine/slab_rebalancer.h"
+
+namespace trove::engine {
+
+namespace {
+SlabOptions MakeSlabOptions(const EngineOptions& o) {
+  SlabOptions s;
+  s.mem_limit = o.mem_limit;
+  s.page_size = o.item_size_max;
+  s.factor = o.factor;
+  s.min_chunk = kItemHeader + o.chunk_size_min;
+  s.slab_chunk_max = o.slab_chunk_max != 0 ? o.slab_chunk_max : o.item_size_max / 2;
+  s.prealloc = o.prealloc;
+  return s;
+}
+}  // namespace
+
+Engine::Impl::Impl(Engine* e, const EngineOptions& o, const Clock* c)
+    : engine(e),
+      opts(o),
+      clock(c),
+      // memcached starts its clock a little in the past so that rel time 1
+      // ("expired") is always before now.
+      started(c->UnixSeconds() - 2),
+      header(kItemHeader + (o.use_cas ? 8 : 0)),
+      slabs(MakeSlabOptions(o)),
+      locks(std::min(o.item_lock_power, o.hashpower_init)),
+      table(&locks, o.hashpower_init),
+      shared_ts(registry.New()),
+      bg_ts(registry.New()) {}
+
+Engine::Impl::~Impl() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opts) {
+  const size_t chunk_max = opts.slab_chunk_max != 0 ? opts.slab_chunk_max : opts.item_size_max / 2;
+  if (opts.item_size_max < 1024 || opts.item_size_max > (1u << 30)) {
+    return Status::Invalid("item_size_max must be between 1 KiB and 1 GiB");
+  }
+  if (opts.factor <= 1.0) return Status::Invalid("factor must be greater than 1.0");
+  if (chunk_max > opts.item_size_max || opts.item_size_max % chunk_max != 0) {
+    return Status::Invalid("slab_chunk_max must divide item_size_max");
+  }
+  if (opts.chunk_size_min < 16 || kItemHeader + opts.chunk_size_min + 8 > chunk_max) {
+    return Status::Invalid("chunk_size_min out of range");
+  }
+  if (opts.hashpower_init < 4 || opts.hashpower_init > 32) {
+    return Status::Invalid("hashpower must be between 4 and 32");
+  }
+  if (opts.item_lock_power < 1 || opts.item_lock_power > 20) {
+    return Status::Invalid("item_lock_power must be between 1 and 20");
+  }
+  if (opts.slab_automove < 0 || opts.slab_automove > 2) {
+    return Status::Invalid("slab_automove must be 0, 1 or 2");
+  }
+  std::unique_ptr<Engine> e(new Engine(opts));
+  Status st = e->impl_->slabs.Init();
+  if (!st.ok()) return st;
+  return e;
+}
+
+Engine::Engine(const EngineOptions& opts)
+    : opts_(opts), clock_(opts.clock != nullptr ? opts.clock : SystemClock::Default()) {
+  opts_.clock = clock_;
+  impl_ = std::make_unique<Impl>(this, opts_, clock_);
+  impl_->maintainer = std::make_unique<LruMaintainer>(impl_.get());
+  impl_->crawler = std::make_unique<Crawler>(impl_.get());
+  impl_->rebalancer = std::make_unique<SlabRebalancer>(impl_.get());
+}
+
+Engine::~Engine() {
+  Stop();
+  // Drop what is still linked so heap values are deleted.
+  Impl* m = impl_.get();
+  uint64_t cursor = 0;
+  do {
+    cursor = m->table.ScanStep(cursor, [m](Item* it) {
+      m->UnlinkLocked(it, HashKey(KeyOf(it)));
+    });
+  } while (cursor != 0);
+}
+
+void Engine::Start() {
+  if (impl_->started_threads) return;
+  impl_->started_threads = true;
+  impl_->table.StartExpander();
+  if (opts_.lru_maintainer) impl_->maintainer->Start();
+  if (opts_.lru_crawler) impl_->crawler->Start();
+  if (opts_.slab_reassign) impl_->rebalancer->Start();
+}
+
+void Engine::Stop() {
+  if (!impl_->started_threads) return;
+  impl_->started_threads = false;
+  impl_->rebalancer->Stop();
+  impl_->crawler->Stop();
+  impl_->maintainer->Stop();
+  impl_->table.StopExpander();
+}
+
+ThreadStats* Engine::NewThreadStats() { return impl_->registry.New(); }
+
+ItemRef Engine::Get(std::string_view key, ThreadStats* ts, bool bump) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  const uint64_t hv = HashKey(key);
+  const uint32_t now = m->Now();
+  Item* it;
+  {
+    StripeLock l(&m->locks, m->locks.StripeOf(hv));
+    it = m->FindLocked(key, hv, now, ts);
+    if (it != nullptr && bump) Impl::Bump(it, now);
+  }
+  ts->get_cmds.Add();
+  if (it != nullptr) {
+    ts->slab[ClassOf(it)].get_hits.Add();
+  } else {
+    ts->get_misses.Add();
+  }
+  m->prefix.RecordGet(key, it != nullptr);
+  return ItemRef(this, it);
+}
+
+ItemRef Engine::GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  const uint64_t hv = HashKey(key);
+  const uint32_t now = m->Now();
+  Item* it;
+  {
+    StripeLock l(&m->locks, m->locks.StripeOf(hv));
+    it = m->FindLocked(key, hv, now, ts);
+    if (it != nullptr) {
+      it->exptime.store(m->RelTime(exptime), std::memory_order_relaxed);
+      Impl::Bump(it, now);
+    }
+  }
+  ts->get_cmds.Add();
+  ts->touch_cmds.Add();
+  if (it != nullptr) {
+    ts->slab[ClassOf(it)].touch_hits.Add();
+  } else {
+    ts->touch_misses.Add();
+  }
+  m->prefix.RecordGet(key, it != nullptr);
+  return ItemRef(this, it);
+}
+
+bool Engine::Touch(std::string_view key, int64_t exptime, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  const uint64_t hv = HashKey(key);
+  const uint32_t now = m->Now();
+  int cls = 0;
+  {
+    StripeLock l(&m->locks, m->locks.StripeOf(hv));
+    Item* it = m->PeekLocked(key, hv, now, ts);
+    if (it != nullptr) {
+      it->exptime.store(m->RelTime(exptime), std::memory_order_relaxed);
+      Impl::Bump(it, now);
+      cls = ClassOf(it);
+    }
+  }
+  ts->touch_cmds.Add();
+  if (cls != 0) {
+    ts->slab[cls].touch_hits.Add();
+  } else {
+    ts->touch_misses.Add();
+  }
+  return cls != 0;
+}
+
+AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
+                             size_t value_len, ThreadStats* ts, ValueType type) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  AllocOutput out;
+  Item* it = m->AllocItem(key, flags, m->RelTime(exptime), value_len, type, &out.status);
+  if (it == nullptr) {
+    if (out.status == AllocStatus::kTooLarge) {
+      ts->store_too_large.Add();
+    } else {
+      ts->store_no_memory.Add();
+    }
+    return out;
+  }
+  out.item = ItemRef(this, it);
+  return out;
+}
+
+StoreResult Engine::Store(std::string_view key, uint32_t flags, int64_t exptime,
+                          std::string_view value, const StoreArgs& args, ThreadStats* ts,
+                          uint64_t* cas_out) {
+  AllocOutput a = Allocate(key, flags, exptime, value.size(), ts);
+  if (a.status != AllocStatus::kOk) {
+    // memcached drops the old value of a failed set so stale data cannot
+    // outlive the write that should have replaced it.
+    if (args.mode == StoreMode::kSet) {
+      Impl* m = impl_.get();
+      const uint64_t hv = HashKey(key);
+      StripeLock l(&m->locks, m->locks.StripeOf(hv));
+      if (Item* old = m->table.FindLocked(key, hv)) m->UnlinkLocked(old, hv);
+    }
+    return a.status == AllocStatus::kTooLarge ? StoreResult::kTooLarge : StoreResult::kNoMemory;
+  }
+  WritePayload(a.item.raw(), 0, value.data(), value.size());
+  return StoreItem(a.item, args, ts, cas_out);
+}
+
+StoreResult Engine::StoreItem(ItemRef& item, const StoreArgs& args, ThreadStats* ts,
+                              uint64_t* cas_out) {
+  Impl* m = impl_.get();
+  Item* it = item.raw();
+  const uint64_t hv = HashKey(KeyOf(it));
+  StripeLock l(&m->locks, m->locks.StripeOf(hv));
+  StoreResult r = m->StoreLocked(&it, hv, args, m->Ts(ts), cas_out);
+  if (it != item.raw()) item = ItemRef(this, it);  // append/prepend made a new item
+  return r;
+}
+
+StoreResult Engine::StoreItemLocked(ItemRef& item, const StoreArgs& args, ThreadStats* ts,
+                                    uint64_t* cas_out) {
+  Impl* m = impl_.get();
+  Item* it = item.raw();
+  const uint64_t hv = HashKey(KeyOf(it));
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  StoreResult r = m->StoreLocked(&it, hv, args, m->Ts(ts), cas_out);
+  if (it != item.raw()) item = ItemRef(this, it);
+  return r;
+}
+
+StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& args,
+                                      ThreadStats* ts, uint64_t* cas_out) {
+  Item* it = *itp;
+  const std::string_view key = KeyOf(it);
+  const uint32_t now = Now();
+  ts->slab[ClassOf(it)].cmd_set.Add();
+  prefix.RecordSet(key);
+  StoreMode mode = args.mode;
+  // ms semantics: a CAS with set or replace is a cas.
+  if (args.compare_cas != 0 && (mode == StoreMode::kSet || mode == StoreMode::kReplace)) {
+    mode = StoreMode::kCas;
+  }
+  Item* old = PeekLocked(key, hv, now, ts);
+  Item* to_link = it;
+  Item* made = nullptr;  // append/prepend result, owned here
+  bool do_store = false;
+  bool stale = false;
+  StoreResult result = StoreResult::kNotStored;
+
+  if (old != nullptr) {
+    const uint64_t old_cas = CasOf(old);
+    enum { kNone, kMatch, kStale, kBad } cas_res = kNone;
+    if (args.compare_cas == 0 && mode != StoreMode::kCas) {
+      cas_res = kNone;
+    } else if (args.compare_cas == old_cas) {
+      cas_res = kMatch;
+    } else if (args.invalidate && args.compare_cas < old_cas) {
+      cas_res = kStale;
+    } else {
+      cas_res = kBad;
+    }
+    switch (mode) {
+      case StoreMode::kAdd:
+        Bump(old, now);  // add of a present key still promotes it (memcached)
+        break;
+      case StoreMode::kCas:
+        if (cas_res == kMatch) {
+          ts->slab[ClassOf(old)].cas_hits.Add();
+          do_store = true;
+        } else if (cas_res == kStale) {
+          // An older writer under invalidation: store, but keep the newer
+          // CAS and mark the value stale so readers win a recache token.
+          ts->slab[ClassOf(old)].cas_hits.Add();
+          stale = true;
+          do_store = true;
+        } else {
+          ts->slab[ClassOf(old)].cas_badval.Add();
+          result = StoreResult::kExists;
+        }
+        break;
+      case StoreMode::kAppend:
+      case StoreMode::kPrepend: {
+        if (cas_res != kNone && cas_res != kMatch) {
+          result = StoreResult::kExists;
+          break;
+        }
+        if (HasFlag(old, kItemHeap) || old->type != it->type) break;
+        AllocStatus st;
+        made = AllocItem(key, old->client_flags, old->exptime.load(std::memory_order_relaxed),
+                         size_t{old->nbytes} + it->nbytes, static_cast<ValueType>(old->type), &st);
+        if (made == nullptr) break;  // memcached answers NOT_STORED on OOM here
+        const Item* first = mode == StoreMode::kAppend ? old : it;
+        const Item* second = mode == StoreMode::kAppend ? it : old;
+        // Copy through a bounded buffer: either side may be chunked.
+        char buf[4096];
+        size_t off = 0;
+        for (const Item* src : {first, second}) {
+          for (size_t done = 0; done < src->nbytes;) {
+            size_t n = std::min(sizeof(buf), size_t{src->nbytes} - done);
+            ReadPayload(src, done, buf, n);
+            WritePayload(made, off, buf, n);
+            done += n;
+            off += n;
+          }
+        }
+        to_link = made;
+        do_store = true;
+        break;
+      }
+      case StoreMode::kReplace:
+      case StoreMode::kSet:
+        do_store = true;
+        break;
+    }
+    if (do_store) {
+      if (args.keep_ttl) {
+        to_link->exptime.store(old->exptime.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      }
+      uint64_t cas = stale ? old_cas : (args.explicit_cas != 0 ? args.explicit_cas : NextCas());
+      if (stale) SetFlag(to_link, kItemStale);
+      ReplaceLocked(old, to_link, hv, ts, cas);
+      result = StoreResult::kStored;
+    }
+  } else {
+    switch (mode) {
+      case StoreMode::kAdd:
+      case StoreMode::kSet:
+        do_store = true;
+        break;
+      case StoreMode::kCas:
+        ts->cas_misses.Add();
+        result = StoreResult::kNotFound;
+        break;
+      case StoreMode::kAppend:
+      case StoreMode::kPrepend:
+        if (args.vivify_exptime.has_value()) {
+          it->exptime.store(RelTime(*args.vivify_exptime), std::memory_order_relaxed);
+          do_store = true;
+        }
+        break;
+      case StoreMode::kReplace:
+        break;
+    }
+    if (do_store) {
+      LinkLocked(it, hv, ts, args.explicit_cas != 0 ? args.explicit_cas : NextCas());
+      result = StoreResult::kStored;
+    }
+  }
+  if (result == StoreResult::kStored && cas_out != nullptr) *cas_out = CasOf(to_link);
+  if (made != nullptr) {
+    if (result == StoreResult::kStored) {
+      *itp = made;  // the caller's reference moves to the stored item
+    } else {
+      Release(made);
+    }
+  }
+  return result;
+}
+
+DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  const uint64_t hv = HashKey(key);
+  const uint32_t now = m->Now();
+  m->prefix.RecordDelete(key);
+  StripeLock l(&m->locks, m->locks.StripeOf(hv));
+  Item* it = m->PeekLocked(key, hv, now, ts);
+  if (it == nullptr) {
+    ts->delete_misses.Add();
+    return DeleteResult::kNotFound;
+  }
+  if (args.compare_cas != 0 && CasOf(it) != args.compare_cas) {
+    ts->delete_misses.Add();
+    return DeleteResult::kExists;
+  }
+  if (args.invalidate) {
+    // md I: keep the item, mark it stale, bump its CAS and let the next
+    // reader win the recache token.
+    if (args.stale_exptime.has_value()) {
+      it->exptime.store(m->RelTime(*args.stale_exptime), std::memory_order_relaxed);
+    }
+    SetFlag(it, kItemStale);
+    ClearFlag(it, kItemTokenSent);
+    SetCas(it, args.explicit_cas != 0 ? args.explicit_cas : m->NextCas());
+    return DeleteResult::kDeleted;
+  }
+  ts->slab[ClassOf(it)].delete_hits.Add();
+  if (args.remove_value) {
+    // md x: an empty value with client flags 0 replaces the item.
+    AllocStatus st;
+    Item* empty = m->AllocItem(key, 0, it->exptime.load(std::memory_order_relaxed), 0,
+                               static_cast<ValueType>(it->type), &st);
+    if (empty != nullptr) {
+      m->ReplaceLocked(it, empty, hv, ts,
+                       args.explicit_cas != 0 ? args.explicit_cas : m->NextCas());
+      m->Release(empty);
+      return DeleteResult::kDeleted;
+    }
+  }
+  m->UnlinkLocked(it, hv);
+  return DeleteResult::kDeleted;
+}
+
+void Engine::FlushAll(int64_t delay_seconds) {
+  Impl* m = impl_.get();
+  m->cmd_flush.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t now = m->Now();
+  uint32_t new_oldest = delay_seconds > 0 ? m->RelTime(delay_seconds) : now;
+  // memcached: with CAS, everything at or before the second before counts
+  // by time, and items of this second by CAS order.
+  if (opts_.use_cas) {
+    new_oldest -= 1;
+    if (new_oldest <= now) m->oldest_cas.store(m->NextCas(), std::memory_order_relaxed);
+  }
+  m->oldest_live.store(new_oldest, std::memory_order_relaxed);
+}
+
+// --- RESP: locked access ---
+
+ItemRef Engine::GetLocked(std::string_view key, ThreadStats* ts, bool bump) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  const uint64_t hv = HashKey(key);
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  const uint32_t now = m->Now();
+  Item* it = m->FindLocked(key, hv, now, ts);
+  if (it != nullptr && bump) Impl::Bump(it, now);
+  return ItemRef(this, it);
+}
+
+bool Engine::UnlinkLocked(std::string_view key, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const uint64_t hv = HashKey(key);
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
+  if (it == nullptr) return false;
+  m->UnlinkLocked(it, hv);
+  return true;
+}
+
+bool Engine::SetExpiryLocked(std::string_view key, int64_t exptime_unix_or_zero, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const uint64_t hv = HashKey(key);
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
+  if (it == nullptr) return false;
+  uint32_t rel = 0;
+  if (exptime_unix_or_zero != 0) {
+    int64_t r = exptime_unix_or_zero - m->started;
+    rel = r <= 1 ? 1 : static_cast<uint32_t>(std::min<int64_t>(r, UINT32_MAX));
+  }
+  it->exptime.store(rel, std::memory_order_relaxed);
+  return true;
+}
+
+AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueType type,
+                                 std::unique_ptr<HeapValue> value, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const size_t usage = value->MemoryUsage();
+  // Heap memory shares -m: make room by evicting from the classes heap
+  // items live in (their headers are small) before giving up.
+  const int cls = m->slabs.ClassFor(m->header + key.size() + sizeof(HeapValue*) + 2);
+  for (int i = 0; i < 64 && m->slabs.OverLimit(usage) && cls != 0; ++i) {
+    if (!opts_.evict_to_free || !m->FreeSomething(cls)) break;
+  }
+  AllocOutput out;
+  if (m->slabs.OverLimit(usage)) {
+    m->Ts(ts)->store_no_memory.Add();
+    out.status = AllocStatus::kNoMemory;
+    return out;
+  }
+  out = Allocate(key, 0, exptime, sizeof(HeapValue*), ts, type);
+  if (out.status != AllocStatus::kOk) return out;
+  Item* it = out.item.raw();
+  HeapValue* raw = value.release();
+  std::memcpy(ItemData(it), &raw, sizeof(raw));
+  SetFlag(it, kItemHeap);
+  m->slabs.AddHeapBytes(static_cast<int64_t>(usage));
+  return out;
+}
+
+void Engine::AdjustHeapBytes(int64_t delta) { impl_->slabs.AddHeapBytes(delta); }
+
+uint64_t Engine::Scan(uint64_t cursor, size_t count, const std::function<void(const ItemRef&)>& fn) {
+  Impl* m = impl_.get();
+  std::vector<ItemRef> batch;
+  const uint32_t now = m->Now();
+  do {
+    cursor = m->table.ScanStep(cursor, [&](Item* it) {
+      if (m->IsDead(it, now)) return;
+      it->refcount.fetch_add(1, std::memory_order_relaxed);
+      batch.emplace_back(this, it);
+    });
+  } while (cursor != 0 && batch.size() < count);
+  for (const ItemRef& r : batch) fn(r);
+  return cursor;
+}
+
+uint64_t Engine::curr_items() const { return impl_->table.items(); }
+
+int64_t Engine::TtlSeconds(const ItemRef& ref) const {
+  uint32_t e = ref.raw()->exptime.load(std::memory_order_relaxed);
+  if (e == 0) return -1;
+  uint32_t now = impl_->Now();
+  return e > now ? static_cast<int64_t>(e - now) : 0;
+}
+
+// --- KeyLockSet ---
+
+namespace {
+thread_local bool t_keylockset_live = false;
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys) : engine_(engine) {
+  CHECK(!t_keylockset_live);
+  t_keylockset_live = true;
+  ItemLocks& locks = engine_->impl_->locks;
+  stripes_.reserve(keys.size());
+  for (std::string_view k : keys) stripes_.push_back(locks.StripeOf(HashKey(k)));
+  std::sort(stripes_.begin(), stripes_.end());
+  stripes_.erase(std::unique(stripes_.begin(), stripes_.end()), stripes_.end());
+  for (uint32_t s : stripes_) locks.Lock(s);  // ascending: no deadlock between sets
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::string_view key)
+    : KeyLockSet(engine, std::span<const std::string_view>(&key, 1)) {}
+
+KeyLockSet::~KeyLockSet() {
+  ItemLocks& locks = engine_->impl_->locks;
+  for (size_t i = stripes_.size(); i-- > 0;) locks.Unlock(stripes_[i]);
+  t_keylockset_live = false;
+}
+
+}  // namespace trove::engine

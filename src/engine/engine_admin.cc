@@ -1,0 +1,275 @@
+// Engine admin: stats in memcached's names and order, stats reset/detail,
+// memory limit, slab reassign, LRU crawler control and metadump.
+#include <string>
+
+#include "common/str_append.h"
+#include "engine/crawler.h"
+#include "engine/engine_impl.h"
+#include "engine/lru_maintainer.h"
+#include "engine/slab_rebalancer.h"
+
+namespace trove::engine {
+
+namespace {
+void Add(StatList* l, std::string name, uint64_t v) {
+  std::string s;
+  AppendU64(s, v);
+  l->emplace_back(std::move(name), std::move(s));
+}
+void AddStr(StatList* l, std::string name, std::string v) {
+  l->emplace_back(std::move(name), std::move(v));
+}
+std::string ClassKey(int cls, const char* name) {
+  std::string s;
+  AppendU64(s, static_cast<uint64_t>(cls));
+  s += ':';
+  s += name;
+  return s;
+}
+}  // namespace
+
+StatList Engine::Stats() const {
+  Impl* m = impl_.get();
+  ThreadTotals t = m->registry.Sum();
+  uint64_t evicted = 0, reclaimed = 0, expired_unfetched = 0, evicted_unfetched = 0,
+           evicted_active = 0, crawler_reclaimed = 0, crawler_checked = 0, reflocked = 0,
+           to_cold = 0, to_warm = 0, within = 0, direct = 0, bytes = 0;
+  for (int c = 1; c <= m->slabs.num_classes(); ++c) {
+    const LruClassStats& s = m->lru.stats(c);
+    evicted += s.evicted.load(std::memory_order_relaxed);
+    reclaimed += s.reclaimed.load(std::memory_order_relaxed);
+    expired_unfetched += s.expired_unfetched.load(std::memory_order_relaxed);
+    evicted_unfetched += s.evicted_unfetched.load(std::memory_order_relaxed);
+    evicted_active += s.evicted_active.load(std::memory_order_relaxed);
+    crawler_reclaimed += s.crawler_reclaimed.load(std::memory_order_relaxed);
+    crawler_checked += s.crawler_items_checked.load(std::memory_order_relaxed);
+    reflocked += s.lrutail_reflocked.load(std::memory_order_relaxed);
+    to_cold += s.moves_to_cold.load(std::memory_order_relaxed);
+    to_warm += s.moves_to_warm.load(std::memory_order_relaxed);
+    within += s.moves_within_lru.load(std::memory_order_relaxed);
+    direct += s.direct_reclaims.load(std::memory_order_relaxed);
+    for (int g = 0; g < kSegments; ++g) bytes += m->lru.Bytes(c, static_cast<Segment>(g));
+  }
+  StatList l;
+  Add(&l, "cmd_get", t.get_cmds);
+  Add(&l, "cmd_set", t.cmd_set);
+  Add(&l, "cmd_flush", m->cmd_flush.load(std::memory_order_relaxed));
+  Add(&l, "cmd_touch", t.touch_cmds);
+  Add(&l, "cmd_meta", t.meta_cmds);
+  Add(&l, "get_hits", t.get_hits);
+  Add(&l, "get_misses", t.get_misses);
+  Add(&l, "get_expired", t.get_expired);
+  Add(&l, "get_flushed", t.get_flushed);
+  Add(&l, "delete_misses", t.delete_misses);
+  Add(&l, "delete_hits", t.delete_hits);
+  Add(&l, "incr_misses", t.incr_misses);
+  Add(&l, "incr_hits", t.incr_hits);
+  Add(&l, "decr_misses", t.decr_misses);
+  Add(&l, "decr_hits", t.decr_hits);
+  Add(&l, "cas_misses", t.cas_misses);
+  Add(&l, "cas_hits", t.cas_hits);
+  Add(&l, "cas_badval", t.cas_badval);
+  Add(&l, "touch_hits", t.touch_hits);
+  Add(&l, "touch_misses", t.touch_misses);
+  Add(&l, "store_too_large", t.store_too_large);
+  Add(&l, "store_no_memory", t.store_no_memory);
+  Add(&l, "limit_maxbytes", m->slabs.mem_limit());
+  Add(&l, "hash_power_level", static_cast<uint64_t>(m->table.hashpower()));
+  Add(&l, "hash_bytes", m->table.hash_bytes());
+  Add(&l, "hash_is_expanding", m->table.expanding() ? 1 : 0);
+  Add(&l, "slab_reassign_rescues", 0);
+  Add(&l, "slab_reassign_chunk_rescues", 0);
+  Add(&l, "slab_reassign_evictions_nomem", m->reassign_evictions.load(std::memory_order_relaxed));
+  Add(&l, "slab_reassign_inline_reclaim", m->reassign_inline_reclaim.load(std::memory_order_relaxed));
+  Add(&l, "slab_reassign_busy_items", m->reassign_busy.load(std::memory_order_relaxed));
+  Add(&l, "slab_reassign_busy_deletes", 0);
+  Add(&l, "slab_reassign_running", m->reassign_running.load(std::memory_order_relaxed) ? 1 : 0);
+  Add(&l, "slabs_moved", m->slabs_moved.load(std::memory_order_relaxed));
+  Add(&l, "lru_crawler_running", m->crawler_running.load(std::memory_order_relaxed) ? 1 : 0);
+  Add(&l, "lru_crawler_starts", m->crawler_starts.load(std::memory_order_relaxed));
+  Add(&l, "lru_maintainer_juggles", m->maintainer_juggles.load(std::memory_order_relaxed));
+  Add(&l, "malloc_fails", 0);
+  Add(&l, "bytes", bytes);
+  Add(&l, "curr_items", m->table.items());
+  Add(&l, "total_items", t.total_items);
+  Add(&l, "slab_global_page_pool", m->slabs.global_pool_pages());
+  Add(&l, "expired_unfetched", expired_unfetched);
+  Add(&l, "evicted_unfetched", evicted_unfetched);
+  Add(&l, "evicted_active", evicted_active);
+  Add(&l, "evictions", evicted);
+  Add(&l, "reclaimed", reclaimed);
+  Add(&l, "crawler_reclaimed", crawler_reclaimed);
+  Add(&l, "crawler_items_checked", crawler_checked);
+  Add(&l, "lrutail_reflocked", reflocked);
+  Add(&l, "moves_to_cold", to_cold);
+  Add(&l, "moves_to_warm", to_warm);
+  Add(&l, "moves_within_lru", within);
+  Add(&l, "direct_reclaims", direct);
+  Add(&l, "lru_bumps_dropped", 0);
+  return l;
+}
+
+StatList Engine::SettingsStats() const {
+  const EngineOptions& o = opts_;
+  StatList l;
+  Add(&l, "maxbytes", impl_->slabs.mem_limit());
+  AddStr(&l, "evictions", o.evict_to_free ? "on" : "off");
+  std::string f = std::to_string(o.factor);
+  f.erase(f.find_last_not_of('0') + 1);
+  if (!f.empty() && f.back() == '.') f.pop_back();
+  AddStr(&l, "growth_factor", f);
+  Add(&l, "chunk_size", o.chunk_size_min);
+  AddStr(&l, "cas_enabled", o.use_cas ? "yes" : "no");
+  Add(&l, "item_size_max", o.item_size_max);
+  Add(&l, "slab_chunk_max", impl_->slabs.ChunkSize(impl_->slabs.largest_class()));
+  AddStr(&l, "slab_reassign", o.slab_reassign ? "yes" : "no");
+  Add(&l, "slab_automove", static_cast<uint64_t>(impl_->rebalancer->automove()));
+  AddStr(&l, "slab_automove_ratio", std::to_string(o.slab_automove_ratio).substr(0, 4));
+  AddStr(&l, "lru_crawler", impl_->crawler->running_thread() ? "yes" : "no");
+  Add(&l, "lru_crawler_sleep", impl_->crawler->sleep_usec());
+  Add(&l, "lru_crawler_tocrawl", impl_->crawler->to_crawl());
+  AddStr(&l, "lru_maintainer_thread", o.lru_maintainer ? "yes" : "no");
+  Add(&l, "hot_lru_pct", static_cast<uint64_t>(o.hot_lru_pct));
+  Add(&l, "warm_lru_pct", static_cast<uint64_t>(o.warm_lru_pct));
+  AddStr(&l, "hot_max_factor", std::to_string(o.hot_max_factor).substr(0, 4));
+  AddStr(&l, "warm_max_factor", std::to_string(o.warm_max_factor).substr(0, 4));
+  AddStr(&l, "temp_lru", o.temp_lru ? "yes" : "no");
+  Add(&l, "temporary_ttl", o.temp_ttl);
+  Add(&l, "hashpower_init", static_cast<uint64_t>(o.hashpower_init));
+  AddStr(&l, "detail_enabled", impl_->prefix.enabled() ? "yes" : "no");
+  return l;
+}
+
+StatList Engine::ItemStats() const {
+  Impl* m = impl_.get();
+  const uint32_t now = m->Now();
+  StatList l;
+  for (int c = 1; c <= m->slabs.num_classes(); ++c) {
+    uint64_t hot = m->lru.Items(c, Segment::kHot), warm = m->lru.Items(c, Segment::kWarm);
+    uint64_t cold = m->lru.Items(c, Segment::kCold), temp = m->lru.Items(c, Segment::kTemp);
+    const LruClassStats& s = m->lru.stats(c);
+    uint64_t total = hot + warm + cold + temp;
+    if (total == 0 && s.evicted.load(std::memory_order_relaxed) == 0 &&
+        s.outofmemory.load(std::memory_order_relaxed) == 0) {
+      continue;  // memcached lists classes that hold or held items
+    }
+    auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    uint64_t mem = 0;
+    for (int g = 0; g < kSegments; ++g) mem += m->lru.Bytes(c, static_cast<Segment>(g));
+    Add(&l, "items:" + ClassKey(c, "number"), total);
+    Add(&l, "items:" + ClassKey(c, "number_hot"), hot);
+    Add(&l, "items:" + ClassKey(c, "number_warm"), warm);
+    Add(&l, "items:" + ClassKey(c, "number_cold"), cold);
+    Add(&l, "items:" + ClassKey(c, "age_hot"), m->lru.TailAge(c, Segment::kHot, now));
+    Add(&l, "items:" + ClassKey(c, "age_warm"), m->lru.TailAge(c, Segment::kWarm, now));
+    Add(&l, "items:" + ClassKey(c, "age"), m->lru.TailAge(c, Segment::kCold, now));
+    Add(&l, "items:" + ClassKey(c, "mem_requested"), mem);
+    Add(&l, "items:" + ClassKey(c, "evicted"), ld(s.evicted));
+    Add(&l, "items:" + ClassKey(c, "evicted_nonzero"), ld(s.evicted_nonzero));
+    Add(&l, "items:" + ClassKey(c, "evicted_time"), s.evicted_time.load(std::memory_order_relaxed));
+    Add(&l, "items:" + ClassKey(c, "outofmemory"), ld(s.outofmemory));
+    Add(&l, "items:" + ClassKey(c, "tailrepairs"), 0);
+    Add(&l, "items:" + ClassKey(c, "reclaimed"), ld(s.reclaimed));
+    Add(&l, "items:" + ClassKey(c, "expired_unfetched"), ld(s.expired_unfetched));
+    Add(&l, "items:" + ClassKey(c, "evicted_unfetched"), ld(s.evicted_unfetched));
+    Add(&l, "items:" + ClassKey(c, "evicted_active"), ld(s.evicted_active));
+    Add(&l, "items:" + ClassKey(c, "crawler_reclaimed"), ld(s.crawler_reclaimed));
+    Add(&l, "items:" + ClassKey(c, "crawler_items_checked"), ld(s.crawler_items_checked));
+    Add(&l, "items:" + ClassKey(c, "lrutail_reflocked"), ld(s.lrutail_reflocked));
+    Add(&l, "items:" + ClassKey(c, "moves_to_cold"), ld(s.moves_to_cold));
+    Add(&l, "items:" + ClassKey(c, "moves_to_warm"), ld(s.moves_to_warm));
+    Add(&l, "items:" + ClassKey(c, "moves_within_lru"), ld(s.moves_within_lru));
+    Add(&l, "items:" + ClassKey(c, "direct_reclaims"), ld(s.direct_reclaims));
+  }
+  return l;
+}
+
+StatList Engine::SlabStats() const {
+  Impl* m = impl_.get();
+  ThreadTotals t = m->registry.Sum();
+  StatList l;
+  uint64_t active = 0;
+  for (int c = 1; c <= m->slabs.num_classes(); ++c) {
+    SlabClassInfo i = m->slabs.Info(c);
+    if (i.pages == 0) continue;
+    ++active;
+    const ThreadTotals::Slab& s = t.slab[c];
+    Add(&l, ClassKey(c, "chunk_size"), i.chunk_size);
+    Add(&l, ClassKey(c, "chunks_per_page"), i.chunks_per_page);
+    Add(&l, ClassKey(c, "total_pages"), i.pages);
+    Add(&l, ClassKey(c, "total_chunks"), i.total_chunks);
+    Add(&l, ClassKey(c, "used_chunks"), i.total_chunks - i.free_chunks);
+    Add(&l, ClassKey(c, "free_chunks"), i.free_chunks);
+    Add(&l, ClassKey(c, "free_chunks_end"), 0);
+    Add(&l, ClassKey(c, "get_hits"), s.get_hits);
+    Add(&l, ClassKey(c, "cmd_set"), s.cmd_set);
+    Add(&l, ClassKey(c, "delete_hits"), s.delete_hits);
+    Add(&l, ClassKey(c, "incr_hits"), s.incr_hits);
+    Add(&l, ClassKey(c, "decr_hits"), s.decr_hits);
+    Add(&l, ClassKey(c, "cas_hits"), s.cas_hits);
+    Add(&l, ClassKey(c, "cas_badval"), s.cas_badval);
+    Add(&l, ClassKey(c, "touch_hits"), s.touch_hits);
+  }
+  Add(&l, "active_slabs", active);
+  Add(&l, "total_malloced", m->slabs.malloced());
+  return l;
+}
+
+StatList Engine::SizeStats() const {
+  // memcached tracks the size histogram only with -o track_sizes; off here.
+  return {{"sizes_status", "disabled"}};
+}
+
+void Engine::ResetStats() { impl_->registry.Reset(); }
+void Engine::SetDetailEnabled(bool on) { impl_->prefix.SetEnabled(on); }
+std::string Engine::DetailDump() const { return impl_->prefix.Dump(); }
+bool Engine::SetMemLimit(size_t bytes) { return impl_->slabs.SetMemLimit(bytes); }
+
+std::string Engine::SlabsReassign(int src, int dst) {
+  if (!opts_.slab_reassign) return "CLIENT_ERROR slab reassignment disabled";
+  return impl_->rebalancer->Reassign(src, dst);
+}
+
+void Engine::SetSlabAutomove(int mode) { impl_->rebalancer->SetAutomove(mode); }
+std::string Engine::CrawlerCrawl(std::string_view classes) { return impl_->crawler->Request(classes); }
+
+bool Engine::CrawlerEnable(bool on) {
+  if (on) {
+    impl_->crawler->Start();
+  } else {
+    impl_->crawler->Stop();
+  }
+  return true;
+}
+
+void Engine::CrawlerSetSleep(uint32_t usec) { impl_->crawler->SetSleep(usec); }
+void Engine::CrawlerSetToCrawl(uint32_t n) { impl_->crawler->SetToCrawl(n); }
+
+std::vector<DumpEntry> Engine::MetaDump(std::string_view classes) {
+  Impl* m = impl_.get();
+  std::vector<bool> sel;
+  std::vector<DumpEntry> out;
+  if (!m->crawler->ParseClasses(classes, &sel)) return out;
+  const uint32_t now = m->Now();
+  uint64_t cursor = 0;
+  do {
+    cursor = m->table.ScanStep(cursor, [&](Item* it) {
+      const int cls = ClassOf(it);
+      if (!sel[cls] || m->IsDead(it, now)) return;
+      DumpEntry e;
+      e.key = std::string(KeyOf(it));
+      uint32_t exp = it->exptime.load(std::memory_order_relaxed);
+      e.exp_unix = exp == 0 ? -1 : m->started + exp;
+      e.last_access_unix = m->started + it->time.load(std::memory_order_relaxed);
+      e.cas = CasOf(it);
+      e.fetched = HasFlag(it, kItemFetched);
+      e.slab_class = cls;
+      e.size = m->Ntotal(it);
+      e.flags = it->client_flags;
+      out.push_back(std::move(e));
+    });
+  } while (cursor != 0);
+  return out;
+}
+
+}  // namespace trove::engine

@@ -1,0 +1,124 @@
+// Engine::Impl: the engine's parts wired together, plus the item life-cycle
+// (allocate, link, unlink, release) every operation shares. Private to
+// src/engine; used by workers and the engine's background threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "engine/engine.h"
+#include "engine/hash_table.h"
+#include "engine/item.h"
+#include "engine/item_locks.h"
+#include "engine/lru.h"
+#include "engine/slab_allocator.h"
+#include "engine/stats.h"
+
+namespace trove::engine {
+
+class LruMaintainer;
+class Crawler;
+class SlabRebalancer;
+
+// Owner: Engine. Thread safety: the components carry their own locks (see
+// item_locks.h for the order); the remaining fields are atomics or fixed
+// after construction. Invariants: see item.h (refcount, LINKED) and the
+// component headers.
+struct Engine::Impl {
+  Impl(Engine* e, const EngineOptions& o, const Clock* c);
+  ~Impl();
+
+  // --- time (memcached's rel_time: seconds since engine start) ---
+  uint32_t Now() const { return static_cast<uint32_t>(clock->UnixSeconds() - started); }
+  // memcached's realtime(): 0 never; negative -> already expired; above
+  // 30 days an absolute unix time; else relative to now.
+  uint32_t RelTime(int64_t exptime) const;
+  bool IsExpired(const Item* it, uint32_t now) const {
+    uint32_t e = it->exptime.load(std::memory_order_relaxed);
+    return e != 0 && e <= now;
+  }
+  bool IsFlushed(const Item* it, uint32_t now) const;
+  bool IsDead(const Item* it, uint32_t now) const { return IsExpired(it, now) || IsFlushed(it, now); }
+  uint64_t NextCas() { return opts.use_cas ? cas_id.fetch_add(1, std::memory_order_relaxed) + 1 : 0; }
+
+  // --- item life-cycle (item.cc) ---
+  // A new unlinked item with refcount 1, key copied and CRLF written, or
+  // nullptr with *status set. May evict (skipping stripes this thread holds).
+  Item* AllocItem(std::string_view key, uint32_t flags, uint32_t exptime, size_t nbytes,
+                  ValueType type, AllocStatus* status);
+  Item* AllocChunk(int cls, Item* owner);
+  uint32_t Ntotal(const Item* it) const {
+    return static_cast<uint32_t>(HeaderSize(it) + it->nkey + it->nbytes + 2);
+  }
+  // REQUIRES: stripe(hv) held.
+  void LinkLocked(Item* it, uint64_t hv, ThreadStats* ts, uint64_t cas);
+  void UnlinkLocked(Item* it, uint64_t hv);
+  // REQUIRES: stripe(hv) held and `list` (the item's LRU list) locked.
+  void UnlinkLruHeld(Item* it, uint64_t hv, Lru::List& list);
+  void ReplaceLocked(Item* old_it, Item* new_it, uint64_t hv, ThreadStats* ts, uint64_t cas);
+  // Drops one reference; frees the item at zero.
+  void Release(Item* it);
+  void FreeItem(Item* it);
+  // Live item for key with a reference taken, or nullptr. Dead (expired or
+  // flushed) items found are unlinked and counted. REQUIRES: stripe held.
+  Item* FindLocked(std::string_view key, uint64_t hv, uint32_t now, ThreadStats* ts);
+  // Same without taking a reference (the caller keeps the stripe).
+  Item* PeekLocked(std::string_view key, uint64_t hv, uint32_t now, ThreadStats* ts);
+  // A hit: FETCHED, then ACTIVE on the second hit; last-access time.
+  static void Bump(Item* it, uint32_t now) {
+    if (!HasFlag(it, kItemFetched)) {
+      SetFlag(it, kItemFetched);
+    } else {
+      SetFlag(it, kItemActive);
+    }
+    if (it->time.load(std::memory_order_relaxed) != now) it->time.store(now, std::memory_order_relaxed);
+  }
+  ThreadStats* Ts(ThreadStats* ts) { return ts != nullptr ? ts : shared_ts; }
+
+  // --- LRU work (lru.cc) ---
+  int PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode mode, uint32_t max_age);
+  // Allocation found no chunk: evict or reclaim something of class cls.
+  bool FreeSomething(int cls);
+  int Juggle(int cls);
+
+  // --- stores (engine.cc) ---
+  // On success *it may be replaced by the item actually stored (append and
+  // prepend build a new one); the caller's reference moves with it.
+  StoreResult StoreLocked(Item** it, uint64_t hv, const StoreArgs& args, ThreadStats* ts,
+                          uint64_t* cas_out);
+
+  Engine* engine;
+  const EngineOptions opts;
+  const Clock* clock;
+  const int64_t started;   // unix seconds at rel time 0
+  const size_t header;     // item header bytes incl. CAS
+  SlabAllocator slabs;
+  ItemLocks locks;
+  HashTable table;
+  Lru lru;
+  StatsRegistry registry;
+  PrefixStats prefix;
+  ThreadStats* shared_ts;  // for callers passing nullptr (counts may be lossy)
+  ThreadStats* bg_ts;      // background eviction/reclaim counters
+
+  std::atomic<uint64_t> cas_id{0};
+  std::atomic<uint32_t> oldest_live{0};   // flush_all: rel time, 0 = none
+  std::atomic<uint64_t> oldest_cas{0};    // flush_all: items with lower CAS are gone
+  std::atomic<uint64_t> cmd_flush{0};
+  std::atomic<uint64_t> reassign_evictions{0}, reassign_busy{0}, reassign_inline_reclaim{0};
+  std::atomic<uint64_t> slabs_moved{0};
+  std::atomic<bool> reassign_running{false};
+  std::atomic<uint64_t> maintainer_juggles{0};
+  std::atomic<uint64_t> crawler_starts{0};
+  std::atomic<bool> crawler_running{false};
+  std::atomic<uint64_t> crawler_reclaimed_total{0};
+
+  std::unique_ptr<LruMaintainer> maintainer;
+  std::unique_ptr<Crawler> crawler;
+  std::unique_ptr<SlabRebalancer> rebalancer;
+  bool started_threads = false;
+};
+
+}  // namespace trove::engine

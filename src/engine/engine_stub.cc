@@ -1,2 +1,0 @@
-// placeholder until the engine lands
-#include "engine/engine.h"

@@ -1,0 +1,128 @@
+// Item: the header at the start of every slab chunk, and the layout helpers
+// that find the key, CAS and value behind it. Used by every engine thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "common/check.h"
+
+namespace trove::engine {
+
+// Flag bits of Item::flags. Set and cleared with atomic or/and so that a hit
+// (stripe lock) and a tail walk (LRU lock) never race on the word.
+enum ItemFlag : uint16_t {
+  kItemLinked = 1 << 0,     // in the hash table and an LRU; holds one reference
+  kItemCas = 1 << 1,        // header carries a 64-bit CAS (engine use_cas)
+  kItemSlabbed = 1 << 2,    // on a slab free list (slabs lock)
+  kItemFetched = 1 << 3,    // read at least once since stored
+  kItemActive = 1 << 4,     // read twice: the maintainer keeps it warm
+  kItemChunked = 1 << 5,    // value lives in chunk parts (head item)
+  kItemChunkPart = 1 << 6,  // a value chunk of a chunked item (no key)
+  kItemHeap = 1 << 7,       // value is a HeapValue*
+  kItemStale = 1 << 8,      // invalidated (meta ms I / md I)
+  kItemTokenSent = 1 << 9,  // a client holds the recache (win) token
+  kItemSetAside = 1 << 10,  // free chunk of a page being moved (slabs lock)
+};
+
+enum class Segment : uint8_t { kHot = 0, kWarm = 1, kCold = 2, kTemp = 3 };
+inline constexpr int kSegments = 4;
+// Class ids use the low 6 bits of Item::clsid; the segment the top 2
+// (memcached packs its sub-LRU id the same way), so at most 63 classes.
+inline constexpr int kMaxClasses = 64;
+inline constexpr uint8_t kClassMask = 0x3f;
+
+// The header. 48 bytes, plus 8 when the engine keeps CAS (memcached 1.6: 48
+// plus 8). Followed by [cas] key value "\r\n"; a chunked head item holds an
+// array of chunk-part pointers after the key instead of the value.
+//
+// Thread safety: fields name their guard. "stripe" is the item lock of the
+// key's hash. Invariants:
+//  1. kItemLinked set <=> reachable from the hash table and on exactly one LRU
+//     list; the link holds one reference.
+//  2. refcount == 0 <=> not linked and nobody holds a reference; only then is
+//     the chunk given back to the slabs.
+//  3. key, nkey, nbytes and the value are immutable while linked, except that
+//     Arith rewrites a number in place when it holds the only other reference.
+struct Item {
+  Item* next;                       // LRU list (LRU lock) or free list (slabs lock)
+  Item* prev;                       // same guard as next
+  Item* h_next;                     // hash chain (stripe); chunk parts: the head item
+  std::atomic<uint32_t> time;       // last access, engine-relative seconds (relaxed)
+  std::atomic<uint32_t> exptime;    // engine-relative; 0 = never (written under stripe)
+  uint32_t nbytes;                  // value bytes without CRLF (parts: bytes used)
+  std::atomic<uint16_t> refcount;   // atomic; see invariant 2
+  std::atomic<uint16_t> flags;      // ItemFlag bits, atomic or/and (relaxed)
+  std::atomic<uint8_t> clsid;       // class | segment << 6; segment changes under stripe
+  uint8_t type;                     // ValueType; fixed at allocation
+  uint16_t nkey;                    // fixed at allocation
+  uint32_t client_flags;            // stripe (fixed while linked)
+};
+static_assert(sizeof(Item) == 48, "item header must stay compact");
+
+inline constexpr size_t kItemHeader = sizeof(Item);
+
+inline bool HasFlag(const Item* it, uint16_t f) {
+  return (it->flags.load(std::memory_order_relaxed) & f) != 0;
+}
+inline void SetFlag(Item* it, uint16_t f) {
+  // Skip the write when set: hits on hot items would otherwise bounce the line.
+  if (!HasFlag(it, f)) it->flags.fetch_or(f, std::memory_order_relaxed);
+}
+inline void ClearFlag(Item* it, uint16_t f) {
+  if (HasFlag(it, f)) it->flags.fetch_and(static_cast<uint16_t>(~f), std::memory_order_relaxed);
+}
+inline int ClassOf(const Item* it) { return it->clsid.load(std::memory_order_relaxed) & kClassMask; }
+inline Segment SegmentOf(const Item* it) {
+  return static_cast<Segment>(it->clsid.load(std::memory_order_relaxed) >> 6);
+}
+inline void SetSegment(Item* it, Segment s) {
+  it->clsid.store(static_cast<uint8_t>(ClassOf(it) | (static_cast<int>(s) << 6)),
+                  std::memory_order_relaxed);
+}
+
+inline size_t HeaderSize(const Item* it) { return kItemHeader + (HasFlag(it, kItemCas) ? 8 : 0); }
+inline char* ItemKey(Item* it) { return reinterpret_cast<char*>(it) + HeaderSize(it); }
+inline const char* ItemKey(const Item* it) {
+  return reinterpret_cast<const char*>(it) + HeaderSize(it);
+}
+inline std::string_view KeyOf(const Item* it) { return {ItemKey(it), it->nkey}; }
+// Value of an unchunked item (followed by CRLF).
+inline char* ItemData(Item* it) { return ItemKey(it) + it->nkey; }
+inline const char* ItemData(const Item* it) { return ItemKey(it) + it->nkey; }
+// Data bytes of a chunk part.
+inline char* PartData(Item* part) { return reinterpret_cast<char*>(part) + kItemHeader; }
+
+// CAS lives unaligned-safe at offset 48 (8-aligned: chunks are 8-aligned).
+inline uint64_t CasOf(const Item* it) {
+  if (!HasFlag(it, kItemCas)) return 0;
+  auto* p = reinterpret_cast<uint64_t*>(const_cast<Item*>(it) + 1);
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+inline void SetCas(Item* it, uint64_t cas) {
+  if (!HasFlag(it, kItemCas)) return;
+  __atomic_store_n(reinterpret_cast<uint64_t*>(it + 1), cas, __ATOMIC_RELAXED);
+}
+
+// Chunked head items: the part array starts 8-aligned after the key.
+inline size_t PartArrayOffset(size_t header, size_t nkey) { return (header + nkey + 7) & ~size_t{7}; }
+inline Item** PartArray(Item* it) {
+  return reinterpret_cast<Item**>(reinterpret_cast<char*>(it) +
+                                  PartArrayOffset(HeaderSize(it), it->nkey));
+}
+inline Item* const* PartArray(const Item* it) { return PartArray(const_cast<Item*>(it)); }
+// Number of parts a chunked value of `payload` bytes (value + CRLF) needs.
+inline size_t PartsFor(size_t payload, size_t part_capacity) {
+  return (payload + part_capacity - 1) / part_capacity;
+}
+
+// Copies `len` bytes of src into the item's payload (value + CRLF space) at
+// `off`, across parts when chunked. REQUIRES: off + len <= nbytes + 2.
+void WritePayload(Item* it, size_t off, const char* src, size_t len);
+// Copies payload bytes [off, off+len) out.
+void ReadPayload(const Item* it, size_t off, char* dst, size_t len);
+
+}  // namespace trove::engine

@@ -1,0 +1,188 @@
+// SlabRebalancer thread: page moves and the automove policy. Background.
+#include "engine/slab_rebalancer.h"
+
+#include <chrono>
+
+#include "engine/engine_impl.h"
+
+namespace trove::engine {
+
+namespace {
+// memcached's automove looks once a second.
+constexpr int64_t kAutomoveMs = 1000;
+// A move gives up after this many passes over the page (busy items: a
+// reader holding a reference, or a value still being read from a client).
+constexpr int kMovePasses = 1000;
+}  // namespace
+
+SlabRebalancer::SlabRebalancer(Engine::Impl* impl)
+    : impl_(impl),
+      automove_(impl->opts.slab_automove),
+      last_evicted_(kMaxClasses, 0),
+      evict_windows_(kMaxClasses, 0) {}
+
+void SlabRebalancer::Start() {
+  if (thread_.joinable()) return;
+  {
+    MutexLock l(&mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void SlabRebalancer::Stop() {
+  if (!thread_.joinable()) return;
+  {
+    MutexLock l(&mu_);
+    stop_ = true;
+    cv_.SignalAll();
+  }
+  thread_.join();
+}
+
+std::string SlabRebalancer::Reassign(int src, int dst) {
+  const int n = impl_->slabs.num_classes();
+  if (src == dst) return "SAME src and dst class are identical";
+  if (src < 1 || src > n || dst < 0 || dst > n) return "BADCLASS invalid src or dst class id";
+  if (impl_->slabs.Info(src).pages < 2) return "NOSPARE source class has no spare pages";
+  MutexLock l(&mu_);
+  if (req_dst_ >= 0 || impl_->reassign_running.load(std::memory_order_relaxed)) {
+    return "BUSY currently processing reassign request";
+  }
+  if (!thread_.joinable()) return "BUSY currently processing reassign request";
+  req_src_ = src;
+  req_dst_ = dst;
+  cv_.SignalAll();
+  return "OK";
+}
+
+bool SlabRebalancer::MovePage(int src, int dst) {
+  Engine::Impl* m = impl_;
+  if (!m->slabs.BeginMove(src)) return false;
+  m->reassign_running.store(true, std::memory_order_relaxed);
+  const size_t n = m->slabs.moving_chunks();
+  bool done = false;
+  for (int pass = 0; pass < kMovePasses && !done; ++pass) {
+    for (size_t i = 0; i < n; ++i) {
+      Item* owner = m->slabs.RefMovingChunkOwner(i);
+      if (owner == nullptr) continue;
+      // Acquire pairs with LinkLocked's release: the key is complete.
+      if ((owner->flags.load(std::memory_order_acquire) & kItemLinked) != 0) {
+        const uint64_t hv = HashKey(KeyOf(owner));
+        StripeLock l(&m->locks, m->locks.StripeOf(hv));
+        if (HasFlag(owner, kItemLinked)) {
+          if (m->IsDead(owner, m->Now())) {
+            m->reassign_inline_reclaim.fetch_add(1, std::memory_order_relaxed);
+          } else {
+            m->reassign_evictions.fetch_add(1, std::memory_order_relaxed);
+          }
+          m->UnlinkLocked(owner, hv);
+        }
+        m->Release(owner);
+      } else {
+        m->reassign_busy.fetch_add(1, std::memory_order_relaxed);
+        m->Release(owner);
+      }
+    }
+    done = m->slabs.MoveComplete();
+    if (!done) std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  if (done) {
+    m->slabs.FinishMove(dst);
+    m->slabs_moved.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    m->slabs.AbortMove();
+  }
+  m->reassign_running.store(false, std::memory_order_relaxed);
+  return done;
+}
+
+bool SlabRebalancer::Decide(int* src, int* dst) {
+  Engine::Impl* m = impl_;
+  const int mode = automove();
+  const int n = m->slabs.num_classes();
+  const uint32_t now = m->Now();
+  int youngest = 0, oldest = 0;
+  uint32_t young_age = UINT32_MAX, old_age = 0;
+  int evicting = 0;
+  uint64_t evict_delta_max = 0;
+  for (int c = 1; c <= n; ++c) {
+    const uint64_t ev = m->lru.stats(c).evicted.load(std::memory_order_relaxed);
+    const uint64_t delta = ev - last_evicted_[c];
+    last_evicted_[c] = ev;
+    evict_windows_[c] = delta > 0 ? evict_windows_[c] + 1 : 0;
+    SlabClassInfo info = m->slabs.Info(c);
+    // Mode 1: a class holding 2.5 pages' worth of free chunks gives a page
+    // back to the global pool (memcached's free-memory reclaim).
+    if (mode >= 1 && info.pages > 2 && info.free_chunks > info.chunks_per_page * 5 / 2) {
+      *src = c;
+      *dst = 0;
+      return true;
+    }
+    if (delta > evict_delta_max) {
+      evict_delta_max = delta;
+      evicting = c;
+    }
+    const uint32_t age = m->lru.TailAge(c, Segment::kCold, now);
+    if (info.pages > 1 && age > old_age) {
+      old_age = age;
+      oldest = c;
+    }
+    if (delta > 0 && age < young_age) {
+      young_age = age;
+      youngest = c;
+    }
+  }
+  if (mode == 2) {
+    // Aggressive: any eviction pulls a page from the class with most pages.
+    if (evicting == 0) return false;
+    int donor = 0;
+    size_t most = 1;
+    for (int c = 1; c <= n; ++c) {
+      size_t p = m->slabs.Info(c).pages;
+      if (c != evicting && p > most) {
+        most = p;
+        donor = c;
+      }
+    }
+    if (donor == 0) return false;
+    *src = donor;
+    *dst = evicting;
+    return true;
+  }
+  if (mode == 1 && youngest != 0 && oldest != 0 && youngest != oldest &&
+      evict_windows_[youngest] >= 3 &&
+      static_cast<double>(young_age) < static_cast<double>(old_age) * m->opts.slab_automove_ratio) {
+    *src = oldest;
+    *dst = youngest;
+    evict_windows_[youngest] = 0;
+    return true;
+  }
+  return false;
+}
+
+void SlabRebalancer::Loop() {
+  for (;;) {
+    int src = 0, dst = -1;
+    {
+      MutexLock l(&mu_);
+      if (stop_) return;
+      if (req_dst_ < 0) cv_.WaitFor(kAutomoveMs);
+      if (stop_) return;
+      if (req_dst_ >= 0) {
+        src = req_src_;
+        dst = req_dst_;
+        req_dst_ = -1;
+        impl_->reassign_running.store(true, std::memory_order_relaxed);
+      }
+    }
+    if (dst >= 0) {
+      MovePage(src, dst);
+    } else if (automove() > 0) {
+      int s, d;
+      if (Decide(&s, &d)) MovePage(s, d);
+    }
+  }
+}
+
+}  // namespace trove::engine

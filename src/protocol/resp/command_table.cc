@@ -1,0 +1,65 @@
+// CommandTable construction and key extraction; any thread.
+#include "protocol/resp/command_table.h"
+
+namespace trove::resp {
+
+std::string ToLower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return r;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+CommandTable::CommandTable() {
+  RegisterServerCommands(&specs_);
+  RegisterKeyCommands(&specs_);
+  RegisterStringCommands(&specs_);
+  RegisterTxnCommands(&specs_);
+  RegisterListCommands(&specs_);
+  RegisterHashCommands(&specs_);
+  RegisterSetCommands(&specs_);
+  RegisterZsetCommands(&specs_);
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    specs_[i].id = static_cast<int>(i);
+    by_name_.emplace(specs_[i].name, i);
+  }
+}
+
+const CommandTable& CommandTable::Get() {
+  static const CommandTable* table = new CommandTable();
+  return *table;
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  if (name.size() > 64) return nullptr;
+  auto it = by_name_.find(ToLower(name));
+  return it == by_name_.end() ? nullptr : &specs_[it->second];
+}
+
+void CommandTable::KeyIndexes(const CommandSpec& spec, std::span<const std::string_view> argv,
+                              std::vector<size_t>* out) {
+  out->clear();
+  if (spec.keys != nullptr) {
+    spec.keys(argv, out);
+    return;
+  }
+  if (spec.first_key <= 0) return;
+  int argc = static_cast<int>(argv.size());
+  int last = spec.last_key < 0 ? argc + spec.last_key : spec.last_key;
+  int step = spec.step > 0 ? spec.step : 1;
+  for (int i = spec.first_key; i <= last && i < argc; i += step) {
+    out->push_back(static_cast<size_t>(i));
+  }
+}
+
+}  // namespace trove::resp

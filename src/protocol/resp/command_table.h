@@ -1,0 +1,39 @@
+// CommandTable: every RESP command Trove knows, with Redis's arity, flags and
+// key positions. Built once, immutable afterwards; read by any worker.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/resp/command.h"
+
+namespace trove::resp {
+
+// Thread safety: immutable after construction (Get() builds it on first use
+// under the C++ static-initialisation guard), so any thread may read it.
+class CommandTable {
+ public:
+  static const CommandTable& Get();
+
+  // Case-insensitive lookup; nullptr if unknown.
+  const CommandSpec* Find(std::string_view name) const;
+  const std::vector<CommandSpec>& all() const { return specs_; }
+  size_t size() const { return specs_.size(); }
+
+  // Indexes of the key arguments of a call (after the arity check).
+  static void KeyIndexes(const CommandSpec& spec, std::span<const std::string_view> argv,
+                         std::vector<size_t>* out);
+
+ private:
+  CommandTable();
+  std::vector<CommandSpec> specs_;
+  std::unordered_map<std::string, size_t> by_name_;
+};
+
+// Lower-cases ASCII.
+std::string ToLower(std::string_view s);
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+}  // namespace trove::resp

@@ -1,0 +1,164 @@
+// ConnState: the per-connection RESP session state, nested by concern
+// (identity, transaction, pub/sub, tracking, blocked), per ARCHITECTURE.md
+// "Connections". Owned by the connection's worker thread only.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/check.h"
+
+namespace trove::resp {
+
+// Who the client is and what it negotiated.
+// Thread safety: owner worker only.
+class Identity {
+ public:
+  uint64_t id() const { return id_; }
+  const std::string& addr() const { return addr_; }
+  const std::string& name() const { return name_; }
+  int proto() const { return proto_; }
+  int db() const { return db_; }
+  const std::string& user() const { return user_; }
+  bool authenticated() const { return authenticated_; }
+
+  void Init(uint64_t id, std::string addr) { id_ = id; addr_ = std::move(addr); }
+  void SetName(std::string_view n) { name_.assign(n); }
+  void SetProto(int p) { proto_ = p; }
+  void SelectDb(int db) { db_ = db; }
+  void Authenticate(std::string_view user) { user_.assign(user); authenticated_ = true; }
+  void Deauthenticate(bool auth_required) { user_ = "default"; authenticated_ = !auth_required; }
+  // RESET: back to the state of a new connection (keeps id and address).
+  void Reset(bool auth_required) {
+    name_.clear();
+    proto_ = 2;
+    db_ = 0;
+    Deauthenticate(auth_required);
+  }
+
+ private:
+  uint64_t id_ = 0;
+  std::string addr_;
+  std::string name_;
+  int proto_ = 2;
+  int db_ = 0;
+  std::string user_ = "default";
+  bool authenticated_ = true;
+};
+
+// One WATCHed key and the version seen at WATCH time.
+struct WatchedKey {
+  std::string key;           // engine key (database-encoded)
+  uint64_t cas = 0;          // 0 = missing at WATCH time
+  const void* identity = nullptr;  // the item seen (identity check when CAS is off)
+  uint64_t heap_version = 0; // in-place collection version
+};
+
+// MULTI queue and WATCHed keys.
+// Thread safety: owner worker only.
+// Invariants: 1. queued() is empty unless active(). 2. dirty() only if active().
+class TransactionState {
+ public:
+  bool active() const { return active_; }
+  bool dirty() const { return dirty_; }
+  void Begin() { active_ = true; dirty_ = false; queue_.clear(); }
+  void Queue(std::vector<std::string> argv) { queue_.push_back(std::move(argv)); }
+  void MarkDirty() { if (active_) dirty_ = true; }
+  const std::vector<std::vector<std::string>>& queued() const { return queue_; }
+  // Ends MULTI (EXEC/DISCARD); watches are cleared separately.
+  void End() { active_ = false; dirty_ = false; queue_.clear(); }
+
+  void Watch(WatchedKey w) {
+    for (const WatchedKey& k : watched_) if (k.key == w.key) return;
+    watched_.push_back(std::move(w));
+  }
+  void Unwatch() { watched_.clear(); }
+  const std::vector<WatchedKey>& watched() const { return watched_; }
+
+ private:
+  bool active_ = false;
+  bool dirty_ = false;
+  std::vector<std::vector<std::string>> queue_;
+  std::vector<WatchedKey> watched_;
+};
+
+// Subscriptions (commands land in a later issue). "In pub/sub mode" is
+// derived from the sets, never stored.
+class PubSubState {
+ public:
+  size_t count() const { return channels_.size() + patterns_.size() + shard_channels_.size(); }
+  bool active() const { return count() > 0; }
+  void Clear() { channels_.clear(); patterns_.clear(); shard_channels_.clear(); }
+
+ private:
+  std::set<std::string> channels_;
+  std::set<std::string> patterns_;
+  std::set<std::string> shard_channels_;
+};
+
+// CLIENT TRACKING (later issue).
+class TrackingState {
+ public:
+  bool enabled() const { return enabled_; }
+  void Clear() { enabled_ = false; }
+
+ private:
+  bool enabled_ = false;
+};
+
+// A blocked command (BLPOP and friends, later issue).
+class BlockedState {
+ public:
+  bool blocked() const { return blocked_; }
+  void Clear() { blocked_ = false; }
+
+ private:
+  bool blocked_ = false;
+};
+
+// The whole state of one RESP connection.
+// Thread safety: created on and used by the owner worker only; accessors
+// DCHECK the owner thread.
+class ConnState {
+ public:
+  ConnState() : owner_(std::this_thread::get_id()) {}
+
+  Identity& identity() { DCHECK(OnOwnerThread()); return identity_; }
+  TransactionState& txn() { DCHECK(OnOwnerThread()); return txn_; }
+  PubSubState& pubsub() { DCHECK(OnOwnerThread()); return pubsub_; }
+  TrackingState& tracking() { DCHECK(OnOwnerThread()); return tracking_; }
+  BlockedState& blocked() { DCHECK(OnOwnerThread()); return blocked_; }
+
+  // The NORMAL / TRANSACTION / PUB-SUB / BLOCKED views.
+  bool in_transaction() const { return txn_.active(); }
+  bool in_pubsub() const { return pubsub_.active(); }
+  bool is_blocked() const { return blocked_.blocked(); }
+
+  // RESET: discards MULTI, unwatches, unsubscribes, leaves tracking, back to
+  // RESP2 / db 0 / default user.
+  void Reset(bool auth_required) {
+    DCHECK(OnOwnerThread());
+    txn_.End();
+    txn_.Unwatch();
+    pubsub_.Clear();
+    tracking_.Clear();
+    blocked_.Clear();
+    identity_.Reset(auth_required);
+  }
+
+  bool OnOwnerThread() const { return std::this_thread::get_id() == owner_; }
+
+ private:
+  std::thread::id owner_;
+  Identity identity_;
+  TransactionState txn_;
+  PubSubState pubsub_;
+  TrackingState tracking_;
+  BlockedState blocked_;
+};
+
+}  // namespace trove::resp

@@ -1,0 +1,237 @@
+// Keyspace helpers; run on the calling worker.
+#include "protocol/resp/keyspace.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "protocol/resp/collections.h"
+#include "protocol/resp/resp_parser.h"
+#include "protocol/resp/resp_server.h"
+#include "protocol/resp/session.h"
+
+namespace trove::resp {
+
+std::string EncodeDbKey(int db, std::string_view key) {
+  if (db == 0 && (key.empty() || key[0] != '\0')) return std::string(key);
+  std::string r;
+  r.reserve(key.size() + 2);
+  r.push_back('\0');
+  r.push_back(static_cast<char>(db));
+  r.append(key);
+  return r;
+}
+
+void DecodeDbKey(std::string_view enc, int* db, std::string_view* key) {
+  if (enc.size() >= 2 && enc[0] == '\0') {
+    *db = static_cast<unsigned char>(enc[1]);
+    *key = enc.substr(2);
+    return;
+  }
+  *db = 0;
+  *key = enc;
+}
+
+std::string CommandContext::EncodeKey(std::string_view k) const { return EncodeDbKey(db(), k); }
+std::string CommandContext::Key(size_t i) const { return EncodeDbKey(db(), argv[i]); }
+void CommandContext::WrongArity() const {
+  std::string m = "ERR wrong number of arguments for '";
+  m += spec->name;
+  m += "' command";
+  w->Error(m);
+}
+
+int64_t ExptimeFromUnixMs(int64_t abs_ms, int64_t now_ms) {
+  if (abs_ms <= now_ms) return -1;
+  int64_t s = (abs_ms + 500) / 1000;
+  int64_t min = now_ms / 1000 + 1;
+  return s < min ? min : s;
+}
+
+int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms) {
+  int64_t e = item.expires_at_unix();
+  if (e == 0) return -1;
+  int64_t left = e * 1000 - now_ms;
+  return left < 0 ? 0 : left;
+}
+
+const char* TypeName(engine::ValueType t) {
+  switch (t) {
+    case engine::ValueType::kString: return "string";
+    case engine::ValueType::kList: return "list";
+    case engine::ValueType::kHash: return "hash";
+    case engine::ValueType::kSet: return "set";
+    case engine::ValueType::kZset: return "zset";
+  }
+  return "none";
+}
+
+engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump) {
+  DCHECK(ctx.locked);
+  engine::ItemRef r = ctx.engine->GetLocked(ekey, ctx.ts, bump);
+  if (ctx.session != nullptr) {
+    WorkerStats* st = ctx.session->stats();
+    (r ? st->keyspace_hits : st->keyspace_misses).fetch_add(1, std::memory_order_relaxed);
+  }
+  return r;
+}
+
+bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
+                       int64_t exptime, bool keep_ttl) {
+  DCHECK(ctx.locked);
+  if (ekey.size() > limits::kEngineMaxKey) {
+    ctx.Error("ERR key too long (Trove keys are at most 65535 bytes)");
+    return false;
+  }
+  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, exptime, value.size(), ctx.ts,
+                                               engine::ValueType::kString);
+  if (a.status == engine::AllocStatus::kTooLarge) {
+    ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
+    return false;
+  }
+  if (a.status != engine::AllocStatus::kOk) {
+    ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+    return false;
+  }
+  if (!value.empty()) {
+    iovec spans[64];
+    int n = a.item.WritableSpans(spans, 64);
+    size_t off = 0;
+    for (int i = 0; i < n && off < value.size(); ++i) {
+      size_t take = std::min(spans[i].iov_len, value.size() - off);
+      std::memcpy(spans[i].iov_base, value.data() + off, take);
+      off += take;
+    }
+  }
+  engine::StoreArgs args;
+  args.mode = engine::StoreMode::kSet;
+  args.keep_ttl = keep_ttl;
+  engine::StoreResult r = ctx.engine->StoreItemLocked(a.item, args, ctx.ts);
+  if (r == engine::StoreResult::kStored) return true;
+  if (r == engine::StoreResult::kTooLarge) {
+    ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
+  } else {
+    ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+  }
+  return false;
+}
+
+WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey) {
+  WatchedKey w;
+  w.key.assign(ekey);
+  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts, false);
+  if (!it) return w;
+  w.cas = it.cas();
+  w.identity = it.raw();
+  if (it.is_heap()) w.heap_version = static_cast<CollectionBase*>(it.heap())->version();
+  return w;
+}
+
+bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out) {
+  if (!ParseStrictInt64(s, out)) {
+    ctx.NotInteger();
+    return false;
+  }
+  return true;
+}
+
+bool ParseLongDouble(std::string_view s, long double* out) {
+  if (s.empty() || s.size() > 5000) return false;
+  if (std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  long double v = std::strtold(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size() || errno == ERANGE || std::isnan(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty() || s.size() > 5000) return false;
+  if (std::isspace(static_cast<unsigned char>(s[0]))) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size() || std::isnan(v)) return false;
+  if (errno == ERANGE && !std::isinf(v) && v != 0) return false;
+  *out = v;
+  return true;
+}
+
+bool ArgDouble(CommandContext& ctx, std::string_view s, double* out, const char* err) {
+  if (!ParseDouble(s, out)) {
+    ctx.Error(err);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+char Fold(char c, bool nocase) {
+  if (nocase && c >= 'A' && c <= 'Z') return static_cast<char>(c - 'A' + 'a');
+  return c;
+}
+
+bool Match(const char* p, size_t plen, const char* s, size_t slen, bool nocase, int depth) {
+  if (depth > 1000) return false;
+  while (plen > 0) {
+    switch (*p) {
+      case '*':
+        while (plen > 1 && p[1] == '*') { ++p; --plen; }
+        if (plen == 1) return true;
+        for (size_t i = 0; i <= slen; ++i) {
+          if (Match(p + 1, plen - 1, s + i, slen - i, nocase, depth + 1)) return true;
+        }
+        return false;
+      case '?':
+        if (slen == 0) return false;
+        ++s; --slen;
+        break;
+      case '[': {
+        ++p; --plen;
+        bool neg = false;
+        if (plen > 0 && *p == '^') { neg = true; ++p; --plen; }
+        bool found = false;
+        while (plen > 0 && *p != ']') {
+          if (*p == '\\' && plen >= 2) {
+            ++p; --plen;
+            if (slen > 0 && Fold(*p, nocase) == Fold(*s, nocase)) found = true;
+          } else if (plen >= 3 && p[1] == '-') {
+            char a = Fold(p[0], nocase), b = Fold(p[2], nocase);
+            if (a > b) std::swap(a, b);
+            char c = slen > 0 ? Fold(*s, nocase) : '\0';
+            if (slen > 0 && c >= a && c <= b) found = true;
+            p += 2; plen -= 2;
+          } else if (slen > 0 && Fold(*p, nocase) == Fold(*s, nocase)) {
+            found = true;
+          }
+          ++p; --plen;
+        }
+        if (neg) found = !found;
+        if (!found || slen == 0) return false;
+        ++s; --slen;
+        if (plen == 0) return slen == 0;  // unterminated class
+        break;
+      }
+      case '\\':
+        if (plen >= 2) { ++p; --plen; }
+        [[fallthrough]];
+      default:
+        if (slen == 0 || Fold(*p, nocase) != Fold(*s, nocase)) return false;
+        ++s; --slen;
+        break;
+    }
+    ++p; --plen;
+  }
+  return slen == 0;
+}
+}  // namespace
+
+bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase) {
+  return Match(pattern.data(), pattern.size(), str.data(), str.size(), nocase, 0);
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,61 @@
+// Keyspace helpers shared by the command families: database namespacing,
+// expiry conversion, typed lookups and string stores. Run on the calling
+// worker under the stripes its command holds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "engine/engine.h"
+#include "protocol/resp/command.h"
+
+namespace trove::resp {
+
+// Database namespacing. Database 0 is the memcached keyspace: its keys are
+// stored as they are. Database N > 0 stores "\0" + byte(N) + key, and a
+// database-0 key that itself starts with "\0" is stored as "\0\0" + key, so
+// the mapping is one-to-one. memcached text keys cannot contain control
+// bytes, so the memcached port never sees another database's keys.
+std::string EncodeDbKey(int db, std::string_view key);
+// Inverse of EncodeDbKey.
+void DecodeDbKey(std::string_view enc, int* db, std::string_view* key);
+
+// Engine exptime for an absolute unix-ms expiry: whole seconds (the engine's
+// resolution), rounded to nearest but at least one second ahead of now.
+int64_t ExptimeFromUnixMs(int64_t abs_ms, int64_t now_ms);
+// Milliseconds left, -1 if the item never expires.
+int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms);
+
+const char* TypeName(engine::ValueType t);
+
+// REQUIRES: ctx.locked. Looks ekey up; counts a keyspace hit or miss.
+engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump = true);
+
+// REQUIRES: ctx.locked. Stores a string with the given engine exptime
+// (keep_ttl: the old item's expiry). On failure writes the error reply and
+// returns false.
+bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
+                       int64_t exptime, bool keep_ttl);
+
+// The version a WATCH records for a key (cas, identity, in-place version).
+WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey);
+
+// Reads an integer argument as Redis does (string2ll); writes the error reply
+// and returns false if it is not one.
+bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out);
+// Reads a double argument (strtod rules, no nan); writes the error reply.
+bool ArgDouble(CommandContext& ctx, std::string_view s, double* out,
+               const char* err = "ERR value is not a valid float");
+bool ParseDouble(std::string_view s, double* out);
+bool ParseLongDouble(std::string_view s, long double* out);
+
+// Redis's glob matching (stringmatchlen), optionally case-insensitive.
+bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase = false);
+
+// Keyspace walks (cmd_keys.cc). REQUIRES: no stripe held on this thread.
+size_t FlushDatabase(CommandContext& ctx, int db);
+size_t CountDatabase(CommandContext& ctx, int db);
+void SwapDatabases(CommandContext& ctx, int a, int b);
+
+}  // namespace trove::resp

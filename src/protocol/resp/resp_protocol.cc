@@ -1,0 +1,40 @@
+// NewRespFactory: creates a Session per RESP connection on its worker.
+#include "protocol/resp/resp_protocol.h"
+
+#include "protocol/resp/command_table.h"
+#include "protocol/resp/resp_server.h"
+#include "protocol/resp/session.h"
+
+namespace trove::resp {
+namespace {
+
+// Thread safety: Create/InitWorker run on workers; the RespServer they share
+// is thread-safe.
+class RespFactory final : public net::ProtocolFactory {
+ public:
+  RespFactory(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts)
+      : server_(engine, services, opts) {
+    (void)CommandTable::Get();  // build the table before any worker races for it
+  }
+  std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
+                                               const net::ConnInfoView& conn) override {
+    return std::make_unique<Session>(&server_, worker_id, conn);
+  }
+  void InitWorker(int worker_id) override {
+    (void)server_.ThreadStatsFor(worker_id);
+    (void)server_.StatsFor(worker_id);
+  }
+
+ private:
+  RespServer server_;
+};
+
+}  // namespace
+
+std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
+                                                     net::ServerServices* services,
+                                                     const RespOptions& opts) {
+  return std::make_unique<RespFactory>(engine, services, opts);
+}
+
+}  // namespace trove::resp

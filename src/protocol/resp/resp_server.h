@@ -1,0 +1,92 @@
+// RespServer: state shared by every RESP connection of one port (config,
+// command statistics, the engine and server services). Any worker thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+#include "engine/engine.h"
+#include "net/protocol_handler.h"
+#include "protocol/resp/resp_protocol.h"
+
+namespace trove::resp {
+
+// Counters of one command on one worker.
+struct CommandCounters {
+  std::atomic<uint64_t> calls{0};      // relaxed: statistics only
+  std::atomic<uint64_t> usec{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> failed{0};
+};
+
+// Per-worker statistics; written by that worker, summed by INFO on any worker.
+struct WorkerStats {
+  explicit WorkerStats(size_t ncmds) : cmds(ncmds) {}
+  std::vector<CommandCounters> cmds;
+  std::atomic<uint64_t> keyspace_hits{0};     // relaxed: statistics only
+  std::atomic<uint64_t> keyspace_misses{0};
+  std::atomic<uint64_t> total_commands{0};
+  std::atomic<uint64_t> total_connections{0};
+  std::atomic<int64_t> connected_clients{0};
+  std::atomic<uint64_t> expired_keys{0};
+  std::atomic<uint64_t> error_replies{0};
+  std::atomic<uint64_t> net_input_bytes{0};
+};
+
+// Thread safety: the engine and services are thread-safe; config values are
+// atomics (relaxed: each is read independently, no ordering with data);
+// requirepass and the worker-stats table are guarded by mu_.
+class RespServer {
+ public:
+  RespServer(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts);
+
+  engine::Engine* engine() const { return engine_; }
+  net::ServerServices* services() const { return services_; }
+  const RespOptions& options() const { return opts_; }
+  int databases() const { return opts_.databases; }
+
+  // Per-worker state, created on first use by that worker.
+  engine::ThreadStats* ThreadStatsFor(int worker) EXCLUDES(mu_);
+  WorkerStats* StatsFor(int worker) EXCLUDES(mu_);
+  // Visits every worker's stats (INFO); fn must not call back into this.
+  void ForEachWorkerStats(const std::function<void(const WorkerStats&)>& fn) const EXCLUDES(mu_);
+  void ResetStats() EXCLUDES(mu_);
+
+  std::string requirepass() const EXCLUDES(mu_);
+  void set_requirepass(std::string p) EXCLUDES(mu_);
+  bool auth_required() const { return !requirepass().empty(); }
+
+  int64_t start_unix() const { return start_unix_; }
+  int64_t NowMs() const;
+  int64_t NowUs() const;
+
+  // Tunables that CONFIG GET/SET read and change (Redis's names and defaults).
+  std::atomic<int64_t> list_max_listpack_size{-2};
+  std::atomic<int64_t> hash_max_listpack_entries{128};
+  std::atomic<int64_t> hash_max_listpack_value{64};
+  std::atomic<int64_t> set_max_intset_entries{512};
+  std::atomic<int64_t> zset_max_listpack_entries{128};
+  std::atomic<int64_t> zset_max_listpack_value{64};
+  std::atomic<int64_t> proto_max_bulk_len{512ll * 1024 * 1024};
+  std::atomic<int64_t> maxclients{10000};
+  std::atomic<int64_t> slowlog_log_slower_than{10000};
+  std::atomic<bool> active_expire{true};
+  std::atomic<int64_t> next_client_id{1};
+
+ private:
+  engine::Engine* engine_;
+  net::ServerServices* services_;
+  RespOptions opts_;
+  int64_t start_unix_;
+  mutable Mutex mu_{LockRank::kLeaf};
+  std::string requirepass_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);
+  std::vector<engine::ThreadStats*> thread_stats_ GUARDED_BY(mu_);
+};
+
+}  // namespace trove::resp

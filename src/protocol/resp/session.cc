@@ -1,0 +1,274 @@
+// Session: parse, dispatch and MULTI/EXEC for one RESP connection; runs on
+// the connection's worker.
+#include "protocol/resp/session.h"
+
+#include <optional>
+
+#include "protocol/resp/collections.h"
+#include "protocol/resp/command_table.h"
+#include "protocol/resp/keyspace.h"
+
+namespace trove::resp {
+
+Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& conn)
+    : server_(server),
+      worker_id_(worker_id),
+      ts_(server->ThreadStatsFor(worker_id)),
+      stats_(server->StatsFor(worker_id)) {
+  uint64_t id = conn.id != 0 ? conn.id
+                             : static_cast<uint64_t>(server->next_client_id.fetch_add(
+                                   1, std::memory_order_relaxed));
+  conn_.identity().Init(id, conn.peer);
+  conn_.identity().Deauthenticate(server->auth_required());
+  parser_.set_max_bulk(static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
+  created_unix_ = server->engine()->clock()->UnixSeconds();
+  stats_->connected_clients.fetch_add(1, std::memory_order_relaxed);
+  stats_->total_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+Session::~Session() { stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed); }
+
+size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
+  RespWriter w(&out, conn_.identity().proto());
+  size_t used = 0;
+  while (!close_ && used < len) {
+    ParseStatus st = parser_.Parse(data + used, len - used);
+    if (st == ParseStatus::kNeedMore) break;
+    if (st == ParseStatus::kError) {
+      std::string msg = "ERR ";
+      msg += parser_.error();
+      w.Error(msg);
+      close_ = true;
+      return len;
+    }
+    // Copy the views: Execute may re-enter the parser state (never), but the
+    // args vector is reused by the next Parse.
+    std::vector<std::string_view> argv = parser_.args();
+    size_t consumed = parser_.consumed();
+    if (!argv.empty()) {
+      w.set_proto(conn_.identity().proto());
+      Execute(argv, &w);
+    }
+    used += consumed;
+  }
+  stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);
+  return used;
+}
+
+namespace {
+void UnknownCommand(RespWriter* w, std::span<const std::string_view> argv) {
+  std::string m = "ERR unknown command '";
+  m.append(argv[0].substr(0, 128));
+  m += "', with args beginning with: ";
+  for (size_t i = 1; i < argv.size() && m.size() < 128 + 60; ++i) {
+    m += "'";
+    m.append(argv[i].substr(0, 128));
+    m += "' ";
+  }
+  w->Error(m);
+}
+}  // namespace
+
+void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
+  const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
+  TransactionState& txn = conn_.txn();
+  if (spec == nullptr) {
+    UnknownCommand(w, argv);
+    txn.MarkDirty();
+    return;
+  }
+  int argc = static_cast<int>(argv.size());
+  if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) {
+    std::string m = "ERR wrong number of arguments for '";
+    m += spec->name;
+    m += "' command";
+    w->Error(m);
+    txn.MarkDirty();
+    return;
+  }
+  if (!conn_.identity().authenticated() && (spec->flags & kCmdNoAuth) == 0) {
+    w->Error("NOAUTH Authentication required.");
+    txn.MarkDirty();
+    return;
+  }
+  if (txn.active() && (spec->flags & kCmdNoQueue) == 0) {
+    if (spec->flags & kCmdNoMulti) {
+      w->Error("ERR Command not allowed inside a transaction");
+      txn.MarkDirty();
+      return;
+    }
+    std::vector<std::string> copy(argv.begin(), argv.end());
+    txn.Queue(std::move(copy));
+    w->Simple("QUEUED");
+    return;
+  }
+  Run(*spec, argv, w, /*locked=*/false, /*in_exec=*/false);
+}
+
+void Session::Run(const CommandSpec& spec, std::span<const std::string_view> argv,
+                  RespWriter* w, bool locked, bool in_exec) {
+  CommandContext ctx;
+  ctx.session = this;
+  ctx.server = server_;
+  ctx.engine = server_->engine();
+  ctx.ts = ts_;
+  ctx.conn = &conn_;
+  ctx.w = w;
+  ctx.argv = argv;
+  ctx.spec = &spec;
+  ctx.in_exec = in_exec;
+  const Clock* clock = server_->engine()->clock();
+  int64_t t0 = clock->MonoNanos();
+  if (locked || (spec.flags & kCmdGlobal) != 0) {
+    ctx.locked = locked;
+    spec.fn(ctx);
+  } else {
+    std::vector<size_t> idx;
+    CommandTable::KeyIndexes(spec, argv, &idx);
+    if (idx.empty()) {
+      spec.fn(ctx);
+    } else {
+      std::vector<std::string> keys;
+      keys.reserve(idx.size());
+      for (size_t i : idx) keys.push_back(ctx.Key(i));
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      engine::KeyLockSet lock(ctx.engine, views);
+      ctx.locked = true;
+      spec.fn(ctx);
+    }
+  }
+  int64_t t1 = clock->MonoNanos();
+  CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];
+  c.calls.fetch_add(1, std::memory_order_relaxed);
+  c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);
+  stats_->total_commands.fetch_add(1, std::memory_order_relaxed);
+}
+
+// --- transactions ---
+
+void Session::Exec(CommandContext& ctx) {
+  TransactionState& txn = conn_.txn();
+  if (!txn.active()) {
+    ctx.Error("ERR EXEC without MULTI");
+    return;
+  }
+  if (txn.dirty()) {
+    ctx.Error("EXECABORT Transaction discarded because of previous errors.");
+    txn.End();
+    txn.Unwatch();
+    return;
+  }
+  // Every key of every queued command plus the WATCHed ones, locked together
+  // (ascending stripes inside KeyLockSet), so no other worker sees a partial
+  // transaction and the WATCH check is atomic with the execution.
+  const CommandTable& table = CommandTable::Get();
+  std::vector<std::vector<std::string>> queue = txn.queued();
+  std::vector<const CommandSpec*> specs;
+  std::vector<std::string> keys;
+  std::vector<size_t> idx;
+  bool has_global = false;
+  std::vector<std::vector<std::string_view>> argvs(queue.size());
+  for (size_t q = 0; q < queue.size(); ++q) {
+    argvs[q].assign(queue[q].begin(), queue[q].end());
+    const CommandSpec* s = table.Find(argvs[q][0]);
+    specs.push_back(s);
+    if (s->flags & kCmdGlobal) has_global = true;
+    CommandTable::KeyIndexes(*s, argvs[q], &idx);
+    // Keys are encoded in the database selected when the command runs; a
+    // queued SELECT changes it, so track it.
+    for (size_t i : idx) keys.push_back(EncodeDbKey(conn_.identity().db(), argvs[q][i]));
+  }
+  // A queued SELECT/MOVE/COPY DB may name keys of other databases; lock
+  // every database's form of those keys would be costly, so such
+  // transactions lock per command (below) when the database changes.
+  for (const WatchedKey& wk : txn.watched()) keys.push_back(wk.key);
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::optional<engine::KeyLockSet> lock;
+  lock.emplace(ctx.engine, views);
+  for (const WatchedKey& wk : txn.watched()) {
+    WatchedKey now = WatchVersionLocked(ctx, wk.key);
+    if (now.cas != wk.cas || now.identity != wk.identity || now.heap_version != wk.heap_version) {
+      lock.reset();
+      txn.End();
+      txn.Unwatch();
+      ctx.w->NullArray();
+      return;
+    }
+  }
+  txn.End();
+  txn.Unwatch();
+  ctx.w->ArrayHeader(queue.size());
+  int start_db = conn_.identity().db();
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const CommandSpec& s = *specs[q];
+    bool db_changed = conn_.identity().db() != start_db;
+    if ((s.flags & kCmdGlobal) != 0 || db_changed) {
+      // Keyspace walks take stripes themselves; run them (and commands after
+      // a SELECT) outside the transaction's lock set.
+      lock.reset();
+      Run(s, argvs[q], ctx.w, /*locked=*/false, /*in_exec=*/true);
+      continue;
+    }
+    if (!lock) lock.emplace(ctx.engine, views);
+    Run(s, argvs[q], ctx.w, /*locked=*/true, /*in_exec=*/true);
+  }
+  (void)has_global;
+}
+
+namespace {
+
+void CmdMulti(CommandContext& ctx) {
+  if (ctx.conn->txn().active()) {
+    ctx.Error("ERR MULTI calls can not be nested");
+    return;
+  }
+  ctx.conn->txn().Begin();
+  ctx.w->Ok();
+}
+
+void CmdExec(CommandContext& ctx) { ctx.session->Exec(ctx); }
+
+void CmdDiscard(CommandContext& ctx) {
+  if (!ctx.conn->txn().active()) {
+    ctx.Error("ERR DISCARD without MULTI");
+    return;
+  }
+  ctx.conn->txn().End();
+  ctx.conn->txn().Unwatch();
+  ctx.w->Ok();
+}
+
+void CmdWatch(CommandContext& ctx) {
+  if (ctx.conn->txn().active()) {
+    ctx.Error("ERR WATCH inside MULTI is not allowed");
+    return;
+  }
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    ctx.conn->txn().Watch(WatchVersionLocked(ctx, ctx.Key(i)));
+  }
+  ctx.w->Ok();
+}
+
+void CmdUnwatch(CommandContext& ctx) {
+  ctx.conn->txn().Unwatch();
+  ctx.w->Ok();
+}
+
+}  // namespace
+
+void RegisterTxnCommands(std::vector<CommandSpec>* t) {
+  const uint32_t base = kCmdNoQueue | kCmdFast | kCmdLoading | kCmdStale;
+  t->push_back({"multi", 1, base, 0, 0, 0, CmdMulti, nullptr, "transactions",
+                "Starts a transaction.", "1.2.0"});
+  t->push_back({"exec", 1, kCmdNoQueue | kCmdLoading | kCmdStale, 0, 0, 0, CmdExec, nullptr,
+                "transactions", "Executes all commands in a transaction.", "1.2.0"});
+  t->push_back({"discard", 1, base, 0, 0, 0, CmdDiscard, nullptr, "transactions",
+                "Discards a transaction.", "2.0.0"});
+  t->push_back({"watch", -2, base, 1, -1, 1, CmdWatch, nullptr, "transactions",
+                "Monitors changes to keys to determine the execution of a transaction.",
+                "2.2.0"});
+  t->push_back({"unwatch", 1, base, 0, 0, 0, CmdUnwatch, nullptr, "transactions",
+                "Forgets about watched keys of a transaction.", "2.2.0"});
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,63 @@
+// Session: the ProtocolHandler of one RESP connection: parses requests,
+// dispatches them through the command table, runs MULTI/EXEC. Runs on the
+// connection's worker only.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/protocol_handler.h"
+#include "protocol/resp/command.h"
+#include "protocol/resp/conn_state.h"
+#include "protocol/resp/resp_parser.h"
+#include "protocol/resp/resp_server.h"
+
+namespace trove::resp {
+
+// Thread safety: owned by one worker (the connection's); no locking of its
+// own. Engine access goes through KeyLockSet per command (or per EXEC).
+// Invariants:
+//  1. At most one KeyLockSet is alive on this thread while a command runs.
+//  2. After a protocol error nothing more is parsed and WantsClose() is true.
+class Session final : public net::ProtocolHandler {
+ public:
+  Session(RespServer* server, int worker_id, const net::ConnInfoView& conn);
+  ~Session() override;
+
+  size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
+  bool WantsClose() const override { return close_; }
+  size_t BytesWanted() const override { return parser_.bytes_wanted(); }
+
+  // Runs one command (argv[0] is the name) writing its reply.
+  void Execute(std::span<const std::string_view> argv, RespWriter* w);
+
+  ConnState& conn() { return conn_; }
+  RespServer* server() { return server_; }
+  WorkerStats* stats() { return stats_; }
+  void RequestClose() { close_ = true; }
+  int worker_id() const { return worker_id_; }
+  int64_t created_unix() const { return created_unix_; }
+
+  // Transaction commands (cmd_txn in session.cc).
+  void Exec(CommandContext& ctx);
+
+ private:
+  // Runs a known command after the arity/auth/queue checks, taking the key
+  // stripes unless already held.
+  void Run(const CommandSpec& spec, std::span<const std::string_view> argv, RespWriter* w,
+           bool locked, bool in_exec);
+
+  RespServer* server_;
+  int worker_id_;
+  engine::ThreadStats* ts_;
+  WorkerStats* stats_;
+  ConnState conn_;
+  RespParser parser_;
+  bool close_ = false;
+  int64_t created_unix_;
+};
+
+}  // namespace trove::resp

@@ -1,0 +1,296 @@
+// A stand-in for engine::Engine (an ordered map under one mutex) so the RESP
+// front can be tested before, and independently of, the real engine. It
+// enforces the locking contract the RESP layer relies on: *Locked calls need a
+// live KeyLockSet on this thread, plain calls must not run under one, and one
+// KeyLockSet per thread at a time.
+#include <map>
+#include <string>
+
+#include "common/limits.h"
+#include "common/mutex.h"
+#include "engine/engine.h"
+
+namespace trove::engine {
+
+struct Item {
+  std::string key;
+  std::string value;
+  std::unique_ptr<HeapValue> heap;
+  ValueType type = ValueType::kString;
+  uint32_t flags = 0;
+  uint64_t cas = 0;
+  int64_t exptime = 0;  // absolute unix seconds, 0 = never
+  bool linked = false;
+  int refs = 0;
+};
+
+struct ThreadStats {
+  int unused = 0;
+};
+
+namespace {
+thread_local bool t_lockset_held = false;
+char kCrlf[] = "\r\n";
+}  // namespace
+
+struct Engine::Impl {
+  Mutex mu{LockRank::kLeaf};
+  std::map<std::string, Item*, std::less<>> items;
+  uint64_t next_cas = 0;
+  int64_t heap_bytes = 0;
+  std::vector<std::unique_ptr<ThreadStats>> stats;
+
+  int64_t Abs(const Clock* c, int64_t e) const {
+    if (e == 0) return 0;
+    if (e < 0) return c->UnixSeconds() - 1;
+    if (e <= limits::kRealtimeMaxDelta) return c->UnixSeconds() + e;
+    return e;
+  }
+  // A linked item holds one reference for the table.
+  void Unref(Item* it) {
+    if (--it->refs == 0) delete it;
+  }
+  void Unlink(Item* it) {
+    items.erase(it->key);
+    it->linked = false;
+    Unref(it);
+  }
+  Item* Find(const Clock* c, std::string_view key) {
+    auto i = items.find(key);
+    if (i == items.end()) return nullptr;
+    Item* it = i->second;
+    if (it->exptime != 0 && it->exptime <= c->UnixSeconds()) {
+      Unlink(it);
+      return nullptr;
+    }
+    return it;
+  }
+  void Link(Item* it) {
+    auto i = items.find(it->key);
+    if (i != items.end()) Unlink(i->second);
+    it->linked = true;
+    it->cas = ++next_cas;
+    items.emplace(it->key, it);
+  }
+};
+
+void ItemRef::Reset() {
+  if (item_ != nullptr) {
+    Engine::ReleaseRaw(engine_, item_);
+    item_ = nullptr;
+  }
+}
+std::string_view ItemRef::key() const { return item_->key; }
+uint32_t ItemRef::client_flags() const { return item_->flags; }
+uint64_t ItemRef::cas() const { return item_->cas; }
+uint32_t ItemRef::value_length() const { return static_cast<uint32_t>(item_->value.size()); }
+ValueType ItemRef::type() const { return item_->type; }
+bool ItemRef::is_heap() const { return item_->heap != nullptr; }
+bool ItemRef::is_chunked() const { return false; }
+int64_t ItemRef::expires_at_unix() const { return item_->exptime; }
+int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {
+  if (max < 2) return 0;
+  out[0].iov_base = const_cast<char*>(item_->value.data());
+  out[0].iov_len = item_->value.size();
+  if (!with_crlf) return 1;
+  out[1].iov_base = kCrlf;
+  out[1].iov_len = 2;
+  return 2;
+}
+std::string_view ItemRef::value() const { return item_->value; }
+void ItemRef::CopyValue(std::string* out) const { *out = item_->value; }
+char* ItemRef::writable_value() { return item_->value.data(); }
+int ItemRef::WritableSpans(iovec* out, int max) {
+  if (max < 1) return 0;
+  out[0].iov_base = item_->value.data();
+  out[0].iov_len = item_->value.size();
+  return 1;
+}
+HeapValue* ItemRef::heap() const {
+  CHECK(t_lockset_held);
+  return item_->heap.get();
+}
+
+Engine::Engine(const EngineOptions& opts)
+    : opts_(opts), clock_(opts.clock ? opts.clock : SystemClock::Default()),
+      impl_(std::make_unique<Impl>()) {}
+Engine::~Engine() {
+  for (auto& [k, it] : impl_->items) {
+    it->linked = false;
+    if (--it->refs == 0) delete it;
+  }
+}
+Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& opts) {
+  return std::unique_ptr<Engine>(new Engine(opts));
+}
+void Engine::Start() {}
+void Engine::Stop() {}
+ThreadStats* Engine::NewThreadStats() {
+  MutexLock l(&impl_->mu);
+  impl_->stats.push_back(std::make_unique<ThreadStats>());
+  return impl_->stats.back().get();
+}
+void Engine::ReleaseRaw(void* engine, void* item) {
+  auto* e = static_cast<Engine*>(engine);
+  bool need_lock = !t_lockset_held;
+  if (need_lock) e->impl_->mu.Lock();
+  e->impl_->Unref(static_cast<Item*>(item));
+  if (need_lock) e->impl_->mu.Unlock();
+}
+
+ItemRef Engine::Get(std::string_view key, ThreadStats*, bool) {
+  CHECK(!t_lockset_held);
+  MutexLock l(&impl_->mu);
+  Item* it = impl_->Find(clock_, key);
+  if (it == nullptr) return ItemRef();
+  ++it->refs;
+  return ItemRef(this, it);
+}
+
+DeleteResult Engine::Delete(std::string_view key, const DeleteArgs&, ThreadStats*) {
+  CHECK(!t_lockset_held);
+  MutexLock l(&impl_->mu);
+  Item* it = impl_->Find(clock_, key);
+  if (it == nullptr) return DeleteResult::kNotFound;
+  impl_->Unlink(it);
+  return DeleteResult::kDeleted;
+}
+
+void Engine::FlushAll(int64_t) {
+  CHECK(!t_lockset_held);
+  MutexLock l(&impl_->mu);
+  while (!impl_->items.empty()) impl_->Unlink(impl_->items.begin()->second);
+}
+
+AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
+                             size_t value_len, ThreadStats*, ValueType type) {
+  AllocOutput out;
+  if (value_len > opts_.item_size_max) {
+    out.status = AllocStatus::kTooLarge;
+    return out;
+  }
+  auto* it = new Item();
+  it->key.assign(key);
+  it->value.assign(value_len, '\0');
+  it->flags = flags;
+  it->type = type;
+  it->exptime = impl_->Abs(clock_, exptime);
+  it->refs = 1;
+  out.status = AllocStatus::kOk;
+  out.item = ItemRef(this, it);
+  return out;
+}
+
+AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueType type,
+                                 std::unique_ptr<HeapValue> value, ThreadStats*) {
+  AllocOutput out;
+  auto* it = new Item();
+  it->key.assign(key);
+  it->type = type;
+  it->exptime = impl_->Abs(clock_, exptime);
+  it->heap = std::move(value);
+  it->refs = 1;
+  out.status = AllocStatus::kOk;
+  out.item = ItemRef(this, it);
+  return out;
+}
+
+void Engine::AdjustHeapBytes(int64_t delta) { impl_->heap_bytes += delta; }
+
+ItemRef Engine::GetLocked(std::string_view key, ThreadStats*, bool) {
+  CHECK(t_lockset_held);
+  Item* it = impl_->Find(clock_, key);
+  if (it == nullptr) return ItemRef();
+  ++it->refs;
+  return ItemRef(this, it);
+}
+
+StoreResult Engine::StoreItemLocked(ItemRef& item, const StoreArgs& args, ThreadStats*,
+                                    uint64_t* cas_out) {
+  CHECK(t_lockset_held);
+  Item* it = item.raw();
+  Item* old = impl_->Find(clock_, it->key);
+  if (args.mode == StoreMode::kAdd && old) return StoreResult::kNotStored;
+  if (args.mode == StoreMode::kReplace && !old) return StoreResult::kNotStored;
+  if (args.keep_ttl && old) it->exptime = old->exptime;
+  ++it->refs;  // the table's reference
+  impl_->Link(it);
+  if (cas_out) *cas_out = it->cas;
+  return StoreResult::kStored;
+}
+
+bool Engine::UnlinkLocked(std::string_view key, ThreadStats*) {
+  CHECK(t_lockset_held);
+  Item* it = impl_->Find(clock_, key);
+  if (it == nullptr) return false;
+  impl_->Unlink(it);
+  return true;
+}
+
+bool Engine::SetExpiryLocked(std::string_view key, int64_t exptime, ThreadStats*) {
+  CHECK(t_lockset_held);
+  Item* it = impl_->Find(clock_, key);
+  if (it == nullptr) return false;
+  it->exptime = impl_->Abs(clock_, exptime);
+  return true;
+}
+
+uint64_t Engine::Scan(uint64_t cursor, size_t count,
+                      const std::function<void(const ItemRef&)>& fn) {
+  CHECK(!t_lockset_held);
+  MutexLock l(&impl_->mu);
+  auto it = impl_->items.begin();
+  uint64_t pos = 0;
+  while (it != impl_->items.end() && pos < cursor) { ++it; ++pos; }
+  size_t n = 0;
+  while (it != impl_->items.end() && n < count) {
+    Item* item = it->second;
+    ++it;
+    ++pos;
+    if (item->exptime != 0 && item->exptime <= clock_->UnixSeconds()) continue;
+    ++item->refs;
+    {
+      // Visits run under the engine lock, like the real engine's stripe.
+      t_lockset_held = true;
+      ItemRef ref(this, item);
+      fn(ref);
+      --item->refs;
+      ref.Detach();
+      t_lockset_held = false;
+    }
+    ++n;
+  }
+  return it == impl_->items.end() ? 0 : pos;
+}
+
+uint64_t Engine::curr_items() const { return impl_->items.size(); }
+
+StatList Engine::Stats() const {
+  StatList s;
+  s.emplace_back("curr_items", std::to_string(impl_->items.size()));
+  s.emplace_back("bytes", std::to_string(impl_->heap_bytes));
+  s.emplace_back("evictions", "0");
+  return s;
+}
+
+int64_t Engine::TtlSeconds(const ItemRef& ref) const {
+  if (ref.expires_at_unix() == 0) return -1;
+  return ref.expires_at_unix() - clock_->UnixSeconds();
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view>) : engine_(engine) {
+  CHECK(!t_lockset_held);
+  engine_->impl_->mu.Lock();
+  t_lockset_held = true;
+}
+KeyLockSet::KeyLockSet(Engine* engine, std::string_view) : engine_(engine) {
+  CHECK(!t_lockset_held);
+  engine_->impl_->mu.Lock();
+  t_lockset_held = true;
+}
+KeyLockSet::~KeyLockSet() {
+  t_lockset_held = false;
+  engine_->impl_->mu.Unlock();
+}
+
+}  // namespace trove::engine

@@ -1,0 +1,140 @@
+// Session tests: commands end to end through the parser, dispatch and the
+// fake engine. Test thread only.
+#include <gtest/gtest.h>
+
+#include "session_test_util.h"
+
+namespace trove::resp {
+namespace {
+
+class SessionTest : public ::testing::Test {
+ protected:
+  SessionHarness h_;
+};
+
+TEST_F(SessionTest, PingEchoAndInline) {
+  EXPECT_EQ(h_.Cmd({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(h_.Cmd({"ping", "hi"}), "$2\r\nhi\r\n");
+  EXPECT_EQ(h_.Send("PING\r\n"), "+PONG\r\n");
+  EXPECT_EQ(h_.Cmd({"echo", "x"}), "$1\r\nx\r\n");
+}
+
+TEST_F(SessionTest, UnknownCommandAndArity) {
+  EXPECT_EQ(h_.Send("foo a b\r\n"), "-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n");
+  EXPECT_EQ(h_.Send("get\r\n"), "-ERR wrong number of arguments for 'get' command\r\n");
+  EXPECT_EQ(h_.Send("ping a b\r\n"), "-ERR wrong number of arguments for 'ping' command\r\n");
+}
+
+TEST_F(SessionTest, SetGetAndOptions) {
+  EXPECT_EQ(h_.Cmd({"SET", "k", "v"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$1\r\nv\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "NX"}), "$-1\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "XX", "GET"}), "$1\r\nv\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$1\r\nw\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "NX", "XX"}), "-ERR syntax error\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "EX", "0"}), "-ERR invalid expire time in 'set' command\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "EX", "x"}), "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "missing"}), "$-1\r\n");
+}
+
+TEST_F(SessionTest, ExpiryFollowsTheClock) {
+  EXPECT_EQ(h_.Cmd({"SET", "k", "v", "EX", "100"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"TTL", "k"}), ":100\r\n");
+  h_.clock().AdvanceSeconds(50);
+  EXPECT_EQ(h_.Cmd({"TTL", "k"}), ":50\r\n");
+  h_.clock().AdvanceSeconds(51);
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$-1\r\n");
+  EXPECT_EQ(h_.Cmd({"TTL", "k"}), ":-2\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "p", "v"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"TTL", "p"}), ":-1\r\n");
+  EXPECT_EQ(h_.Cmd({"EXPIRE", "p", "10", "XX"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"EXPIRE", "p", "10", "NX"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"EXPIRE", "p", "5", "GT"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"EXPIRE", "p", "5", "LT"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"PERSIST", "p"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"EXPIRE", "p", "-1"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"EXISTS", "p"}), ":0\r\n");
+}
+
+TEST_F(SessionTest, IncrFamily) {
+  EXPECT_EQ(h_.Cmd({"INCR", "n"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"INCRBY", "n", "10"}), ":11\r\n");
+  EXPECT_EQ(h_.Cmd({"DECRBY", "n", "20"}), ":-9\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "s", "abc"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"INCR", "s"}), "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "m", "9223372036854775807"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"INCR", "m"}), "-ERR increment or decrement would overflow\r\n");
+  EXPECT_EQ(h_.Cmd({"INCRBYFLOAT", "f", "10.5"}), "$4\r\n10.5\r\n");
+  EXPECT_EQ(h_.Cmd({"INCRBYFLOAT", "f", "0.1"}), "$4\r\n10.6\r\n");
+}
+
+TEST_F(SessionTest, MultiExecQueuesAndAborts) {
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "a", "1"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"INCR", "a"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*2\r\n+OK\r\n:2\r\n");
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"GET"}), "-ERR wrong number of arguments for 'get' command\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "-EXECABORT Transaction discarded because of previous errors.\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "-ERR EXEC without MULTI\r\n");
+}
+
+TEST_F(SessionTest, WatchAbortsWhenAnotherConnectionWrites) {
+  auto other = h_.NewConn();
+  EXPECT_EQ(h_.Cmd({"SET", "w", "1"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"WATCH", "w"}), "+OK\r\n");
+  EXPECT_EQ(h_.SendOn(other.get(), "SET w 2\r\n"), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "w", "3"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "w"}), "$1\r\n2\r\n");
+  // Unchanged watch: EXEC runs.
+  EXPECT_EQ(h_.Cmd({"WATCH", "w"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "w", "3"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*1\r\n+OK\r\n");
+}
+
+TEST_F(SessionTest, WatchAbortsOnExpiry) {
+  EXPECT_EQ(h_.Cmd({"SET", "w", "1", "EX", "1"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"WATCH", "w"}), "+OK\r\n");
+  h_.clock().AdvanceSeconds(2);
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"PING"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*-1\r\n");
+}
+
+TEST_F(SessionTest, DatabasesAreSeparate) {
+  EXPECT_EQ(h_.Cmd({"SET", "k", "zero"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SELECT", "1"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$-1\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "one"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"DBSIZE"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"SELECT", "0"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$4\r\nzero\r\n");
+  EXPECT_EQ(h_.Cmd({"SELECT", "16"}), "-ERR DB index is out of range\r\n");
+  EXPECT_EQ(h_.Cmd({"MOVE", "k", "1"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"SWAPDB", "0", "1"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$3\r\none\r\n");
+  EXPECT_EQ(h_.Cmd({"FLUSHDB"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"DBSIZE"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"SELECT", "1"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "k"}), "$4\r\nzero\r\n");
+}
+
+TEST_F(SessionTest, HelloSwitchesToResp3) {
+  std::string r = h_.Cmd({"HELLO", "3"});
+  EXPECT_EQ(r.substr(0, 3), "%7\r");
+  EXPECT_EQ(h_.Cmd({"GET", "nope"}), "_\r\n");
+  EXPECT_EQ(h_.Cmd({"HELLO", "4"}), "-NOPROTO unsupported protocol version\r\n");
+  EXPECT_EQ(h_.Cmd({"RESET"}), "+RESET\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "nope"}), "$-1\r\n");
+}
+
+TEST_F(SessionTest, ProtocolErrorCloses) {
+  EXPECT_EQ(h_.Send("*1\r\nx\r\n"), "-ERR Protocol error: expected '$', got 'x'\r\n");
+  EXPECT_TRUE(h_.handler()->WantsClose());
+}
+
+}  // namespace
+}  // namespace trove::resp

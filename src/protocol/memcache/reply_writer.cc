@@ -29,7 +29,7 @@ void ReplyWriter::Prefixed(std::string_view prefix, std::string_view msg) {
   if (msg.size() > 1024) msg = msg.substr(0, 1024);
   char* start = out_->Reserve(prefix.size() + msg.size() + 2);
   char* p = start;
-  std::memcpy(p, prefix.data(), prefix.size());
+  if (!prefix.empty()) std::memcpy(p, prefix.data(), prefix.size());
   p = Sanitize(p + prefix.size(), msg);
   *p++ = '\r';
   *p++ = '\n';

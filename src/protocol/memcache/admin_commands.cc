@@ -54,6 +54,16 @@ std::string_view CrawlText(std::string_view r) {
   return r;
 }
 
+// Whether the LRU crawler is on now. "lru_crawler enable|disable" changes it at
+// run time inside the engine, which reports it in its settings; crawl and
+// metadump are rare enough to read it from there.
+bool CrawlerOn(const engine::Engine& e) {
+  for (const auto& [name, value] : e.SettingsStats()) {
+    if (name == "lru_crawler") return value == "yes";
+  }
+  return e.options().lru_crawler;
+}
+
 }  // namespace
 
 uint32_t MemcacheHandler::SlabClassFor(size_t total) const {
@@ -227,7 +237,7 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
   const size_t nt = pl.ntokens();
   std::string_view sub = pl.count >= 2 ? pl.tokens[1] : std::string_view();
   if (nt == 4 && (sub == "crawl" || sub == "metadump")) {
-    if (!engine_->options().lru_crawler) {
+    if (!CrawlerOn(*engine_)) {
       w.ClientError("lru crawler disabled");
       return;
     }

@@ -255,6 +255,10 @@ TEST_F(DispatchTest, SlabsAndCrawler) {
             "OK\r\nCLIENT_ERROR sleep must be one second or less\r\nOK\r\nERROR\r\nOK\r\n"
             "BADCLASS invalid class id\r\nERROR failed to start lru crawler thread\r\nOK\r\n"
             "ERROR\r\n");
+  EXPECT_EQ(Send("lru_crawler crawl all\r\nlru_crawler metadump all\r\nlru_crawler enable\r\n"
+                 "lru_crawler crawl all\r\n"),
+            "CLIENT_ERROR lru crawler disabled\r\nCLIENT_ERROR lru crawler disabled\r\nOK\r\n"
+            "OK\r\n");
   EXPECT_EQ(Send("set a%b 0 100 1\r\nx\r\nlru_crawler metadump all\r\n"),
             "STORED\r\nkey=a%25b exp=1700000100 la=1700000000 cas=1 fetch=no cls=1 size=3\n"
             "END\r\n");
@@ -262,7 +266,8 @@ TEST_F(DispatchTest, SlabsAndCrawler) {
 
 TEST_F(DispatchTest, Stats) {
   EXPECT_EQ(Send("stats\r\n"), "STAT pid 42\r\nSTAT version x\r\nSTAT curr_items 0\r\nEND\r\n");
-  EXPECT_EQ(Send("stats settings\r\n"), "STAT maxconns 1024\r\nSTAT maxbytes 67108864\r\nEND\r\n");
+  EXPECT_EQ(Send("stats settings\r\n"), "STAT maxconns 1024\r\nSTAT maxbytes 67108864\r\n"
+            "STAT lru_crawler yes\r\nEND\r\n");
   EXPECT_EQ(Send("stats conns\r\n"),
             "STAT 7:addr tcp:127.0.0.1:5000\r\nSTAT 7:listen_addr tcp:127.0.0.1:11211\r\n"
             "STAT 7:state conn_parse_cmd\r\nSTAT 7:secs_since_last_cmd 3\r\nEND\r\n");

@@ -36,6 +36,7 @@ struct Engine::Impl {
   uint64_t next_cas = 0;
   int64_t flushed_before = 0;  // items stored before this are invalid
   bool detail = false;
+  bool crawler = true;
   std::map<int, ThreadStats> stats;
 
   int64_t Now(const Clock* c) const { return c->UnixSeconds(); }
@@ -298,7 +299,11 @@ uint64_t Engine::curr_items() const {
 }
 
 StatList Engine::Stats() const { return {{"curr_items", std::to_string(curr_items())}}; }
-StatList Engine::SettingsStats() const { return {{"maxbytes", std::to_string(opts_.mem_limit)}}; }
+StatList Engine::SettingsStats() const {
+  MutexLock l(&impl_->mu);
+  return {{"maxbytes", std::to_string(opts_.mem_limit)},
+          {"lru_crawler", impl_->crawler ? "yes" : "no"}};
+}
 StatList Engine::ItemStats() const { return {{"items:1:number", std::to_string(curr_items())}}; }
 StatList Engine::SlabStats() const { return {{"active_slabs", "1"}}; }
 StatList Engine::SizeStats() const { return {{"sizes_status", "disabled"}}; }
@@ -311,7 +316,12 @@ void Engine::SetSlabAutomove(int) {}
 std::string Engine::CrawlerCrawl(std::string_view classes) {
   return classes == "all" ? "OK" : "BADCLASS";
 }
-bool Engine::CrawlerEnable(bool on) { return !on; }
+bool Engine::CrawlerEnable(bool on) {
+  MutexLock l(&impl_->mu);
+  if (on && impl_->crawler) return false;  // memcached: the thread already runs
+  impl_->crawler = on;
+  return true;
+}
 void Engine::CrawlerSetSleep(uint32_t) {}
 void Engine::CrawlerSetToCrawl(uint32_t) {}
 std::vector<DumpEntry> Engine::MetaDump(std::string_view) {

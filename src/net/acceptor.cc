@@ -77,7 +77,10 @@ void Acceptor::Run() {
     for (int i = 0; i < n; ++i) {
       auto* l = static_cast<BoundListener*>(events[i].data.ptr);
       if (l == nullptr) continue;  // stop_fd_
-      if (AcceptFrom(*l)) backoff = true;
+      if (AcceptFrom(*l)) {
+        backoff = true;
+        opts_.counters->listen_disabled.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
 }

@@ -116,6 +116,18 @@ bool NetServer::CloseConnection(uint64_t id) {
   return r->found;
 }
 
+uint64_t NetServer::BytesRead() const {
+  uint64_t n = 0;
+  for (const auto& w : workers_) n += w->bytes_read();
+  return n;
+}
+
+uint64_t NetServer::BytesWritten() const {
+  uint64_t n = 0;
+  for (const auto& w : workers_) n += w->bytes_written();
+  return n;
+}
+
 void NetServer::WakeAll() {
   for (auto& w : workers_) {
     WorkerMsg m;

@@ -60,6 +60,9 @@ class NetServer {
   void WakeAll();
 
   const NetCounters& counters() const { return counters_; }
+  // Sums over the workers (any thread; relaxed).
+  uint64_t BytesRead() const;
+  uint64_t BytesWritten() const;
   int num_workers() const { return static_cast<int>(workers_.size()); }
   size_t WorkerConnections(int i) const { return workers_[i]->num_connections(); }
   const NetServerOptions& options() const { return opts_; }

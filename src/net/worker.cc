@@ -217,8 +217,7 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
     return;
   }
   if (events & EPOLLOUT) {
-    int64_t w = c->out.Flush(c->fd);
-    if (w < 0) {
+    if (!FlushOut(c)) {
       Close(c);
       return;
     }
@@ -263,6 +262,8 @@ void Worker::Serve(Connection* c, bool from_socket) {
     }
     c->in.Commit(static_cast<size_t>(n));
     c->last_active_ns = Now();
+    bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
+                      std::memory_order_relaxed);
   }
   size_t consumed = 0;
   if (c->in.size() > 0) {
@@ -282,11 +283,9 @@ void Worker::Serve(Connection* c, bool from_socket) {
     c->closing = true;
     c->in.Consume(c->in.size());
   }
-  if (!c->out.empty()) {
-    if (c->out.Flush(c->fd) < 0) {
-      Close(c);
-      return;
-    }
+  if (!c->out.empty() && !FlushOut(c)) {
+    Close(c);
+    return;
   }
   if (c->closing && c->out.empty()) {
     Close(c);
@@ -300,6 +299,14 @@ void Worker::Serve(Connection* c, bool from_socket) {
     c->in_ready = true;
     ready_.push_back(c);
   }
+}
+
+bool Worker::FlushOut(Connection* c) {
+  int64_t w = c->out.Flush(c->fd);
+  if (w < 0) return false;
+  bytes_written_.store(bytes_written_.load(std::memory_order_relaxed) + static_cast<uint64_t>(w),
+                       std::memory_order_relaxed);
+  return true;
 }
 
 void Worker::AfterIo(Connection* c) {
@@ -392,10 +399,12 @@ ServerServices::ConnInfo Worker::Describe(const Connection& c) const {
   ci.listen_addr = c.listen_name;
   if (c.closing || c.close_requested) {
     ci.state = "conn_closing";
-  } else if (!c.out.empty()) {
+  } else if (c.read_paused) {
     ci.state = "conn_mwrite";
   } else if (c.in.size() > 0) {
-    ci.state = "conn_parse_cmd";
+    ci.state = "conn_parse_cmd";  // includes the connection asking
+  } else if (!c.out.empty()) {
+    ci.state = "conn_mwrite";
   } else {
     ci.state = "conn_waiting";
   }

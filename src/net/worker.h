@@ -28,6 +28,7 @@ struct NetCounters {
   std::atomic<uint64_t> connection_structures{0};  // Connection objects alive
   std::atomic<uint64_t> conn_yields{0};         // -R limit reached, re-queued
   std::atomic<uint64_t> read_paused{0};         // times a connection stopped being read
+  std::atomic<uint64_t> listen_disabled{0};     // accept paused (out of fds)
 };
 
 // Replies from workers to a thread waiting on a cross-worker request
@@ -107,6 +108,9 @@ class Worker {
   void ServeInboxNested();
 
   size_t num_connections() const { return num_conns_.load(std::memory_order_relaxed); }
+  // Socket bytes this worker has read and written ("stats" bytes_read/written).
+  uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -124,6 +128,8 @@ class Worker {
   void CheckIdle();
   ServerServices::ConnInfo Describe(const Connection& c) const;
   int64_t Now() const { return clock_->MonoNanos(); }
+  // Flushes c's output, counting bytes; false on a hard socket error.
+  bool FlushOut(Connection* c);
 
   WorkerOptions opts_;
   const Clock* clock_;
@@ -145,6 +151,10 @@ class Worker {
   bool stop_ = false;
 
   std::atomic<size_t> num_conns_{0};  // relaxed: a gauge for stats and tests
+  // Written by the worker thread only (load + store, no locked add), read
+  // relaxed by stats from any thread.
+  std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<uint64_t> bytes_written_{0};
 };
 
 }  // namespace trove::net

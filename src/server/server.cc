@@ -236,6 +236,10 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   s.emplace_back("threads", Num(static_cast<uint64_t>(cfg_.num_threads)));
   s.emplace_back("conn_yields", Num(c.conn_yields.load(std::memory_order_relaxed)));
   s.emplace_back("read_paused", Num(c.read_paused.load(std::memory_order_relaxed)));
+  s.emplace_back("bytes_read", Num(net_->BytesRead()));
+  s.emplace_back("bytes_written", Num(net_->BytesWritten()));
+  s.emplace_back("accepting_conns", started_ && !stopped_ ? "1" : "0");
+  s.emplace_back("listen_disabled_num", Num(c.listen_disabled.load(std::memory_order_relaxed)));
   return s;
 }
 
@@ -252,6 +256,7 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   }
   s.emplace_back("inter", inter.empty() ? "NULL" : inter);
   s.emplace_back("verbosity", Num(static_cast<uint64_t>(verbosity())));
+  s.emplace_back("oldest", "0");
   s.emplace_back("domain_socket", cfg_.unix_socket.empty() ? "NULL" : cfg_.unix_socket);
   char mask[8];
   std::snprintf(mask, sizeof(mask), "%o", cfg_.unix_mask);

@@ -68,6 +68,8 @@ TEST_F(NetServerTest, EveryWorkerIsInitialisedForTheFactory) {
   c.Send("echo hi\r\n");
   EXPECT_EQ(c.ReadLine(), "hi\r\n");
   EXPECT_EQ(factory_->inited.load(), 3);
+  EXPECT_EQ(server_->BytesRead(), 9u);     // "echo hi\r\n"
+  EXPECT_EQ(server_->BytesWritten(), 4u);  // "hi\r\n"
 }
 
 TEST_F(NetServerTest, PipelinedRequestsAreAnsweredInOrderAcrossYields) {

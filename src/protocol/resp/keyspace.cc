@@ -10,6 +10,8 @@
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/session.h"
+#include "common/str_append.h"
+#include "protocol/resp/command_table.h"
 
 namespace trove::resp {
 
@@ -232,6 +234,38 @@ bool Match(const char* p, size_t plen, const char* s, size_t slen, bool nocase, 
 
 bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase) {
   return Match(pattern.data(), pattern.size(), str.data(), str.size(), nocase, 0);
+}
+
+}  // namespace trove::resp
+
+#include "protocol/resp/scan_util.h"
+
+namespace trove::resp {
+
+bool ParseScanArgs(CommandContext& ctx, size_t cursor_at, ScanOptions* o) {
+  uint64_t cursor;
+  if (!ParseU64(ctx.argv[cursor_at], &cursor)) {
+    ctx.Error("ERR invalid cursor");
+    return false;
+  }
+  for (size_t i = cursor_at + 1; i < ctx.argc(); ++i) {
+    std::string_view a = ctx.argv[i];
+    bool more = i + 1 < ctx.argc();
+    if (EqualsIgnoreCase(a, "count") && more) {
+      if (!ArgInt(ctx, ctx.argv[++i], &o->count)) return false;
+      if (o->count < 1) {
+        ctx.SyntaxError();
+        return false;
+      }
+    } else if (EqualsIgnoreCase(a, "match") && more) {
+      o->pattern = ctx.argv[++i];
+      o->has_pattern = o->pattern != "*";
+    } else {
+      ctx.SyntaxError();
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace trove::resp

@@ -382,7 +382,14 @@ void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
   const engine::ItemRef& it = o.item;
   char* start = w.Reserve(kMetaLineMax);
   char* p = PutBytes(start, "ME ");
-  if (binary) {
+  // memcached re-encodes only keys stored as binary (with ms b). The engine
+  // keeps no such mark, so a key that could not be sent as text counts as one.
+  bool printable = true;
+  for (char ch : key) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c <= ' ' || c >= 127) printable = false;
+  }
+  if (binary && !printable) {
     p += Base64Encode(key, p);
   } else {
     p = PutBytes(p, key);

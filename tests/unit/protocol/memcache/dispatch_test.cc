@@ -394,7 +394,9 @@ TEST_F(DispatchTest, MetaDebugAndNoop) {
   clock_.AdvanceSeconds(3);
   EXPECT_EQ(Send("me a\r\n"), "ME a exp=-1 la=3 cas=1 fetch=no cls=1 size=62\r\n");
   EXPECT_EQ(Send("ms cnt 1 T100\r\n3\r\nme Y250 b\r\n"),
-            "HD\r\nME Y250 exp=-100 la=0 cas=2 fetch=no cls=1 size=63\r\n");
+            "HD\r\nME cnt exp=-100 la=0 cas=2 fetch=no cls=1 size=63\r\n");
+  EXPECT_EQ(Send("ms AAE= 1 b\r\nx\r\nme AAE= b\r\n"),
+            "HD\r\nME AAE= exp=-1 la=0 cas=3 fetch=no cls=1 size=62\r\n");
   EXPECT_EQ(Send("me zz\r\nme\r\nmn extra\r\nmz\r\n"),
             "EN\r\nCLIENT_ERROR bad command line format\r\nMN\r\nERROR\r\n");
 }

@@ -77,7 +77,8 @@ def _start(args):
     try:
         return hserver.Server(args)
     except hserver.ServerError as e:
-        pytest.fail(str(e), pytrace=False)
+        msg = str(e)
+    pytest.fail(msg, pytrace=False)
 
 
 @pytest.fixture(scope="module")

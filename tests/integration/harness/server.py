@@ -158,6 +158,8 @@ class Server:
                 return
             last = self.log()
             self._kill()
+            if "in use" not in last and "bind" not in last:
+                break  # not a port clash: retrying will not help
         raise ServerError("server did not start: %s\n%s" % (" ".join(self.cmdline), last))
 
     def _wait_ready(self, port):

@@ -69,7 +69,7 @@ def resp_port(request):
         port = _free_port()
         binary = os.environ.get("REDIS_BIN", "/usr/bin/redis-server")
         proc = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no",
-                                 "--dir", tmp], stdout=log, stderr=subprocess.STDOUT)
+                                 "--enable-debug-command", "yes", "--dir", tmp], stdout=log, stderr=subprocess.STDOUT)
     else:
         pf = os.path.join(tmp, "ports")
         proc = subprocess.Popen([os.environ["TROVE_RESP_FAKE"], pf], stdout=log,

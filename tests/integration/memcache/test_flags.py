@@ -1,0 +1,403 @@
+"""Command-line flags: each one starts its own server and checks the effect
+(stats settings, behaviour), plus -h/-V, bad options, -d, -P, -s, shutdown
+and signals."""
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from harness import server as hserver
+from harness.client import Conn, wait_for
+
+
+def settings(srv):
+    with Conn.to(srv) as c:
+        return c.stats("settings")
+
+
+def general(srv):
+    with Conn.to(srv) as c:
+        return c.stats()
+
+
+# ---- memory and items ---------------------------------------------------
+
+def test_m_sets_memory_limit(make_server):
+    srv = make_server("-m", "100")
+    assert settings(srv)["maxbytes"] == str(100 * 1024 * 1024)
+    assert general(srv)["limit_maxbytes"] == str(100 * 1024 * 1024)
+
+
+def test_M_disables_evictions(make_server):
+    assert settings(make_server("-M"))["evictions"] == "off"
+
+
+def test_I_raises_item_size_limit(make_server):
+    srv = make_server("-I", "2m")
+    assert settings(srv)["item_size_max"] == str(2 * 1024 * 1024)
+    c = Conn.to(srv)
+    value = os.urandom(1536 * 1024)
+    assert c.rt(b"set big 0 0 %d\r\n%s\r\n" % (len(value), value), timeout=20) == b"STORED\r\n"
+    assert c.get(b"big") == value
+    over = 2 * 1024 * 1024 + 1
+    assert c.rt(b"set big2 0 0 %d\r\n%s\r\n" % (over, b"x" * over), timeout=20) == \
+        b"SERVER_ERROR object too large for cache\r\n"
+    c.close()
+
+
+def test_I_lowers_item_size_limit(make_server):
+    # (memcached refuses an -I below slab_chunk_max, 512 KiB by default)
+    srv = make_server("-I", "512k")
+    assert settings(srv)["item_size_max"] == str(512 * 1024)
+    c = Conn.to(srv)
+    ok = 500 * 1024
+    assert c.rt(b"set a 0 0 %d\r\n%s\r\n" % (ok, b"x" * ok)) == b"STORED\r\n"
+    over = 512 * 1024 + 1
+    assert c.rt(b"set b 0 0 %d\r\n%s\r\n" % (over, b"x" * over)) == \
+        b"SERVER_ERROR object too large for cache\r\n"
+    c.close()
+
+
+def test_f_and_n_shape_slab_classes(make_server):
+    srv = make_server("-f", "2", "-n", "100")
+    st = settings(srv)
+    assert st["growth_factor"] == "2.00"
+    assert st["chunk_size"] == "100"
+    c = Conn.to(srv)
+    for size in (10, 300, 1000, 5000):
+        c.set("k%d" % size, "x" * size)
+    slabs = c.stats("slabs")
+    sizes = sorted(int(v) for k, v in slabs.items() if k.endswith(":chunk_size"))
+    assert len(sizes) >= 3
+    import math
+    for a, b_ in zip(sizes, sizes[1:]):
+        # Each class doubles (classes without pages are not listed).
+        r = math.log2(b_ / a)
+        assert round(r) >= 1 and abs(r - round(r)) < 0.15, sizes
+    c.close()
+
+
+def test_C_disables_cas(make_server):
+    srv = make_server("-C")
+    assert settings(srv)["cas_enabled"] == "no"
+    c = Conn.to(srv)
+    c.set("a", "1")
+    assert c.rt(b"gets a\r\n") == b"VALUE a 0 1 0\r\n1\r\nEND\r\n"
+    assert c.rt(b"mg a c\r\n") == b"HD c0\r\n"
+    assert c.rt(b"cas a 0 0 1 0\r\nx\r\n") == b"EXISTS\r\n"
+    c.close()
+
+
+# ---- threads and connections --------------------------------------------
+
+@pytest.mark.parametrize("n", ["1", "8"])
+def test_t_sets_worker_threads(make_server, n):
+    srv = make_server("-t", n)
+    assert general(srv)["threads"] == n
+    assert settings(srv)["num_threads"] == n
+    # Every worker serves: connections are spread round-robin.
+    conns = [Conn.to(srv) for _ in range(int(n) * 2)]
+    for i, c in enumerate(conns):
+        c.set("k%d" % i, str(i))
+    for i, c in enumerate(conns):
+        assert c.get("k%d" % ((i + 1) % len(conns))) == str((i + 1) % len(conns)).encode()
+        c.close()
+
+
+def test_R_limits_requests_per_event(make_server):
+    srv = make_server("-R", "2")
+    assert settings(srv)["reqs_per_event"] == "2"
+    c = Conn.to(srv)
+    c.set("a", "1")
+    reply = c.rt(b"get a\r\n" * 50)
+    assert reply == b"VALUE a 0 1\r\n1\r\nEND\r\n" * 50
+    assert int(c.stat("conn_yields")) > 0
+    c.close()
+
+
+def _open_until_rejected(srv, n):
+    accepted, rejected = [], []
+    for _ in range(n):
+        c = Conn.to(srv, timeout=5)
+        c.send(b"version\r\n")
+        line = c.read_line()
+        if line.startswith(b"VERSION "):
+            accepted.append(c)
+        else:
+            assert line == b"ERROR Too many open connections\r\n", line
+            assert c.expect_closed() == b""
+            rejected.append(c)
+    return accepted, rejected
+
+
+def test_c_limits_connections(make_server):
+    srv = make_server("-c", "30")
+    assert settings(srv)["maxconns"] == "30"
+    accepted, rejected = _open_until_rejected(srv, 40)
+    # memcached counts its own descriptors against -c; Trove counts clients.
+    assert 1 <= len(accepted) <= 30
+    assert len(rejected) >= 10
+    assert int(general_after_close(srv, accepted)["rejected_connections"]) >= len(rejected)
+
+
+def general_after_close(srv, conns):
+    """Closes conns, then returns the general stats once a new connection is
+    accepted again."""
+    for c in conns:
+        c.close()
+
+    def ok():
+        try:
+            with Conn.to(srv) as c:
+                return c.stats()
+        except (AssertionError, OSError, Exception):
+            return None
+    return wait_for(ok, timeout=5)
+
+
+@pytest.mark.trove_only
+def test_c_counts_exactly_client_connections(make_server):
+    srv = make_server("-c", "30")
+    accepted, rejected = _open_until_rejected(srv, 35)
+    assert len(accepted) == 30 and len(rejected) == 5
+    for c in accepted:
+        c.close()
+    assert wait_for(lambda: _open_until_rejected(srv, 1)[0], timeout=5)
+
+
+def test_b_sets_backlog(make_server):
+    assert settings(make_server("-b", "64"))["tcp_backlog"] == "64"
+
+
+def test_l_listen_address(make_server):
+    srv = make_server("-l", "127.0.0.1")
+    assert settings(srv)["inter"] == "127.0.0.1"
+    with Conn.to(srv) as c:
+        assert c.rt(b"version\r\n").startswith(b"VERSION ")
+
+
+def test_l_ipv6_and_list(make_server):
+    srv = make_server("-l", "127.0.0.1,[::1]")
+    for host in ("127.0.0.1", "::1"):
+        s = socket.create_connection((host, srv.port), timeout=5)
+        s.sendall(b"version\r\n")
+        assert s.recv(100).startswith(b"VERSION ")
+        s.close()
+
+
+def test_s_unix_socket_with_mask(make_server, tmp_path):
+    path = str(tmp_path / "trove.sock")
+    srv = make_server("-s", path, "-a", "0766")
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    assert mode == 0o766, oct(mode)
+    c = Conn(unix=path)
+    c.set("u", "unix")
+    assert c.get("u") == b"unix"
+    st = c.stats("settings")
+    assert st["domain_socket"] == path and st["umask"] == "766"
+    c.close()
+
+
+# ---- -A and shutdown ----------------------------------------------------
+
+def test_shutdown_refused_without_A(server, conn):
+    assert conn.rt(b"shutdown\r\n") == b"ERROR: shutdown not enabled\r\n"
+    assert conn.rt(b"shutdown graceful\r\n") == b"ERROR: shutdown not enabled\r\n"
+    assert conn.stat("shutdown_command", "settings") == "no"
+    assert server.alive()
+
+
+@pytest.mark.parametrize("cmd", [b"shutdown\r\n", b"shutdown graceful\r\n"])
+def test_shutdown_with_A(make_server, cmd):
+    srv = make_server("-A")
+    c = Conn.to(srv)
+    assert c.stat("shutdown_command", "settings") == "yes"
+    srv.allow_exit = True
+    c.send(cmd)
+    assert c.expect_closed(timeout=10) == b""
+    assert srv.wait_exit(timeout=10) == 0
+
+
+def test_shutdown_bad_mode(make_server):
+    srv = make_server("-A")
+    with Conn.to(srv) as c:
+        assert c.rt(b"shutdown foo\r\n") == b"CLIENT_ERROR invalid shutdown mode\r\n"
+    assert srv.alive()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signals_exit_cleanly(make_server, sig):
+    srv = make_server()
+    with Conn.to(srv) as c:
+        c.set("a", "1")
+    srv.signal(sig)
+    assert srv.wait_exit(timeout=10) == 0
+
+
+# ---- -P, -d, -u ---------------------------------------------------------
+
+def test_P_writes_pid_file(make_server, tmp_path):
+    path = str(tmp_path / "trove.pid")
+    srv = make_server("-P", path)
+    with open(path) as f:
+        assert int(f.read().strip()) == srv.pid()
+    srv.signal(signal.SIGTERM)
+    assert srv.wait_exit() == 0
+
+
+def test_d_daemonizes(tmp_path):
+    binary = hserver.binary_or_fail()
+    pidfile = str(tmp_path / "d.pid")
+    portfile = str(tmp_path / "ports")
+    args = [binary] + hserver.root_args([]) + ["-d", "-P", pidfile]
+    if hserver.is_memcached():
+        port = hserver.free_port()
+        args += ["-p", str(port), "-U", "0"]
+    else:
+        args += ["-p", "0", "--resp-port", "0", "--port-file", portfile]
+    rc = subprocess.run(args, timeout=10, capture_output=True).returncode
+    assert rc == 0
+    assert wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), timeout=5)
+    pid = int(open(pidfile).read().strip())
+    try:
+        if not hserver.is_memcached():
+            assert wait_for(lambda: os.path.exists(portfile), timeout=5)
+            port = int([l.split()[1] for l in open(portfile) if l.startswith("memcache ")][0])
+        os.kill(pid, 0)
+        assert os.getsid(pid) == pid  # a new session, detached from ours
+        with Conn(port) as c:
+            assert c.rt(b"version\r\n").startswith(b"VERSION ")
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only meaningful as root")
+def test_root_requires_u(tmp_path):
+    binary = hserver.binary_or_fail()
+    p = subprocess.run([binary, "-p", "0", "-U", "0", "--port-file", str(tmp_path / "p")]
+                       if not hserver.is_memcached() else [binary, "-p", "0", "-U", "0"],
+                       capture_output=True, timeout=10)
+    assert p.returncode == 64
+    assert b"can't run as root without the -u switch" in p.stderr + p.stdout
+
+
+# ---- -h, -V, bad options --------------------------------------------------
+
+def test_h_prints_usage():
+    rc, out, err = hserver.run_binary(["-h"])
+    assert rc == 0
+    text = out + err
+    for flag in ("-p, --port", "-m, --memory-limit", "-c, --conn-limit", "-t, --threads",
+                 "-I, --max-item-size", "-o, --extended"):
+        assert flag in text, flag
+
+
+def test_V_prints_version():
+    rc, out, err = hserver.run_binary(["-V"])
+    assert rc == 0
+    words = (out + err).split()
+    assert len(words) == 2 and words[1][0].isdigit(), out + err
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["-y"], ["-o", "bogus=1"], ["-t", "0"],
+                                  ["-c", "0"], ["-f", "0.5"], ["-R", "0"]])
+def test_bad_options_fail_with_reason(args):
+    rc, out, err = hserver.run_binary(args)
+    # memcached uses 1 for these; Trove uses 64 (EX_USAGE) for every bad option.
+    assert rc in ((1, 64) if hserver.is_memcached() else (64,)), (rc, out, err)
+    assert err.strip(), "no reason printed"
+
+
+@pytest.mark.parametrize("args,reason", [
+    (["-B", "foo"], "Invalid value for binding protocol"),
+    (["-I", "100"], "Item max size cannot be less than 1024 bytes"),
+    (["-m", "1", "-I", "2m"], "Cannot set item size limit higher than 1/2 of memory max"),
+])
+def test_bad_option_values_exit_64(args, reason):
+    rc, out, err = hserver.run_binary(args)
+    assert rc == 64, (rc, out, err)
+    assert reason in out + err
+
+
+def test_B_ascii_is_accepted(make_server):
+    srv = make_server("-B", "ascii")
+    assert settings(srv)["binding_protocol"] == "ascii"
+
+
+@pytest.mark.trove_only
+def test_B_binary_is_refused():
+    rc, out, err = hserver.run_binary(["-B", "binary"])
+    assert rc == 64
+    assert "binary" in (out + err).lower()
+
+
+def test_vv_logs(make_server):
+    quiet = make_server()
+    loud = make_server("-vv")
+    for srv in (quiet, loud):
+        with Conn.to(srv) as c:
+            c.set("a", "1")
+            c.get("a")
+    time.sleep(0.3)
+    assert len(loud.log()) > len(quiet.log())
+
+
+# ---- -o extended options ------------------------------------------------
+
+@pytest.mark.parametrize("opt,checks", [
+    ("hashpower=20", {"hashpower_init": "20"}),
+    ("no_lru_crawler", {"lru_crawler": "no"}),
+    ("lru_crawler", {"lru_crawler": "yes"}),
+    ("no_lru_maintainer", {"lru_maintainer_thread": "no"}),
+    ("lru_maintainer", {"lru_maintainer_thread": "yes"}),
+    ("hot_lru_pct=30,warm_lru_pct=30", {"hot_lru_pct": "30", "warm_lru_pct": "30"}),
+    ("hot_max_factor=0.5,warm_max_factor=3.0", {"hot_max_factor": "0.50", "warm_max_factor": "3.00"}),
+    ("temporary_ttl=100", {"temp_lru": "yes", "temporary_ttl": "100"}),
+    ("slab_reassign,slab_automove=2", {"slab_reassign": "yes", "slab_automove": "2"}),
+    ("idle_timeout=30", {"idle_timeout": "30"}),
+    ("modern", {"lru_segmented": "yes", "lru_maintainer_thread": "yes"}),
+    ("no_modern", {"lru_segmented": "no"}),
+])
+def test_o_options_visible_in_settings(make_server, opt, checks):
+    st = settings(make_server("-o", opt))
+    for name, value in checks.items():
+        assert st.get(name) == value, (opt, name, st.get(name))
+
+
+def test_o_slab_chunk_max_chunks_large_items(make_server):
+    srv = make_server("-o", "slab_chunk_max=64")  # kilobytes
+    c = Conn.to(srv)
+    value = os.urandom(300 * 1024)
+    assert c.rt(b"set big 0 0 %d\r\n%s\r\n" % (len(value), value)) == b"STORED\r\n"
+    assert c.get("big") == value
+    c.close()
+
+
+def test_o_hashpower_sets_table_size(make_server):
+    assert general(make_server("-o", "hashpower=20"))["hash_power_level"] == "20"
+
+
+# ---- idle timeout -------------------------------------------------------
+
+def test_idle_timeout_closes_idle_connections(make_server):
+    srv = make_server("-o", "idle_timeout=1")
+    idle = Conn.to(srv)
+    busy = Conn.to(srv)
+    idle.rt(b"")
+    start = time.monotonic()
+    # The busy connection keeps talking and is kept.
+    closed_at = None
+    while time.monotonic() - start < 4:
+        busy.rt(b"")
+        if closed_at is None and not idle.is_open(wait=0.2):
+            closed_at = time.monotonic() - start
+    assert closed_at is not None and closed_at >= 0.9, closed_at
+    assert busy.rt(b"version\r\n").startswith(b"VERSION ")
+    assert int(busy.stat("idle_kicks")) >= 1
+    busy.close()

@@ -1,0 +1,146 @@
+"""Connection and server commands."""
+
+import pytest
+import redis
+
+
+def err(fn, *a, match=None):
+    with pytest.raises(redis.ResponseError) as e:
+        fn(*a)
+    if match is not None:
+        assert str(e.value) == match
+    return str(e.value)
+
+
+def test_ping_echo_time(r):
+    assert r.ping() is True
+    assert r.echo("x") == b"x"
+    t = r.time()
+    assert t[0] > 1600000000 and 0 <= t[1] < 1000000
+    err(r.execute_command, "PING", "a", "b", match="wrong number of arguments for 'ping' command")
+
+
+def test_select_dbsize_flush(r, resp_port):
+    r.set("a", 1)
+    assert r.dbsize() == 1
+    one = redis.Redis(port=resp_port, db=1)
+    assert one.get("a") is None
+    one.set("a", "one")
+    one.set("b", "one")
+    assert one.dbsize() == 2
+    assert r.get("a") == b"1"
+    assert one.flushdb()
+    assert one.dbsize() == 0
+    assert r.dbsize() == 1
+    err(r.execute_command, "SELECT", "16", match="DB index is out of range")
+    err(r.execute_command, "SELECT", "x", match="value is not an integer or out of range")
+    one.set("c", 1)
+    assert r.execute_command("FLUSHALL", "ASYNC")
+    assert r.dbsize() == 0 and one.dbsize() == 0
+    err(r.execute_command, "FLUSHDB", "FOO", match="syntax error")
+    one.close()
+
+
+def test_swapdb(r, resp_port):
+    r.set("a", "zero")
+    one = redis.Redis(port=resp_port, db=1)
+    one.set("a", "one")
+    one.set("b", "onlyone")
+    assert r.swapdb(0, 1)
+    assert r.get("a") == b"one" and r.get("b") == b"onlyone"
+    assert one.get("a") == b"zero" and one.get("b") is None
+    err(r.execute_command, "SWAPDB", "x", "1", match="invalid first DB index")
+    err(r.execute_command, "SWAPDB", "0", "99", match="DB index is out of range")
+    one.close()
+
+
+def test_info_sections(r):
+    info = r.info()
+    for k in ("redis_version", "connected_clients", "used_memory", "total_commands_processed",
+              "keyspace_hits", "uptime_in_seconds"):
+        assert k in info
+    r.set("a", 1)
+    r.get("a")
+    assert "db0" in r.info("keyspace")
+    assert r.info("keyspace")["db0"]["keys"] == 1
+    cs = r.info("commandstats")
+    assert cs["cmdstat_set"]["calls"] >= 1
+    assert "redis_version" not in r.info("stats")
+
+
+def test_config(r):
+    assert r.config_get("hash-max-listpack-entries") == {"hash-max-listpack-entries": "512"}
+    got = r.config_get("zset-max-*")
+    assert got["zset-max-listpack-entries"] == "128" and got["zset-max-listpack-value"] == "64"
+    assert r.config_set("hash-max-listpack-entries", 4)
+    assert r.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"] == "4"
+    r.config_set("hash-max-listpack-entries", 512)
+    err(r.config_set, "no-such-param", 1,
+        match="Unknown option or number of arguments for CONFIG SET - 'no-such-param'")
+    err(r.execute_command, "CONFIG", "GET", match="wrong number of arguments for 'config|get' command")
+    err(r.execute_command, "CONFIG", "FOO", match="unknown subcommand 'FOO'. Try CONFIG HELP.")
+    assert r.config_resetstat()
+
+
+def test_command_introspection(raw):
+    c = raw()
+    n = c.cmd("COMMAND", "COUNT")
+    assert n.startswith(b":") and int(n[1:-2]) > 150
+    info = c.cmd("COMMAND", "INFO", "get", "nosuchcmd")
+    assert info.startswith(b"*2\r\n*10\r\n$3\r\nget\r\n:2\r\n")
+    assert info.endswith(b"$-1\r\n")
+    names = c.cmd("COMMAND", "LIST")
+    assert b"$4\r\nzadd\r\n" in names and b"$5\r\nlmpop\r\n" in names
+    assert c.cmd("COMMAND", "DOCS", "get").startswith(b"*2\r\n$3\r\nget\r\n")
+    assert c.cmd("COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2") == \
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n"
+
+
+def test_object_memory_debug(r):
+    r.set("i", "12345")
+    r.set("e", "short")
+    r.set("raw", "x" * 100)
+    assert r.object("encoding", "i") == b"int"
+    assert r.object("encoding", "e") == b"embstr"
+    assert r.object("encoding", "raw") == b"raw"
+    assert r.object("encoding", "missing") is None
+    assert r.object("refcount", "raw") == 1
+    assert r.object("idletime", "raw") >= 0
+    assert r.memory_usage("raw") > 100
+    assert r.memory_usage("missing") is None
+    assert r.execute_command("DEBUG", "SLEEP", "0")
+    assert r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    assert b"encoding:raw" in r.execute_command("DEBUG", "OBJECT", "raw")
+    err(r.execute_command, "DEBUG", "OBJECT", "missing", match="no such key")
+    err(r.execute_command, "OBJECT", "FOO", "x", match="unknown subcommand 'FOO'. Try OBJECT HELP.")
+
+
+def test_encodings_follow_thresholds(r):
+    r.hset("h", mapping={"f%d" % i: "v" for i in range(10)})
+    assert r.object("encoding", "h") == b"listpack"
+    r.hset("h", "long", "x" * 100)
+    assert r.object("encoding", "h") == b"hashtable"
+    r.sadd("s", *range(10))
+    assert r.object("encoding", "s") == b"intset"
+    r.sadd("s", "abc")
+    assert r.object("encoding", "s") == b"hashtable"
+    r.zadd("z", {"a": 1})
+    assert r.object("encoding", "z") == b"listpack"
+    r.zadd("z", {"m%d" % i: i for i in range(200)})
+    assert r.object("encoding", "z") == b"skiplist"
+    r.rpush("l", "a")
+    assert r.object("encoding", "l") == b"quicklist"
+
+
+def test_client_commands(r):
+    assert isinstance(r.client_id(), int)
+    assert r.client_setname("me")
+    assert r.client_getname() in ("me", b"me")
+    err(r.client_setname, "a b",
+        match="Client names cannot contain spaces, newlines or special characters.")
+
+
+def test_auth_without_password(r):
+    err(r.execute_command, "AUTH", "pw",
+        match="AUTH <password> called without any password configured for the default user. "
+              "Are you sure your configuration is correct?")

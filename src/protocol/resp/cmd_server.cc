@@ -541,7 +541,7 @@ void CmdCommand(CommandContext& ctx) {
     ctx.w->ArrayHeader(ctx.argc() - 2);
     for (size_t i = 2; i < ctx.argc(); ++i) {
       const CommandSpec* s = t.Find(ctx.argv[i]);
-      if (s == nullptr) ctx.w->NullArray();
+      if (s == nullptr) ctx.w->Null();
       else WriteCommandInfo(ctx, *s);
     }
   } else if (sub == "docs") {

@@ -67,7 +67,7 @@ class RespServer {
 
   // Tunables that CONFIG GET/SET read and change (Redis's names and defaults).
   std::atomic<int64_t> list_max_listpack_size{-2};
-  std::atomic<int64_t> hash_max_listpack_entries{128};
+  std::atomic<int64_t> hash_max_listpack_entries{512};
   std::atomic<int64_t> hash_max_listpack_value{64};
   std::atomic<int64_t> set_max_intset_entries{512};
   std::atomic<int64_t> zset_max_listpack_entries{128};

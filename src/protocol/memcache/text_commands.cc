@@ -29,13 +29,15 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     }
   }
   // memcached rejects the whole request for one over-long key; check them all
-  // first so that no partial reply is written.
-  WordIterator check = it;
+  // first so that no partial reply is written (needless for short lines).
   std::string_view key;
-  while (check.Next(&key)) {
-    if (key.size() > limits::kMemcacheMaxKey) {
-      w.ClientError(kBadFormat);
-      return;
+  if (args.size() > limits::kMemcacheMaxKey) {
+    WordIterator check = it;
+    while (check.Next(&key)) {
+      if (key.size() > limits::kMemcacheMaxKey) {
+        w.ClientError(kBadFormat);
+        return;
+      }
     }
   }
   while (it.Next(&key)) {

@@ -327,6 +327,17 @@ size_t FlushDatabase(CommandContext& ctx, int db) {
   return keys.size();
 }
 
+size_t FlushAllDatabases(CommandContext& ctx) {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+  do {
+    cursor = ctx.engine->Scan(cursor, 4096, [&](const ItemRef& it) { keys.emplace_back(it.key()); });
+  } while (cursor != 0);
+  engine::DeleteArgs da;
+  for (const auto& k : keys) ctx.engine->Delete(k, da, ctx.ts);
+  return keys.size();
+}
+
 size_t CountDatabase(CommandContext& ctx, int db) {
   size_t n = 0;
   uint64_t cursor = 0;

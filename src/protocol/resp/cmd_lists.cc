@@ -211,7 +211,7 @@ void CmdLPos(CommandContext& ctx) {
       if (!ArgInt(ctx, ctx.argv[++i], &rank)) return;
       if (rank == 0) {
         ctx.Error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the "
-                  "second ... or use negative to start from the last match");
+                  "second ... or use negative to start from the end of the list");
         return;
       }
       if (rank == INT64_MIN) { ctx.Error("ERR value is out of range"); return; }

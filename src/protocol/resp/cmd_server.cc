@@ -201,7 +201,7 @@ void CmdFlushDb(CommandContext& ctx) {
 
 void CmdFlushAll(CommandContext& ctx) {
   if (!FlushOptions(ctx)) return;
-  for (int db = 0; db < ctx.server->databases(); ++db) FlushDatabase(ctx, db);
+  FlushAllDatabases(ctx);
   ctx.w->Ok();
 }
 

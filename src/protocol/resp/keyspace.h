@@ -56,6 +56,7 @@ bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase = fal
 // Keyspace walks (cmd_keys.cc). REQUIRES: no stripe held on this thread.
 size_t FlushDatabase(CommandContext& ctx, int db);
 size_t CountDatabase(CommandContext& ctx, int db);
+size_t FlushAllDatabases(CommandContext& ctx);
 void SwapDatabases(CommandContext& ctx, int a, int b);
 
 }  // namespace trove::resp

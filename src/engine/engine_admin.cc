@@ -160,6 +160,7 @@ StatList Engine::ItemStats() const {
     Add(&l, "items:" + ClassKey(c, "number_hot"), hot);
     Add(&l, "items:" + ClassKey(c, "number_warm"), warm);
     Add(&l, "items:" + ClassKey(c, "number_cold"), cold);
+    if (m->opts.temp_lru) Add(&l, "items:" + ClassKey(c, "number_temp"), temp);
     Add(&l, "items:" + ClassKey(c, "age_hot"), m->lru.TailAge(c, Segment::kHot, now));
     Add(&l, "items:" + ClassKey(c, "age_warm"), m->lru.TailAge(c, Segment::kWarm, now));
     Add(&l, "items:" + ClassKey(c, "age"), m->lru.TailAge(c, Segment::kCold, now));

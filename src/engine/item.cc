@@ -3,6 +3,7 @@
 #include "engine/item.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "common/limits.h"
 #include "engine/engine_impl.h"
@@ -78,10 +79,17 @@ bool Engine::Impl::IsFlushed(const Item* it, uint32_t now) const {
 }
 
 Item* Engine::Impl::AllocChunk(int cls, Item* owner) {
-  // Bounded: each round either gets memory or frees some (memcached tries 10).
+  // Bounded: each round either gets memory or frees some (memcached tries
+  // 10). A round that frees nothing is retried a few times after a yield:
+  // the tail's stripes may be briefly held by the hash expander or a
+  // crawler, and failing the store for that would be a spurious OOM.
+  int idle = 0;
   for (int tries = 0; tries < 10; ++tries) {
     if (Item* it = slabs.Alloc(cls, owner)) return it;
-    if (!FreeSomething(cls)) break;
+    if (!FreeSomething(cls)) {
+      if (++idle > 3) break;
+      std::this_thread::yield();
+    }
   }
   lru.stats(cls).outofmemory.fetch_add(1, std::memory_order_relaxed);
   return nullptr;

@@ -58,6 +58,16 @@ uint32_t Lru::TailAge(int cls, Segment s, uint32_t now) {
   return now > t ? now - t : 0;
 }
 
+namespace {
+// REQUIRES: l.mu held and it on l.
+void Rotate(Lru::List& l, Item* it) NO_THREAD_SAFETY_ANALYSIS {
+  if (l.head == it) return;
+  const uint32_t n = static_cast<uint32_t>(HeaderSize(it) + it->nkey + it->nbytes + 2);
+  Lru::UnlinkLocked(l, it, n);
+  Lru::LinkLocked(l, it, n);
+}
+}  // namespace
+
 int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode mode,
                            uint32_t max_age) {
   Lru::List& l = lru.list(cls, seg);
@@ -77,6 +87,9 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
       const uint32_t stripe = locks.StripeOf(hv);
       // LRU -> stripe: the one reverse step, so only a try-lock.
       if (!locks.TryLock(stripe)) {
+        // Rotate it to the head (links only; the LRU lock guards them): a
+        // stripe held for a while must not pin every walk to the same tail.
+        Rotate(l, search);
         search = next;
         continue;
       }
@@ -85,6 +98,7 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
         search->refcount.fetch_sub(1, std::memory_order_relaxed);
         st.lrutail_reflocked.fetch_add(1, std::memory_order_relaxed);
         locks.Unlock(stripe);
+        Rotate(l, search);
         search = next;
         continue;
       }

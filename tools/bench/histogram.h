@@ -41,7 +41,9 @@ class LatencyHistogram {
   uint64_t count() const { return count_; }
   uint64_t max() const { return count_ ? max_ : 0; }
   uint64_t min() const { return count_ ? min_ : 0; }
-  double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0; }
+  double mean() const {
+    return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0;
+  }
 
   // The value at percentile p (0 < p <= 100): the midpoint of the bucket that
   // holds the ceil(p/100 * count)-th smallest value, clamped to [min, max].

@@ -53,9 +53,7 @@ uint64_t ZipfTable::Sample(double u) const {
   return static_cast<uint64_t>(it - cdf_.begin());
 }
 
-double ZipfTable::Probability(uint64_t k) const {
-  return k == 0 ? cdf_[0] : cdf_[k] - cdf_[k - 1];
-}
+double ZipfTable::Probability(uint64_t k) const { return k == 0 ? cdf_[0] : cdf_[k] - cdf_[k - 1]; }
 
 KeyChooser::KeyChooser(KeyPattern pattern, uint64_t key_count, uint64_t start, uint64_t stride,
                        const ZipfTable* zipf)

@@ -158,9 +158,9 @@ void LoadThread::Open() {
     size_t cap = c.session->MaxReplySize() * 4;
     c.in.resize(cap < 65536 ? 65536 : cap);
     c.rng = Rng(o_.seed * 1000003 + static_cast<uint64_t>(global));
-    c.chooser = std::make_unique<KeyChooser>(o_.pattern, o_.key_count,
-                                             static_cast<uint64_t>(global),
-                                             static_cast<uint64_t>(total), zipf_);
+    c.chooser =
+        std::make_unique<KeyChooser>(o_.pattern, o_.key_count, static_cast<uint64_t>(global),
+                                     static_cast<uint64_t>(total), zipf_);
     c.version = static_cast<uint32_t>(global) << 20;
     if (o_.requests > 0) {
       uint64_t per = o_.requests / static_cast<uint64_t>(total);
@@ -266,8 +266,8 @@ void LoadThread::Read(Conn& c) {
     }
     c.in_end += static_cast<size_t>(n);
     size_t used = 0;
-    bool ok = c.session->OnInput(c.in.data() + c.in_start, c.in_end - c.in_start, Now(), &stats_,
-                                 &used);
+    bool ok =
+        c.session->OnInput(c.in.data() + c.in_start, c.in_end - c.in_start, Now(), &stats_, &used);
     c.in_start += used;
     if (c.in_start == c.in_end) c.in_start = c.in_end = 0;
     if (!ok) {

@@ -39,8 +39,20 @@ Status Bad(std::string_view opt, const char* value) {
 }
 
 enum LongOnly {
-  kZipfExp = 1000, kPrefix, kMultiget, kWarmup, kRate, kPrefill, kJson, kProgress, kNoProgress,
-  kSeed, kPattern, kRatio, kRequests, kDrain,
+  kZipfExp = 1000,
+  kPrefix,
+  kMultiget,
+  kWarmup,
+  kRate,
+  kPrefill,
+  kJson,
+  kProgress,
+  kNoProgress,
+  kSeed,
+  kPattern,
+  kRatio,
+  kRequests,
+  kDrain,
 };
 
 }  // namespace
@@ -87,18 +99,24 @@ exit status: 0 ok, 1 bad usage, 2 could not connect, 3 the run saw errors.
 
 const char* ProtocolName(Protocol p) {
   switch (p) {
-    case Protocol::kText: return "memcache-text";
-    case Protocol::kMeta: return "memcache-meta";
-    case Protocol::kResp: return "resp";
+    case Protocol::kText:
+      return "memcache-text";
+    case Protocol::kMeta:
+      return "memcache-meta";
+    case Protocol::kResp:
+      return "resp";
   }
   return "?";
 }
 
 const char* PatternName(KeyPattern p) {
   switch (p) {
-    case KeyPattern::kSequential: return "sequential";
-    case KeyPattern::kUniform: return "uniform";
-    case KeyPattern::kZipf: return "zipf";
+    case KeyPattern::kSequential:
+      return "sequential";
+    case KeyPattern::kUniform:
+      return "uniform";
+    case KeyPattern::kZipf:
+      return "zipf";
   }
   return "?";
 }
@@ -138,16 +156,22 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
   while ((c = getopt_long(argc, argv, ":s:p:P:t:c:d:n:v:D:w:h", kLong, nullptr)) != -1) {
     const char* a = optarg;
     switch (c) {
-      case 's': o->host = a; break;
+      case 's':
+        o->host = a;
+        break;
       case 'p':
         if (!ParseInt(a, 1, 65535, &o->port)) return Bad("port", a);
         break;
       case 'P': {
         std::string_view v(a);
-        if (v == "text") o->protocol = Protocol::kText;
-        else if (v == "meta") o->protocol = Protocol::kMeta;
-        else if (v == "resp") o->protocol = Protocol::kResp;
-        else return Bad("protocol", a);
+        if (v == "text")
+          o->protocol = Protocol::kText;
+        else if (v == "meta")
+          o->protocol = Protocol::kMeta;
+        else if (v == "resp")
+          o->protocol = Protocol::kResp;
+        else
+          return Bad("protocol", a);
         break;
       }
       case 't':
@@ -183,7 +207,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       case 'w':
         if (!ParseDouble(a, &o->warmup_s)) return Bad("warmup", a);
         break;
-      case 'h': *help = true; return Status::Ok();
+      case 'h':
+        *help = true;
+        return Status::Ok();
       case kRatio: {
         std::string_view v(a);
         size_t colon = v.find(':');
@@ -198,10 +224,14 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       }
       case kPattern: {
         std::string_view v(a);
-        if (v == "sequential") o->pattern = KeyPattern::kSequential;
-        else if (v == "uniform") o->pattern = KeyPattern::kUniform;
-        else if (v == "zipf") o->pattern = KeyPattern::kZipf;
-        else return Bad("pattern", a);
+        if (v == "sequential")
+          o->pattern = KeyPattern::kSequential;
+        else if (v == "uniform")
+          o->pattern = KeyPattern::kUniform;
+        else if (v == "zipf")
+          o->pattern = KeyPattern::kZipf;
+        else
+          return Bad("pattern", a);
         break;
       }
       case kZipfExp:
@@ -211,7 +241,8 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
         break;
       case kPrefix:
         o->key_prefix = a;
-        if (o->key_prefix.size() > 200 || o->key_prefix.find_first_of(" \r\n") != std::string::npos) {
+        if (o->key_prefix.size() > 200 ||
+            o->key_prefix.find_first_of(" \r\n") != std::string::npos) {
           return Bad("key-prefix", a);
         }
         break;
@@ -227,10 +258,18 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       case kDrain:
         if (!ParseDouble(a, &o->drain_s)) return Bad("drain", a);
         break;
-      case kPrefill: o->prefill = true; break;
-      case kJson: o->json = true; break;
-      case kProgress: o->progress = 1; break;
-      case kNoProgress: o->progress = 0; break;
+      case kPrefill:
+        o->prefill = true;
+        break;
+      case kJson:
+        o->json = true;
+        break;
+      case kProgress:
+        o->progress = 1;
+        break;
+      case kNoProgress:
+        o->progress = 0;
+        break;
       case kSeed:
         if (!ParseU64(a, &o->seed)) return Bad("seed", a);
         break;

@@ -58,12 +58,17 @@ struct Code {
 };
 
 constexpr Code kBareCodes[] = {
-    {"END", McKind::kEnd},           {"STORED", McKind::kStored},
-    {"NOT_STORED", McKind::kNotStored}, {"EXISTS", McKind::kExists},
+    {"END", McKind::kEnd},
+    {"STORED", McKind::kStored},
+    {"NOT_STORED", McKind::kNotStored},
+    {"EXISTS", McKind::kExists},
     {"NOT_FOUND", McKind::kNotFound},
-    {"EN", McKind::kMetaMiss},       {"NS", McKind::kMetaNotStored},
-    {"EX", McKind::kMetaExists},     {"NF", McKind::kMetaNotFound},
-    {"MN", McKind::kMetaNoop},       {"HD", McKind::kMetaHit},
+    {"EN", McKind::kMetaMiss},
+    {"NS", McKind::kMetaNotStored},
+    {"EX", McKind::kMetaExists},
+    {"NF", McKind::kMetaNotFound},
+    {"MN", McKind::kMetaNoop},
+    {"HD", McKind::kMetaHit},
 };
 
 }  // namespace

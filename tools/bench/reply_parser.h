@@ -17,15 +17,15 @@ inline constexpr size_t kMaxReplyLine = 1024;
 inline constexpr uint64_t kMaxReplyValue = 1 << 20;
 
 enum class McKind {
-  kValue,      // VALUE <key> <flags> <bytes> [<cas>]  + data
-  kEnd,        // END
-  kStored,     // STORED
-  kNotStored,  // NOT_STORED
-  kExists,     // EXISTS
-  kNotFound,   // NOT_FOUND
-  kMetaValue,  // VA <bytes> [flags]                   + data
-  kMetaHit,    // HD [flags]
-  kMetaMiss,   // EN
+  kValue,          // VALUE <key> <flags> <bytes> [<cas>]  + data
+  kEnd,            // END
+  kStored,         // STORED
+  kNotStored,      // NOT_STORED
+  kExists,         // EXISTS
+  kNotFound,       // NOT_FOUND
+  kMetaValue,      // VA <bytes> [flags]                   + data
+  kMetaHit,        // HD [flags]
+  kMetaMiss,       // EN
   kMetaNotStored,  // NS
   kMetaExists,     // EX
   kMetaNotFound,   // NF

@@ -104,15 +104,14 @@ void PrintJson(std::FILE* f, const Options& o, const RunResult& r) {
                "  \"duration_s\": %.3f, \"completed\": %llu, \"hits\": %llu, \"misses\": %llu,\n",
                r.measured_s, static_cast<unsigned long long>(s.completed),
                static_cast<unsigned long long>(s.hits), static_cast<unsigned long long>(s.misses));
-  std::fprintf(f,
-               "  \"errors\": {\"total\": %llu, \"malformed\": %llu, \"unexpected\": %llu, "
-               "\"mismatch\": %llu, \"connection\": %llu, \"first\": \"%s\"},\n",
-               static_cast<unsigned long long>(s.errors()),
-               static_cast<unsigned long long>(s.err_malformed),
-               static_cast<unsigned long long>(s.err_unexpected),
-               static_cast<unsigned long long>(s.err_mismatch),
-               static_cast<unsigned long long>(s.err_connection),
-               JsonEscape(s.first_error).c_str());
+  std::fprintf(
+      f,
+      "  \"errors\": {\"total\": %llu, \"malformed\": %llu, \"unexpected\": %llu, "
+      "\"mismatch\": %llu, \"connection\": %llu, \"first\": \"%s\"},\n",
+      static_cast<unsigned long long>(s.errors()), static_cast<unsigned long long>(s.err_malformed),
+      static_cast<unsigned long long>(s.err_unexpected),
+      static_cast<unsigned long long>(s.err_mismatch),
+      static_cast<unsigned long long>(s.err_connection), JsonEscape(s.first_error).c_str());
   JsonLatency(f, "total", s.ops, r.measured_s, s.all, false);
   JsonLatency(f, "get", s.gets, r.measured_s, s.get_lat, false);
   JsonLatency(f, "set", s.sets, r.measured_s, s.set_lat, true);

@@ -198,8 +198,8 @@ void ClientSession::CheckValue(uint64_t key, std::string_view data, Stats* stats
 
 bool ClientSession::OnMc(const McReply& r, int64_t done_ns, Stats* stats) {
   Pending& p = Front();
-  bool is_error = r.kind == McKind::kError || r.kind == McKind::kClientError ||
-                  r.kind == McKind::kServerError;
+  bool is_error =
+      r.kind == McKind::kError || r.kind == McKind::kClientError || r.kind == McKind::kServerError;
   if (is_error) {
     ++stats->err_unexpected;
     stats->NoteError(r.text.empty() ? std::string_view("ERROR") : r.text);
@@ -321,8 +321,8 @@ bool ClientSession::OnInput(const char* p, size_t n, int64_t done_ns, Stats* sta
       *used = off;
       return false;
     }
-    bool in_sync = proto_ == Protocol::kResp ? OnResp(resp, done_ns, stats)
-                                             : OnMc(mc, done_ns, stats);
+    bool in_sync =
+        proto_ == Protocol::kResp ? OnResp(resp, done_ns, stats) : OnMc(mc, done_ns, stats);
     off += consumed;
     if (!in_sync) {
       ++stats->err_unexpected;

@@ -85,7 +85,7 @@ VerifyResult ValueGen::Verify(uint64_t k, std::string_view v) const {
     // A short value carries no version, so its length can't be recomputed;
     // the range check above and the content are all we can check.
     return std::memcmp(v.data(), Slice(k, 0), v.size()) == 0 ? VerifyResult::kOk
-                                                            : VerifyResult::kBadContent;
+                                                             : VerifyResult::kBadContent;
   }
   if (SizeFor(k, version) != v.size()) return VerifyResult::kBadLength;
   return std::memcmp(v.data() + kHeaderLen, Slice(k, version), v.size() - kHeaderLen) == 0

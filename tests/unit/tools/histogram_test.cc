@@ -1,10 +1,9 @@
 // Tests for trove-bench's LatencyHistogram (tools/bench/histogram.h).
 #include "histogram.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+#include <gtest/gtest.h>
 #include <vector>
 
 #include "key_chooser.h"
@@ -34,8 +33,8 @@ TEST(LatencyHistogramTest, BucketsTileTheRangeWithoutGaps) {
               LatencyHistogram::BucketLow(b))
         << b;
   }
-  for (uint64_t v : {uint64_t{0}, uint64_t{127}, uint64_t{128}, uint64_t{1000},
-                     uint64_t{123456789}, uint64_t{1} << 39}) {
+  for (uint64_t v : {uint64_t{0}, uint64_t{127}, uint64_t{128}, uint64_t{1000}, uint64_t{123456789},
+                     uint64_t{1} << 39}) {
     int b = LatencyHistogram::BucketOf(v);
     EXPECT_LE(LatencyHistogram::BucketLow(b), v);
     EXPECT_GT(LatencyHistogram::BucketLow(b) + LatencyHistogram::BucketWidth(b), v);
@@ -51,8 +50,8 @@ TEST(LatencyHistogramTest, RelativeErrorBelowOnePercent) {
     h.Record(v);
     h.Record(v + 1000000000000ULL);  // a far max so clamping to max doesn't help
     uint64_t got = h.Percentile(50);
-    double err = std::fabs(static_cast<double>(got) - static_cast<double>(v)) /
-                 static_cast<double>(v);
+    double err =
+        std::fabs(static_cast<double>(got) - static_cast<double>(v)) / static_cast<double>(v);
     ASSERT_LT(err, 0.01) << "value " << v << " reported as " << got;
   }
 }

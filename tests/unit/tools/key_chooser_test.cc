@@ -1,9 +1,8 @@
 // Tests for trove-bench's Rng, ZipfTable and KeyChooser (tools/bench/key_chooser.h).
 #include "key_chooser.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+#include <gtest/gtest.h>
 #include <set>
 #include <vector>
 

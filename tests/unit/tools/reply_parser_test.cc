@@ -3,7 +3,6 @@
 #include "reply_parser.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 
@@ -13,7 +12,8 @@ namespace {
 // Parses all of `in` as a stream of memcache replies, feeding it the way a
 // socket would: the first `split` bytes, then the rest. Fails the test on
 // kError.
-std::vector<McReply> ParseMcAll(const std::string& in, size_t split, std::vector<std::string>* data) {
+std::vector<McReply> ParseMcAll(const std::string& in, size_t split,
+                                std::vector<std::string>* data) {
   std::vector<McReply> out;
   std::string buf;
   size_t fed = 0;
@@ -75,12 +75,12 @@ TEST(McReplyParserTest, ParsesStatusWordsAndMetaCodes) {
     const char* in;
     McKind kind;
   } cases[] = {
-      {"STORED\r\n", McKind::kStored},         {"NOT_STORED\r\n", McKind::kNotStored},
-      {"EXISTS\r\n", McKind::kExists},         {"NOT_FOUND\r\n", McKind::kNotFound},
-      {"ERROR\r\n", McKind::kError},           {"CLIENT_ERROR bad\r\n", McKind::kClientError},
-      {"HD\r\n", McKind::kMetaHit},            {"HD c123 t-1\r\n", McKind::kMetaHit},
-      {"EN\r\n", McKind::kMetaMiss},           {"NS\r\n", McKind::kMetaNotStored},
-      {"EX\r\n", McKind::kMetaExists},         {"NF\r\n", McKind::kMetaNotFound},
+      {"STORED\r\n", McKind::kStored}, {"NOT_STORED\r\n", McKind::kNotStored},
+      {"EXISTS\r\n", McKind::kExists}, {"NOT_FOUND\r\n", McKind::kNotFound},
+      {"ERROR\r\n", McKind::kError},   {"CLIENT_ERROR bad\r\n", McKind::kClientError},
+      {"HD\r\n", McKind::kMetaHit},    {"HD c123 t-1\r\n", McKind::kMetaHit},
+      {"EN\r\n", McKind::kMetaMiss},   {"NS\r\n", McKind::kMetaNotStored},
+      {"EX\r\n", McKind::kMetaExists}, {"NF\r\n", McKind::kMetaNotFound},
       {"MN\r\n", McKind::kMetaNoop},
   };
   for (const Case& c : cases) {
@@ -120,8 +120,8 @@ TEST(McReplyParserTest, RejectsMalformedReplies) {
       "VALUE foo 0 3\r\nbarX\r\n",  // data longer than announced
       "VALUE foo 0 3 1 2\r\nbar\r\n",
       "VA x\r\n",
-      "END\n",                      // bare LF
-      "\r\n",                       // empty line
+      "END\n",                            // bare LF
+      "\r\n",                             // empty line
       "VALUE foo 4294967296 1\r\nx\r\n",  // flags over 32 bits
   };
   for (const char* b : bad) {
@@ -173,7 +173,9 @@ std::vector<RespReply> ParseRespAll(const std::string& in, size_t split,
 }
 
 TEST(RespReplyParserTest, ParsesEveryFrameTypeAtEverySplit) {
-  std::string in = "+OK\r\n-ERR wrong\r\n:-42\r\n$5\r\nab\r\nc\r\n$-1\r\n$0\r\n\r\n*2\r\n$1\r\nx\r\n$-1\r\n*-1\r\n";
+  std::string in =
+      "+OK\r\n-ERR "
+      "wrong\r\n:-42\r\n$5\r\nab\r\nc\r\n$-1\r\n$0\r\n\r\n*2\r\n$1\r\nx\r\n$-1\r\n*-1\r\n";
   for (size_t split = 0; split <= in.size(); ++split) {
     std::vector<std::string> s;
     auto r = ParseRespAll(in, split, &s);
@@ -210,9 +212,8 @@ TEST(RespReplyParserTest, ByteByByteNeedsMoreUntilComplete) {
 }
 
 TEST(RespReplyParserTest, RejectsMalformedFrames) {
-  const char* bad[] = {"?what\r\n", ":12a\r\n", "$-2\r\n", "$abc\r\n", "$3\r\nabcd\r\n",
-                       "*-5\r\n", "+OK\n", ":\r\n",
-                       "$1048577\r\n"};  // over kMaxReplyValue
+  const char* bad[] = {"?what\r\n", ":12a\r\n", "$-2\r\n", "$abc\r\n",    "$3\r\nabcd\r\n",
+                       "*-5\r\n",   "+OK\n",    ":\r\n",   "$1048577\r\n"};  // over kMaxReplyValue
   for (const char* b : bad) {
     std::string in = b;
     RespReply r;

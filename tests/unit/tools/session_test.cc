@@ -3,7 +3,6 @@
 #include "session.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 
 namespace trove::bench {
@@ -75,8 +74,8 @@ TEST_F(ClientSessionTest, MatchesTextMultigetHitsAndMisses) {
   uint64_t keys[] = {1, 2, 3};
   s.IssueGet(keys, 1000, true);
   s.IssueSet(4, 1, 2000, true);
-  std::string reply = "VALUE k:1 0 12\r\n" + Value(1, 8) + "\r\nVALUE k:3 0 12\r\n" +
-                      Value(3, 2) + "\r\nEND\r\nSTORED\r\n";
+  std::string reply = "VALUE k:1 0 12\r\n" + Value(1, 8) + "\r\nVALUE k:3 0 12\r\n" + Value(3, 2) +
+                      "\r\nEND\r\nSTORED\r\n";
   Stats st;
   ASSERT_TRUE(FeedBytewise(s, reply, 6000, &st));
   EXPECT_EQ(s.pending(), 0);

@@ -2,7 +2,6 @@
 #include "value_gen.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 
 namespace trove::bench {

@@ -56,6 +56,7 @@ struct WatchedKey {
   uint64_t cas = 0;          // 0 = missing at WATCH time
   const void* identity = nullptr;  // the item seen (identity check when CAS is off)
   uint64_t heap_version = 0; // in-place collection version
+  int64_t expiry = 0;        // EXPIRE/PERSIST keep the CAS, so compare the expiry too
 };
 
 // MULTI queue and WATCHed keys.

@@ -126,6 +126,7 @@ WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey) {
   if (!it) return w;
   w.cas = it.cas();
   w.identity = it.raw();
+  w.expiry = it.expires_at_unix();
   if (it.is_heap()) w.heap_version = static_cast<CollectionBase*>(it.heap())->version();
   return w;
 }

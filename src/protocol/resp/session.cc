@@ -187,7 +187,8 @@ void Session::Exec(CommandContext& ctx) {
   lock.emplace(ctx.engine, views);
   for (const WatchedKey& wk : txn.watched()) {
     WatchedKey now = WatchVersionLocked(ctx, wk.key);
-    if (now.cas != wk.cas || now.identity != wk.identity || now.heap_version != wk.heap_version) {
+    if (now.cas != wk.cas || now.identity != wk.identity ||
+        now.heap_version != wk.heap_version || now.expiry != wk.expiry) {
       lock.reset();
       txn.End();
       txn.Unwatch();

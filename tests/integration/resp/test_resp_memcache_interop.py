@@ -1,0 +1,45 @@
+"""Database 0 is the memcached keyspace: strings written through one protocol
+are read through the other, and WATCH sees memcached writes. Trove only."""
+
+import pytest
+
+
+def test_resp_set_is_memcached_get(trove, rd):
+    from pymemcache.client.base import Client
+    mc = Client(("127.0.0.1", trove.port), timeout=5, default_noreply=False)
+    rd.set("shared:a", "from-resp")
+    assert mc.get("shared:a") == b"from-resp"
+    assert mc.gets("shared:a")[0] == b"from-resp"
+    mc.set("shared:b", b"from-mc")
+    assert rd.get("shared:b") == "from-mc"
+    assert rd.type("shared:b") == "string"
+    mc.set("shared:n", b"41")
+    assert rd.incr("shared:n") == 42
+    assert mc.get("shared:n") == b"42"
+    mc.delete("shared:a")
+    assert rd.exists("shared:a") == 0
+    mc.close()
+
+
+def test_other_databases_are_invisible_to_memcached(trove, resp_port):
+    import redis
+    from pymemcache.client.base import Client
+    one = redis.Redis(port=resp_port, db=1)
+    one.set("only-db1", "x")
+    mc = Client(("127.0.0.1", trove.port), timeout=5, default_noreply=False)
+    assert mc.get("only-db1") is None
+    mc.close()
+    one.close()
+
+
+def test_watch_sees_memcached_write(trove, raw):
+    from pymemcache.client.base import Client
+    mc = Client(("127.0.0.1", trove.port), timeout=5, default_noreply=False)
+    c = raw()
+    c.cmd("SET", "wk", "1")
+    c.cmd("WATCH", "wk")
+    mc.set("wk", b"2")
+    c.cmd("MULTI")
+    c.cmd("SET", "wk", "3")
+    assert c.cmd("EXEC") == b"*-1\r\n"
+    mc.close()

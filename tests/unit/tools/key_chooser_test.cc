@@ -50,7 +50,7 @@ TEST(ZipfTableTest, SamplesMatchTheDistribution) {
   ZipfTable z(100000, s);
   Rng r(5);
   std::vector<uint64_t> counts(100000);
-  const int n = 1000000;
+  const int n = 300000;
   for (int i = 0; i < n; ++i) {
     uint64_t k = z.Sample(r.NextDouble());
     ASSERT_LT(k, 100000u);

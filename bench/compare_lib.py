@@ -248,8 +248,11 @@ class TroveServer(Server):
         return TroveServer(self.binary, self.threads, self.layout)
 
     def command(self):
-        return [self.binary, "-p", str(self.ports["mc"]), "--resp-port", str(self.ports["resp"]),
-                "-t", str(self.threads), "-U", "0", "-m", "1024", "-c", "4096"]
+        cmd = [self.binary, "-p", str(self.ports["mc"]), "--resp-port", str(self.ports["resp"]),
+               "-t", str(self.threads), "-U", "0", "-m", "1024", "-c", "4096"]
+        if os.geteuid() == 0:
+            cmd += ["-u", "root"]  # like memcached, Trove refuses root without -u
+        return cmd
 
     def probes(self):
         return [("mc", b"version\r\n", b"VERSION"), ("resp", b"PING\r\n", b"+PONG")]

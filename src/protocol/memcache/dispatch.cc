@@ -110,16 +110,28 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
 
   if (cmd.size() == 2 && cmd[0] == 'm') {
     switch (cmd[1]) {
-      case 'g': MetaGet(pl, w); break;
+      case 'g':
+        MetaGet(pl, w);
+        break;
       case 's': {
         size_t n = MetaSet(pl, lr.consumed, after, after_len, w);
         return n;
       }
-      case 'd': MetaDelete(pl, w); break;
-      case 'a': MetaArith(pl, w); break;
-      case 'e': MetaDebug(pl, w); break;
-      case 'n': w.Word("MN"); break;
-      default: w.Error(); break;
+      case 'd':
+        MetaDelete(pl, w);
+        break;
+      case 'a':
+        MetaArith(pl, w);
+        break;
+      case 'e':
+        MetaDebug(pl, w);
+        break;
+      case 'n':
+        w.Word("MN");
+        break;
+      default:
+        w.Error();
+        break;
     }
     return lr.consumed;
   }

@@ -49,8 +49,8 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // Text commands (text_commands.cc). `line` excludes the CRLF; `after` is
   // the input following the line (the value of a storage command).
   void Retrieve(std::string_view args, bool with_cas, bool touch, ReplyWriter& w);
-  size_t Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len,
-                 const char* after, size_t after_len, ReplyWriter& w);
+  size_t Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len, const char* after,
+                 size_t after_len, ReplyWriter& w);
   void Arith(const ParsedLine& pl, bool incr, ReplyWriter& w);
   void Delete(const ParsedLine& pl, ReplyWriter& w);
   void Touch(const ParsedLine& pl, ReplyWriter& w);

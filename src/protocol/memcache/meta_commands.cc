@@ -102,15 +102,32 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   }
   for (size_t i = 2; i < pl.count; ++i) {
     switch (pl.tokens[i][0]) {
-      case 's': p = FormatU64(PutChar(p, 's'), it.value_length()); break;
-      case 't': p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl); break;
-      case 'c': p = FormatU64(PutChar(p, 'c'), it.cas()); break;
-      case 'f': p = FormatU64(PutChar(p, 'f'), it.client_flags()); break;
-      case 'l': p = FormatU64(PutChar(p, 'l'), o.last_access_ago); break;
-      case 'h': p = PutBytes(PutChar(p, 'h'), o.hit_before ? "1" : "0"); break;
-      case 'O': p = PutOpaque(p, pl.tokens[i]); break;
-      case 'k': p = PutKey(p, f.key, f.key_binary); break;
-      default: break;
+      case 's':
+        p = FormatU64(PutChar(p, 's'), it.value_length());
+        break;
+      case 't':
+        p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl);
+        break;
+      case 'c':
+        p = FormatU64(PutChar(p, 'c'), it.cas());
+        break;
+      case 'f':
+        p = FormatU64(PutChar(p, 'f'), it.client_flags());
+        break;
+      case 'l':
+        p = FormatU64(PutChar(p, 'l'), o.last_access_ago);
+        break;
+      case 'h':
+        p = PutBytes(PutChar(p, 'h'), o.hit_before ? "1" : "0");
+        break;
+      case 'O':
+        p = PutOpaque(p, pl.tokens[i]);
+        break;
+      case 'k':
+        p = PutKey(p, f.key, f.key_binary);
+        break;
+      default:
+        break;
     }
   }
   // memcached appends these after the requested flags, in this order.
@@ -149,11 +166,22 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
   if (err == nullptr && OpaqueTooLong(f)) err = "opaque token too long";
   engine::StoreArgs args;
   switch (f.mode) {
-    case 0: case 'S': args.mode = engine::StoreMode::kSet; break;
-    case 'E': args.mode = engine::StoreMode::kAdd; break;
-    case 'A': args.mode = engine::StoreMode::kAppend; break;
-    case 'P': args.mode = engine::StoreMode::kPrepend; break;
-    case 'R': args.mode = engine::StoreMode::kReplace; break;
+    case 0:
+    case 'S':
+      args.mode = engine::StoreMode::kSet;
+      break;
+    case 'E':
+      args.mode = engine::StoreMode::kAdd;
+      break;
+    case 'A':
+      args.mode = engine::StoreMode::kAppend;
+      break;
+    case 'P':
+      args.mode = engine::StoreMode::kPrepend;
+      break;
+    case 'R':
+      args.mode = engine::StoreMode::kReplace;
+      break;
     default:
       if (err == nullptr) err = "invalid mode for ms M token";
       break;
@@ -186,18 +214,23 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
   if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
   if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
   uint64_t cas = 0;
-  engine::StoreResult r =
-      engine_->Store(f.key, f.client_flags, f.has_ttl ? f.ttl : 0, std::string_view(after, n),
-                     args, ts_, &cas);
+  engine::StoreResult r = engine_->Store(f.key, f.client_flags, f.has_ttl ? f.ttl : 0,
+                                         std::string_view(after, n), args, ts_, &cas);
   const char* code = nullptr;
   switch (r) {
     case engine::StoreResult::kStored:
       if (f.Has('q')) return line_len + total;
       code = "HD";
       break;
-    case engine::StoreResult::kNotStored: code = "NS"; break;
-    case engine::StoreResult::kExists: code = "EX"; break;
-    case engine::StoreResult::kNotFound: code = "NF"; break;
+    case engine::StoreResult::kNotStored:
+      code = "NS";
+      break;
+    case engine::StoreResult::kExists:
+      code = "EX";
+      break;
+    case engine::StoreResult::kNotFound:
+      code = "NF";
+      break;
     case engine::StoreResult::kTooLarge:
       w.ServerError("object too large for cache");
       return line_len + total;
@@ -210,10 +243,17 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
   char* p = PutBytes(start, code);
   for (size_t i = 3; i < pl.count; ++i) {
     switch (pl.tokens[i][0]) {
-      case 'O': p = PutOpaque(p, pl.tokens[i]); break;
-      case 'k': p = PutKey(p, f.key, f.key_binary); break;
-      case 'c': p = FormatU64(PutChar(p, 'c'), cas); break;
-      default: break;
+      case 'O':
+        p = PutOpaque(p, pl.tokens[i]);
+        break;
+      case 'k':
+        p = PutKey(p, f.key, f.key_binary);
+        break;
+      case 'c':
+        p = FormatU64(PutChar(p, 'c'), cas);
+        break;
+      default:
+        break;
     }
   }
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));
@@ -256,8 +296,12 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
       if (f.Has('q')) return;
       code = "HD";
       break;
-    case engine::DeleteResult::kNotFound: code = "NF"; break;
-    case engine::DeleteResult::kExists: code = "EX"; break;
+    case engine::DeleteResult::kNotFound:
+      code = "NF";
+      break;
+    case engine::DeleteResult::kExists:
+      code = "EX";
+      break;
   }
   char* start = w.Reserve(kMetaLineMax);
   char* p = PutBytes(start, code);
@@ -290,8 +334,17 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   }
   engine::ArithArgs args;
   switch (f.mode) {
-    case 0: case 'I': case 'i': case '+': args.incr = true; break;
-    case 'D': case 'd': case '-': args.incr = false; break;
+    case 0:
+    case 'I':
+    case 'i':
+    case '+':
+      args.incr = true;
+      break;
+    case 'D':
+    case 'd':
+    case '-':
+      args.incr = false;
+      break;
     default:
       w.ClientError("invalid mode for ma M token");
       return;
@@ -309,9 +362,14 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   engine::ArithOutput o = engine_->Arith(f.key, args, ts_);
   const char* code = nullptr;
   switch (o.result) {
-    case engine::ArithResult::kOk: break;
-    case engine::ArithResult::kNotFound: code = "NF"; break;
-    case engine::ArithResult::kExists: code = "EX"; break;
+    case engine::ArithResult::kOk:
+      break;
+    case engine::ArithResult::kNotFound:
+      code = "NF";
+      break;
+    case engine::ArithResult::kExists:
+      code = "EX";
+      break;
     case engine::ArithResult::kNonNumeric:
       w.ClientError("cannot increment or decrement non-numeric value");
       return;
@@ -344,11 +402,20 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   }
   for (size_t i = 2; i < pl.count; ++i) {
     switch (pl.tokens[i][0]) {
-      case 'c': p = FormatU64(PutChar(p, 'c'), o.cas); break;
-      case 't': p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl); break;
-      case 'O': p = PutOpaque(p, pl.tokens[i]); break;
-      case 'k': p = PutKey(p, f.key, f.key_binary); break;
-      default: break;
+      case 'c':
+        p = FormatU64(PutChar(p, 'c'), o.cas);
+        break;
+      case 't':
+        p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl);
+        break;
+      case 'O':
+        p = PutOpaque(p, pl.tokens[i]);
+        break;
+      case 'k':
+        p = PutKey(p, f.key, f.key_binary);
+        break;
+      default:
+        break;
     }
   }
   p = PutCrlf(p);

@@ -136,9 +136,20 @@ const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, 
       case 'O':
         out->opaque = tok;
         break;
-      case 'P': case 'L':                      // proxy hints, ignored
-      case 'k': case 's': case 't': case 'c': case 'f': case 'v':
-      case 'h': case 'l': case 'u': case 'q': case 'I': case 'x':
+      case 'P':
+      case 'L':  // proxy hints, ignored
+      case 'k':
+      case 's':
+      case 't':
+      case 'c':
+      case 'f':
+      case 'v':
+      case 'h':
+      case 'l':
+      case 'u':
+      case 'q':
+      case 'I':
+      case 'x':
         break;
       default:
         return "invalid flag";

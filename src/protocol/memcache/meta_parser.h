@@ -21,24 +21,24 @@ inline constexpr size_t kMaxDecodedKey = 188;
 // parsed value; the return flags are re-read from the tokens in request order
 // when the reply is written (memcached echoes them in that order).
 struct MetaFlags {
-  uint64_t seen = 0;              // bit (c - 'A') for each flag character c
-  std::string_view key;           // decoded when 'b' (points into the caller's buffer)
-  bool key_binary = false;        // 'b'
-  bool has_ttl = false;           // 'T'
+  uint64_t seen = 0;        // bit (c - 'A') for each flag character c
+  std::string_view key;     // decoded when 'b' (points into the caller's buffer)
+  bool key_binary = false;  // 'b'
+  bool has_ttl = false;     // 'T'
   int64_t ttl = 0;
-  bool has_vivify = false;        // 'N'
+  bool has_vivify = false;  // 'N'
   int64_t vivify_ttl = 0;
-  bool has_recache = false;       // 'R'
+  bool has_recache = false;  // 'R'
   int64_t recache_ttl = 0;
-  uint32_t client_flags = 0;      // 'F'
-  bool has_cas = false;           // 'C'
+  uint32_t client_flags = 0;  // 'F'
+  bool has_cas = false;       // 'C'
   uint64_t compare_cas = 0;
   bool has_explicit_cas = false;  // 'E'
   uint64_t explicit_cas = 0;
-  uint64_t delta = 1;             // 'D'
-  uint64_t initial = 0;           // 'J'
-  char mode = 0;                  // 'M', 0 when absent
-  std::string_view opaque;        // 'O' token including the 'O'
+  uint64_t delta = 1;       // 'D'
+  uint64_t initial = 0;     // 'J'
+  char mode = 0;            // 'M', 0 when absent
+  std::string_view opaque;  // 'O' token including the 'O'
 
   bool Has(char c) const { return (seen >> FlagBit(c)) & 1u; }
   static unsigned FlagBit(char c) { return static_cast<unsigned>(c - 'A') & 63u; }

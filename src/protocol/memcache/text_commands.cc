@@ -41,8 +41,7 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     }
   }
   while (it.Next(&key)) {
-    engine::ItemRef ref =
-        touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
+    engine::ItemRef ref = touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
     if (!ref) continue;
     // "VALUE <key> <flags> <bytes>[ <cas>]\r\n"
     char* start = w.Reserve(6 + key.size() + 3 * 21 + 2);
@@ -106,12 +105,24 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
   args.mode = mode;
   args.compare_cas = cas;
   switch (engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_)) {
-    case engine::StoreResult::kStored: w.Word("STORED"); break;
-    case engine::StoreResult::kNotStored: w.Word("NOT_STORED"); break;
-    case engine::StoreResult::kExists: w.Word("EXISTS"); break;
-    case engine::StoreResult::kNotFound: w.Word("NOT_FOUND"); break;
-    case engine::StoreResult::kTooLarge: w.ServerError("object too large for cache"); break;
-    case engine::StoreResult::kNoMemory: w.ServerError("out of memory storing object"); break;
+    case engine::StoreResult::kStored:
+      w.Word("STORED");
+      break;
+    case engine::StoreResult::kNotStored:
+      w.Word("NOT_STORED");
+      break;
+    case engine::StoreResult::kExists:
+      w.Word("EXISTS");
+      break;
+    case engine::StoreResult::kNotFound:
+      w.Word("NOT_FOUND");
+      break;
+    case engine::StoreResult::kTooLarge:
+      w.ServerError("object too large for cache");
+      break;
+    case engine::StoreResult::kNoMemory:
+      w.ServerError("out of memory storing object");
+      break;
   }
   return line_len + total;
 }
@@ -131,13 +142,21 @@ void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
   }
   engine::ArithOutput o = engine_->Arith(key, args, ts_);
   switch (o.result) {
-    case engine::ArithResult::kOk: w.Number(o.value); break;
-    case engine::ArithResult::kNotFound: w.Word("NOT_FOUND"); break;
+    case engine::ArithResult::kOk:
+      w.Number(o.value);
+      break;
+    case engine::ArithResult::kNotFound:
+      w.Word("NOT_FOUND");
+      break;
     case engine::ArithResult::kNonNumeric:
       w.ClientError("cannot increment or decrement non-numeric value");
       break;
-    case engine::ArithResult::kNoMemory: w.ServerError("out of memory"); break;
-    case engine::ArithResult::kExists: w.Word("EXISTS"); break;
+    case engine::ArithResult::kNoMemory:
+      w.ServerError("out of memory");
+      break;
+    case engine::ArithResult::kExists:
+      w.Word("EXISTS");
+      break;
   }
 }
 
@@ -160,9 +179,15 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
     return;
   }
   switch (engine_->Delete(key, engine::DeleteArgs{}, ts_)) {
-    case engine::DeleteResult::kDeleted: w.Word("DELETED"); break;
-    case engine::DeleteResult::kNotFound: w.Word("NOT_FOUND"); break;
-    case engine::DeleteResult::kExists: w.Word("EXISTS"); break;
+    case engine::DeleteResult::kDeleted:
+      w.Word("DELETED");
+      break;
+    case engine::DeleteResult::kNotFound:
+      w.Word("NOT_FOUND");
+      break;
+    case engine::DeleteResult::kExists:
+      w.Word("EXISTS");
+      break;
   }
 }
 

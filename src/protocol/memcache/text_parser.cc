@@ -29,8 +29,8 @@ LineResult FindLine(const char* data, size_t len, size_t multiget_cap) {
     size_t spaces = 0;
     while (spaces < len && data[spaces] == ' ') ++spaces;
     std::string_view head(data + spaces, len - spaces);
-    bool multiget = spaces <= kMaxLeadingSpaces &&
-                    (StartsWith(head, "get ") || StartsWith(head, "gets "));
+    bool multiget =
+        spaces <= kMaxLeadingSpaces && (StartsWith(head, "get ") || StartsWith(head, "gets "));
     r.status = (multiget && len <= multiget_cap) ? LineStatus::kNeedMore : LineStatus::kClose;
     return r;
   }

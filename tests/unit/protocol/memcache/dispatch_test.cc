@@ -5,7 +5,6 @@
 #include "protocol/memcache/dispatch.h"
 
 #include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 
@@ -140,9 +139,10 @@ TEST_F(DispatchTest, BadCommandLines) {
             "CLIENT_ERROR bad command line format\r\nCLIENT_ERROR bad command line format\r\n");
   EXPECT_EQ(Send("set a 0 0 1 2 3\r\nx\r\n"), "ERROR\r\nERROR\r\n");
   EXPECT_EQ(Send("set a 0 0 1 foo\r\nx\r\n"), "STORED\r\n");
-  EXPECT_EQ(Send("touch a x\r\nincr a x\r\ngat x a\r\nflush_all x\r\n"),
-            "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid numeric delta argument\r\n"
-            "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid exptime argument\r\n");
+  EXPECT_EQ(
+      Send("touch a x\r\nincr a x\r\ngat x a\r\nflush_all x\r\n"),
+      "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid numeric delta argument\r\n"
+      "CLIENT_ERROR invalid exptime argument\r\nCLIENT_ERROR invalid exptime argument\r\n");
   EXPECT_EQ(Send("incr\r\ndecr a\r\ntouch a\r\nverbosity\r\n"),
             "ERROR\r\nERROR\r\nERROR\r\nERROR\r\n");
 }
@@ -266,7 +266,8 @@ TEST_F(DispatchTest, SlabsAndCrawler) {
 
 TEST_F(DispatchTest, Stats) {
   EXPECT_EQ(Send("stats\r\n"), "STAT pid 42\r\nSTAT version x\r\nSTAT curr_items 0\r\nEND\r\n");
-  EXPECT_EQ(Send("stats settings\r\n"), "STAT maxconns 1024\r\nSTAT maxbytes 67108864\r\n"
+  EXPECT_EQ(Send("stats settings\r\n"),
+            "STAT maxconns 1024\r\nSTAT maxbytes 67108864\r\n"
             "STAT lru_crawler yes\r\nEND\r\n");
   EXPECT_EQ(Send("stats conns\r\n"),
             "STAT 7:addr tcp:127.0.0.1:5000\r\nSTAT 7:listen_addr tcp:127.0.0.1:11211\r\n"
@@ -365,8 +366,7 @@ TEST_F(DispatchTest, MetaSet) {
             "CLIENT_ERROR opaque token too long\r\nMN\r\n");
   EXPECT_EQ(Send("ms a 2 q\r\nhiX\r\nmn\r\n"), "CLIENT_ERROR bad data chunk\r\nERROR\r\nMN\r\n");
   EXPECT_EQ(Send("ms e 1 E777 c\r\nx\r\nmg e c\r\n"), "HD c777\r\nHD c777\r\n");
-  EXPECT_EQ(Send("ms Zm9v 1 b k\r\nx\r\nmg Zm9v b k v\r\n"),
-            "HD kZm9v b\r\nVA 1 kZm9v b\r\nx\r\n");
+  EXPECT_EQ(Send("ms Zm9v 1 b k\r\nx\r\nmg Zm9v b k v\r\n"), "HD kZm9v b\r\nVA 1 kZm9v b\r\nx\r\n");
 }
 
 TEST_F(DispatchTest, MetaDelete) {

@@ -155,7 +155,8 @@ StoreResult Engine::Store(std::string_view key, uint32_t flags, int64_t exptime,
   std::string v(value);
   bool mark_stale = false;
   switch (args.mode) {
-    case StoreMode::kSet: break;
+    case StoreMode::kSet:
+      break;
     case StoreMode::kAdd:
       if (old) return StoreResult::kNotStored;
       break;
@@ -309,7 +310,9 @@ StatList Engine::SlabStats() const { return {{"active_slabs", "1"}}; }
 StatList Engine::SizeStats() const { return {{"sizes_status", "disabled"}}; }
 void Engine::ResetStats() {}
 void Engine::SetDetailEnabled(bool on) { impl_->detail = on; }
-std::string Engine::DetailDump() const { return impl_->detail ? "PREFIX a get 1 hit 1 set 0 del 0\r\nEND\r\n" : "END\r\n"; }
+std::string Engine::DetailDump() const {
+  return impl_->detail ? "PREFIX a get 1 hit 1 set 0 del 0\r\nEND\r\n" : "END\r\n";
+}
 bool Engine::SetMemLimit(size_t bytes) { return bytes >= (16u << 20); }
 std::string Engine::SlabsReassign(int src, int dst) { return src == dst ? "SAME" : "NOSPARE"; }
 void Engine::SetSlabAutomove(int) {}

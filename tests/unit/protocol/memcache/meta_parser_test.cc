@@ -2,7 +2,6 @@
 #include "protocol/memcache/meta_parser.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 
 namespace trove::memcache {

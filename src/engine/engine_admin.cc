@@ -77,7 +77,7 @@ StatList Engine::Stats() const {
   Add(&l, "hash_power_level", static_cast<uint64_t>(m->table.hashpower()));
   Add(&l, "hash_bytes", m->table.hash_bytes());
   Add(&l, "hash_is_expanding", m->table.expanding() ? 1 : 0);
-  Add(&l, "slab_reassign_rescues", 0);
+  Add(&l, "slab_reassign_rescues", m->reassign_rescues.load(std::memory_order_relaxed));
   Add(&l, "slab_reassign_chunk_rescues", 0);
   Add(&l, "slab_reassign_evictions_nomem", m->reassign_evictions.load(std::memory_order_relaxed));
   Add(&l, "slab_reassign_inline_reclaim", m->reassign_inline_reclaim.load(std::memory_order_relaxed));

@@ -107,7 +107,7 @@ struct Engine::Impl {
   std::atomic<uint32_t> oldest_live{0};   // flush_all: rel time, 0 = none
   std::atomic<uint64_t> oldest_cas{0};    // flush_all: items with lower CAS are gone
   std::atomic<uint64_t> cmd_flush{0};
-  std::atomic<uint64_t> reassign_evictions{0}, reassign_busy{0}, reassign_inline_reclaim{0};
+  std::atomic<uint64_t> reassign_rescues{0}, reassign_evictions{0}, reassign_busy{0}, reassign_inline_reclaim{0};
   std::atomic<uint64_t> slabs_moved{0};
   std::atomic<bool> reassign_running{false};
   std::atomic<uint64_t> maintainer_juggles{0};

@@ -126,6 +126,19 @@ Item* SlabAllocator::Alloc(int cls, Item* owner) {
   return it;
 }
 
+Item* SlabAllocator::AllocFree(int cls) {
+  MutexLock l(&mu_);
+  Class& c = classes_[cls];
+  Item* it = c.free_head;
+  if (it == nullptr) return nullptr;
+  RemoveFreeLocked(cls, it);
+  it->refcount.store(1, std::memory_order_relaxed);
+  it->flags.store(0, std::memory_order_relaxed);
+  it->clsid.store(static_cast<uint8_t>(cls), std::memory_order_relaxed);
+  it->h_next = nullptr;
+  return it;
+}
+
 void SlabAllocator::Free(Item* it) {
   MutexLock l(&mu_);
   CHECK(!HasFlag(it, kItemSlabbed));

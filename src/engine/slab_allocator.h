@@ -65,6 +65,8 @@ class SlabAllocator {
   // h_next (chunk parts record their head item under the lock, so the
   // rebalancer can find it).
   Item* Alloc(int cls, Item* owner = nullptr) EXCLUDES(mu_);
+  // Only from the free list: never adds a page (slab rebalancer rescues).
+  Item* AllocFree(int cls) EXCLUDES(mu_);
   // Gives a chunk back. REQUIRES: refcount 0, not linked.
   void Free(Item* it) EXCLUDES(mu_);
 

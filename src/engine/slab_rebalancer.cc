@@ -2,6 +2,7 @@
 #include "engine/slab_rebalancer.h"
 
 #include <chrono>
+#include <cstring>
 
 #include "engine/engine_impl.h"
 
@@ -56,6 +57,34 @@ std::string SlabRebalancer::Reassign(int src, int dst) {
   return "OK";
 }
 
+bool SlabRebalancer::Rescue(Item* it, uint64_t hv) {
+  // Chunked values are evicted (their parts span several pages).
+  if (HasFlag(it, kItemChunked)) return false;
+  Engine::Impl* m = impl_;
+  const int cls = ClassOf(it);
+  // A free chunk of the same class outside the moving page (its chunks are
+  // never on the free list). No eviction here: that would defeat the move.
+  Item* n = m->slabs.AllocFree(cls);
+  if (n == nullptr) return false;
+  constexpr uint16_t kKeep = kItemCas | kItemFetched | kItemActive | kItemHeap | kItemStale |
+                             kItemTokenSent;
+  n->flags.store(it->flags.load(std::memory_order_relaxed) & kKeep, std::memory_order_relaxed);
+  n->nkey = it->nkey;
+  n->nbytes = it->nbytes;
+  n->client_flags = it->client_flags;
+  n->type = it->type;
+  n->exptime.store(it->exptime.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  std::memcpy(ItemKey(n), ItemKey(it), size_t{it->nkey} + it->nbytes + 2);
+  // A heap value moves with the item: the old copy must not delete it.
+  ClearFlag(it, kItemHeap);
+  const uint32_t last_access = it->time.load(std::memory_order_relaxed);
+  m->ReplaceLocked(it, n, hv, m->bg_ts, CasOf(it));
+  n->time.store(last_access, std::memory_order_relaxed);
+  m->Release(n);  // the link holds it
+  m->reassign_rescues.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 bool SlabRebalancer::MovePage(int src, int dst) {
   Engine::Impl* m = impl_;
   if (!m->slabs.BeginMove(src)) return false;
@@ -73,10 +102,11 @@ bool SlabRebalancer::MovePage(int src, int dst) {
         if (HasFlag(owner, kItemLinked)) {
           if (m->IsDead(owner, m->Now())) {
             m->reassign_inline_reclaim.fetch_add(1, std::memory_order_relaxed);
-          } else {
+            m->UnlinkLocked(owner, hv);
+          } else if (!Rescue(owner, hv)) {
             m->reassign_evictions.fetch_add(1, std::memory_order_relaxed);
+            m->UnlinkLocked(owner, hv);
           }
-          m->UnlinkLocked(owner, hv);
         }
         m->Release(owner);
       } else {

@@ -9,6 +9,7 @@
 
 #include "common/mutex.h"
 #include "engine/engine.h"
+#include "engine/item.h"
 
 namespace trove::engine {
 
@@ -36,6 +37,10 @@ class SlabRebalancer {
 
  private:
   void Loop();
+  // Copies a linked item of the moving page into a free chunk of its class
+  // and swaps it into the table. REQUIRES: stripe(hv) held. False if no
+  // free chunk (the caller evicts instead).
+  bool Rescue(Item* it, uint64_t hv);
   Engine::Impl* impl_;
   std::atomic<int> automove_;
   Mutex mu_{LockRank::kBackground};

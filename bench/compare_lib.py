@@ -51,6 +51,7 @@ class CpuLayout:
     """Which cores the servers and the generator get."""
 
     def __init__(self, cpus, server_cores, gen_cores, pinned, reason):
+        self.nice = 0  # niceness for servers and generator alike (negative: ahead of other work)
         self.cpus = cpus
         self.server_cores = server_cores
         self.gen_cores = gen_cores
@@ -72,16 +73,18 @@ class CpuLayout:
         return CpuLayout(cpus, cpus[:half], cpus[half:], True, "")
 
     def describe(self):
+        nice = f"; servers and generator run at nice {self.nice}" if self.nice else ""
         if not self.pinned:
             return (f"NOT pinned ({self.reason}): servers and generator share CPUs "
-                    f"{self.cpus}, so figures mix both sides' load")
+                    f"{self.cpus}, so figures mix both sides' load{nice}")
         return (f"pinned with taskset: servers on CPU {','.join(map(str, self.server_cores))}, "
-                f"generator on CPU {','.join(map(str, self.gen_cores))}")
+                f"generator on CPU {','.join(map(str, self.gen_cores))}{nice}")
 
     def prefix(self, cores):
-        if not self.pinned:
-            return []
-        return ["taskset", "-c", ",".join(map(str, cores))]
+        cmd = ["nice", "-n", str(self.nice)] if self.nice else []
+        if self.pinned:
+            cmd += ["taskset", "-c", ",".join(map(str, cores))]
+        return cmd
 
 
 def free_port():

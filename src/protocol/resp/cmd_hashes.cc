@@ -126,9 +126,9 @@ void ListGeneric(CommandContext& ctx, int mode) {
   }
   if (mode == 2) ctx.w->MapHeader(v->size());
   else ctx.w->ArrayHeader(v->size());
-  for (const auto& [f, val] : v->map()) {
-    if (mode != 1) ctx.w->Bulk(f);
-    if (mode != 0) ctx.w->Bulk(val);
+  for (const auto& [f, val] : v->Entries()) {
+    if (mode != 1) ctx.w->Bulk(*f);
+    if (mode != 0) ctx.w->Bulk(*val);
   }
 }
 void CmdHKeys(CommandContext& ctx) { ListGeneric(ctx, 0); }
@@ -215,13 +215,12 @@ void CmdHRandField(CommandContext& ctx) {
     else ctx.w->Null();
     return;
   }
-  std::vector<const std::pair<const std::string, std::string>*> all;
-  for (const auto& e : v->map()) all.push_back(&e);
+  auto all = v->Entries();
   if (!has_count) {
-    ctx.w->Bulk(all[Rng()() % all.size()]->first);
+    ctx.w->Bulk(*all[Rng()() % all.size()].first);
     return;
   }
-  std::vector<const std::pair<const std::string, std::string>*> pick;
+  decltype(all) pick;
   if (count >= 0) {
     std::shuffle(all.begin(), all.end(), Rng());
     size_t n = std::min(static_cast<size_t>(count), all.size());
@@ -232,10 +231,10 @@ void CmdHRandField(CommandContext& ctx) {
   }
   bool resp3_pairs = withvalues && ctx.w->proto() == 3;
   ctx.w->ArrayHeader(withvalues && !resp3_pairs ? pick.size() * 2 : pick.size());
-  for (const auto* e : pick) {
+  for (const auto& e : pick) {
     if (resp3_pairs) ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(e->first);
-    if (withvalues) ctx.w->Bulk(e->second);
+    ctx.w->Bulk(*e.first);
+    if (withvalues) ctx.w->Bulk(*e.second);
   }
 }
 
@@ -246,8 +245,8 @@ void CmdHScan(CommandContext& ctx) {
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
   std::vector<std::pair<std::string_view, std::string_view>> out;
   if (v != nullptr) {
-    for (const auto& [f, val] : v->map()) {
-      if (!o.has_pattern || GlobMatch(o.pattern, f)) out.emplace_back(f, val);
+    for (const auto& [f, val] : v->Entries()) {
+      if (!o.has_pattern || GlobMatch(o.pattern, *f)) out.emplace_back(*f, *val);
     }
   }
   ctx.w->ArrayHeader(2);

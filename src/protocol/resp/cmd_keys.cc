@@ -247,7 +247,7 @@ void CmdKeys(CommandContext& ctx) {
 
 void CmdScan(CommandContext& ctx) {
   uint64_t cursor;
-  if (!ParseU64(ctx.argv[1], &cursor)) {
+  if (!ParseCursor(ctx.argv[1], &cursor)) {
     ctx.Error("ERR invalid cursor");
     return;
   }

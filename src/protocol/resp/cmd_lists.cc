@@ -107,11 +107,11 @@ void CmdLRange(CommandContext& ctx) {
 }
 
 void CmdLIndex(CommandContext& ctx) {
-  int64_t idx;
-  if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   ListValue* v;
   if (!ReadList(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) { ctx.w->Null(); return; }
+  int64_t idx;
+  if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   int64_t len = static_cast<int64_t>(v->size());
   if (idx < 0) idx += len;
   if (idx < 0 || idx >= len) { ctx.w->Null(); return; }
@@ -119,12 +119,12 @@ void CmdLIndex(CommandContext& ctx) {
 }
 
 void CmdLSet(CommandContext& ctx) {
-  int64_t idx;
-  if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
   if (!ReadList(ctx, key, &v)) return;
   if (v == nullptr) { ctx.Error("ERR no such key"); return; }
+  int64_t idx;
+  if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   int64_t len = static_cast<int64_t>(v->size());
   if (idx < 0) idx += len;
   if (idx < 0 || idx >= len) { ctx.Error("ERR index out of range"); return; }

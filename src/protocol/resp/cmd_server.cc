@@ -580,7 +580,7 @@ void CmdCommand(CommandContext& ctx) {
     ctx.w->ArrayHeader(names.size());
     for (const char* n : names) ctx.w->Bulk(n);
   } else if (sub == "getkeys") {
-    if (ctx.argc() < 3) { SubArity(ctx); return; }
+    if (ctx.argc() < 4) { SubArity(ctx); return; }
     const CommandSpec* s = t.Find(ctx.argv[2]);
     if (s == nullptr) { ctx.Error("ERR Invalid command specified"); return; }
     auto args = ctx.argv.subspan(2);
@@ -792,6 +792,9 @@ void CmdClient(CommandContext& ctx) {
     } else {
       ctx.Error("ERR No such client");
     }
+  } else if (sub == "id" || sub == "setname" || sub == "getname" || sub == "info" ||
+             sub == "setinfo" || sub == "no-evict" || sub == "no-touch" || sub == "kill") {
+    SubArity(ctx);
   } else {
     UnknownSubcommand(ctx);
   }

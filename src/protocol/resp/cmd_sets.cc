@@ -205,7 +205,12 @@ bool Compute(CommandContext& ctx, SetOp op, size_t first, size_t last,
 void OpGeneric(CommandContext& ctx, SetOp op) {
   std::vector<std::string> r;
   if (!Compute(ctx, op, 1, ctx.argc() - 1, &r)) return;
-  WriteMembers(ctx, r);
+  // Redis builds the result as a new set, so an all-integer result comes out
+  // in intset (ascending) order.
+  SetValue tmp;
+  for (const auto& m : r) tmp.Add(m);
+  tmp.CheckEncoding(ctx.server->set_max_intset_entries.load(std::memory_order_relaxed));
+  WriteMembers(ctx, tmp.Ordered());
 }
 void CmdSInter(CommandContext& ctx) { OpGeneric(ctx, SetOp::kInter); }
 void CmdSUnion(CommandContext& ctx) { OpGeneric(ctx, SetOp::kUnion); }

@@ -736,9 +736,12 @@ void CmdZDiffStore(CommandContext& ctx) { ZStoreGeneric(ctx, ZOp::kDiff); }
 void CmdZInterCard(CommandContext& ctx) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) { ctx.Error("ERR numkeys should be greater than 0"); return; }
+  if (n <= 0) {
+    ctx.Error("ERR at least 1 input key is needed for 'zintercard' command");
+    return;
+  }
   if (static_cast<size_t>(n) + 2 > ctx.argc()) {
-    ctx.Error("ERR Number of keys can't be greater than number of args");
+    ctx.SyntaxError();
     return;
   }
   size_t pos = 2 + static_cast<size_t>(n);

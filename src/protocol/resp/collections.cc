@@ -21,7 +21,10 @@ const std::string* HashValue::Find(std::string_view f) const {
 bool HashValue::Set(std::string_view f, std::string_view v) {
   longest_ = std::max({longest_, f.size(), v.size()});
   auto [it, added] = m_.try_emplace(std::string(f));
-  if (added) bytes_ += static_cast<int64_t>(f.size()) + kEntryOverhead;
+  if (added) {
+    bytes_ += static_cast<int64_t>(f.size()) + kEntryOverhead;
+    if (compact_) order_.emplace_back(f);
+  }
   bytes_ += static_cast<int64_t>(v.size()) - static_cast<int64_t>(it->second.size());
   it->second.assign(v);
   return added;
@@ -32,7 +35,22 @@ bool HashValue::Erase(std::string_view f) {
   if (it == m_.end()) return false;
   bytes_ -= static_cast<int64_t>(it->first.size() + it->second.size()) + kEntryOverhead;
   m_.erase(it);
+  if (compact_) order_.erase(std::find(order_.begin(), order_.end(), f));
   return true;
+}
+
+std::vector<std::pair<const std::string*, const std::string*>> HashValue::Entries() const {
+  std::vector<std::pair<const std::string*, const std::string*>> out;
+  out.reserve(m_.size());
+  if (compact_) {
+    for (const std::string& f : order_) {
+      auto it = m_.find(f);
+      out.emplace_back(&it->first, &it->second);
+    }
+  } else {
+    for (const auto& [f, v] : m_) out.emplace_back(&f, &v);
+  }
+  return out;
 }
 
 void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
@@ -40,6 +58,8 @@ void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
   if (static_cast<int64_t>(m_.size()) > max_entries ||
       static_cast<int64_t>(longest_) > max_value) {
     compact_ = false;
+    order_.clear();
+    order_.shrink_to_fit();
   }
 }
 

@@ -78,12 +78,14 @@ class HashValue final : public CollectionBase {
   // True if the field is new.
   bool Set(std::string_view f, std::string_view v);
   bool Erase(std::string_view f);
-  const std::unordered_map<std::string, std::string>& map() const { return m_; }
+  // Field/value pairs; in insertion order while compact (as a listpack).
+  std::vector<std::pair<const std::string*, const std::string*>> Entries() const;
   // Leaves the compact encoding once past Redis's thresholds (never back).
   void CheckEncoding(int64_t max_entries, int64_t max_value);
 
  private:
   std::unordered_map<std::string, std::string> m_;
+  std::vector<std::string> order_;  // field order, kept only while compact_
   bool compact_ = true;
   bool long_entry_seen_ = false;
   size_t longest_ = 0;

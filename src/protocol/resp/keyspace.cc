@@ -243,9 +243,18 @@ bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase) {
 
 namespace trove::resp {
 
+bool ParseCursor(std::string_view s, uint64_t* out) {
+  int64_t v;
+  if (!s.empty() && s[0] == '-' && ParseStrictInt64(s, &v)) {
+    *out = static_cast<uint64_t>(v);
+    return true;
+  }
+  return ParseU64(s, out);
+}
+
 bool ParseScanArgs(CommandContext& ctx, size_t cursor_at, ScanOptions* o) {
   uint64_t cursor;
-  if (!ParseU64(ctx.argv[cursor_at], &cursor)) {
+  if (!ParseCursor(ctx.argv[cursor_at], &cursor)) {
     ctx.Error("ERR invalid cursor");
     return false;
   }

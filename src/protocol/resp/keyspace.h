@@ -50,6 +50,9 @@ bool ArgDouble(CommandContext& ctx, std::string_view s, double* out,
 bool ParseDouble(std::string_view s, double* out);
 bool ParseLongDouble(std::string_view s, long double* out);
 
+// SCAN cursors as Redis reads them (strtoul: "-1" wraps); false if not a number.
+bool ParseCursor(std::string_view s, uint64_t* out);
+
 // Redis's glob matching (stringmatchlen), optionally case-insensitive.
 bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase = false);
 

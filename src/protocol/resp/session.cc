@@ -79,10 +79,14 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   }
   int argc = static_cast<int>(argv.size());
   if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) {
-    std::string m = "ERR wrong number of arguments for '";
+    // Redis reports a rejected EXEC as the transaction's abort.
+    bool exec = std::string_view(spec->name) == "exec";
+    std::string m = exec ? "EXECABORT Transaction discarded because of: " : "ERR ";
+    m += "wrong number of arguments for '";
     m += spec->name;
     m += "' command";
     w->Error(m);
+    if (exec) txn.End();
     txn.MarkDirty();
     return;
   }

@@ -103,12 +103,13 @@ bool Acceptor::AcceptFrom(const BoundListener& l) {
     // The limit comes first, before any per-connection work (seed 002).
     uint64_t cur = opts_.counters->curr_connections.load(std::memory_order_relaxed);
     if (cur >= opts_.max_connections) {
+      // Counted first, so a client that sees the refusal also sees the count.
+      opts_.counters->rejected_connections.fetch_add(1, std::memory_order_relaxed);
       if (!l.reject_reply.empty()) {
         ssize_t w = ::send(fd, l.reject_reply.data(), l.reject_reply.size(), MSG_NOSIGNAL);
         (void)w;
       }
       ::close(fd);
-      opts_.counters->rejected_connections.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     opts_.counters->curr_connections.fetch_add(1, std::memory_order_relaxed);

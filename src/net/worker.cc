@@ -389,7 +389,10 @@ void Worker::CheckIdle() {
   for (auto& [id, c] : conns_) {
     if (now - c->last_active_ns > limit) idle.push_back(c.get());
   }
-  for (Connection* c : idle) Close(c);
+  for (Connection* c : idle) {
+    counters_->idle_kicks.fetch_add(1, std::memory_order_relaxed);
+    Close(c);
+  }
 }
 
 ServerServices::ConnInfo Worker::Describe(const Connection& c) const {

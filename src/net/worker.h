@@ -29,6 +29,7 @@ struct NetCounters {
   std::atomic<uint64_t> conn_yields{0};         // -R limit reached, re-queued
   std::atomic<uint64_t> read_paused{0};         // times a connection stopped being read
   std::atomic<uint64_t> listen_disabled{0};     // accept paused (out of fds)
+  std::atomic<uint64_t> idle_kicks{0};          // closed by -o idle_timeout
 };
 
 // Replies from workers to a thread waiting on a cross-worker request

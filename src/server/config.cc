@@ -191,6 +191,7 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     c->slab_reassign = false;
     c->slab_automove = 0;
     c->lru_maintainer = false;
+    c->lru_segmented = false;
     c->lru_crawler = false;
     c->temp_lru = false;
   } else if (n == "watcher_logbuf_size" || n == "worker_logbuf_size" ||
@@ -217,11 +218,14 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     Status s = need_value();
     if (!s.ok()) return s;
     ignored();
+  } else if (n == "lru_segmented") {
+    c->lru_segmented = true;
+  } else if (n == "no_lru_segmented") {
+    c->lru_segmented = false;
   } else if (n == "track_sizes" || n == "no_hashexpand" || n == "inline_ascii_resp" ||
              n == "no_inline_ascii_resp" || n == "ext_drop_unread" || n == "no_ext_drop_unread" ||
              n == "ssl_session_cache" || n == "ssl_kernel_tls" || n == "drop_privileges" ||
-             n == "no_drop_privileges" || n == "meta_response_old" || n == "lru_segmented" ||
-             n == "no_lru_segmented" || n == "proxy_uring") {
+             n == "no_drop_privileges" || n == "meta_response_old" || n == "proxy_uring") {
     ignored();
   } else {
     return Bad("Illegal suboption \"" + n + "\"");

@@ -61,6 +61,7 @@ struct Config {
   // --- -o extended options that reach the engine ---
   int hashpower = 0;                // 0 = engine default
   bool lru_maintainer = true;
+  bool lru_segmented = true;        // no_modern turns it off (stats settings only)
   bool lru_crawler = true;
   uint32_t lru_crawler_sleep = 100;
   uint32_t lru_crawler_tocrawl = 0;

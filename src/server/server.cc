@@ -89,6 +89,9 @@ Status Server::Bind() {
   } else {
     for (const net::ListenAddr& h : hosts) {
       int port = h.port >= 0 ? h.port : cfg_.port;
+      // -p 0 with several -l hosts: one ephemeral port for all of them, so
+      // the port file's one number reaches every address.
+      if (h.port < 0 && port == 0 && mc_port_ > 0) port = mc_port_;
       auto ls = net::ListenTcp(h.host, port, cfg_.backlog);
       if (!ls.ok()) {
         return Status::Invalid("failed to listen on TCP port " + std::to_string(port) + ": " +
@@ -106,8 +109,8 @@ Status Server::Bind() {
   if (resp_on) {
     std::vector<net::Listener> all;
     for (const net::ListenAddr& h : hosts) {
-      auto ls = net::ListenTcp(h.host, resp_port_ > 0 ? resp_port_ : cfg_.resp_port,
-                               cfg_.backlog);
+      int port = cfg_.resp_port == 0 && resp_port_ > 0 ? resp_port_ : cfg_.resp_port;
+      auto ls = net::ListenTcp(h.host, port, cfg_.backlog);
       if (!ls.ok()) {
         // The default port being taken (a local redis-server) is not fatal.
         if (!cfg_.resp_port_set) {
@@ -240,6 +243,7 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   s.emplace_back("bytes_written", Num(net_->BytesWritten()));
   s.emplace_back("accepting_conns", started_ && !stopped_ ? "1" : "0");
   s.emplace_back("listen_disabled_num", Num(c.listen_disabled.load(std::memory_order_relaxed)));
+  s.emplace_back("idle_kicks", Num(c.idle_kicks.load(std::memory_order_relaxed)));
   return s;
 }
 
@@ -279,6 +283,7 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("flush_enabled", yn(!cfg_.disable_flush_all));
   s.emplace_back("dump_enabled", yn(!cfg_.disable_dumping));
   s.emplace_back("idle_timeout", Num(static_cast<uint64_t>(cfg_.idle_timeout_s)));
+  s.emplace_back("lru_segmented", yn(cfg_.lru_segmented));
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
   return s;
 }

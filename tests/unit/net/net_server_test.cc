@@ -204,6 +204,7 @@ TEST_F(NetServerTest, IdleTimeoutClosesOnlyIdleConnections) {
   server_->WakeAll();
   idle.SetTimeoutMs(2000);
   EXPECT_TRUE(idle.SeesEof());
+  EXPECT_EQ(server_->counters().idle_kicks.load(), 1u);
   busy.Send("echo still\r\n");
   EXPECT_EQ(busy.ReadLine(), "still\r\n");
 }

@@ -274,6 +274,8 @@ TEST(ConfigTest, NoModernRestoresOldDefaults) {
   EXPECT_FALSE(c.slab_reassign);
   EXPECT_EQ(c.slab_automove, 0);
   EXPECT_FALSE(c.lru_maintainer);
+  EXPECT_FALSE(c.lru_segmented);
+  EXPECT_TRUE(Ok({"-o", "modern"}).lru_segmented);
   EXPECT_EQ(c.slab_chunk_max, 1u << 20);
 }
 

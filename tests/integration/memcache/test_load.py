@@ -157,7 +157,7 @@ def test_slow_reader_does_not_stall_others(make_server):
             worst = max(worst, time.monotonic() - t0)
         rounds += 1
     assert rounds >= 20, "only %d rounds in 3 s: others are stalled" % rounds
-    assert worst < 1.0, "a request took %.2f s while a client was not reading" % worst
+    assert worst < 2.0, "a request took %.2f s while a client was not reading" % worst
     for c in others:
         c.close()
 

@@ -401,13 +401,5 @@ TEST_F(DispatchTest, MetaDebugAndNoop) {
             "EN\r\nCLIENT_ERROR bad command line format\r\nMN\r\nERROR\r\n");
 }
 
-TEST_F(DispatchTest, ErrorTextNeverCarriesLineBreaks) {
-  net::OutputBuffer out;
-  ReplyWriter w(&out);
-  w.ClientError("evil\r\nSTORED");
-  w.Stat("a\nb", "c\rd");
-  EXPECT_EQ(out.ToString(), "CLIENT_ERROR evil  STORED\r\nSTAT a b c d\r\n");
-}
-
 }  // namespace
 }  // namespace trove::memcache

@@ -401,3 +401,40 @@ def test_idle_timeout_closes_idle_connections(make_server):
     assert busy.rt(b"version\r\n").startswith(b"VERSION ")
     assert int(busy.stat("idle_kicks")) >= 1
     busy.close()
+
+
+# ---- -U (UDP) -----------------------------------------------------------
+
+def test_U_udp_served_or_refused_clearly(tmp_path):
+    """Issue 3: implement memcached's UDP framing, or refuse -U N clearly."""
+    binary = hserver.binary_or_fail()
+    udp_port = hserver.free_port()
+    args = [binary] + hserver.root_args([]) + ["-U", str(udp_port), "-l", "127.0.0.1"]
+    if hserver.is_memcached():
+        args += ["-p", str(hserver.free_port())]
+    else:
+        args += ["-p", "0", "--resp-port", "0", "--port-file", str(tmp_path / "ports")]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        rc = p.wait(timeout=1.5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    if rc is not None:
+        err = p.stderr.read().decode("utf-8", "replace")
+        assert rc == 64, (rc, err)
+        assert "udp" in err.lower(), err
+        return
+    try:
+        # Served: a get over UDP with the 8-byte frame header
+        # (request id, sequence 0, 1 datagram, reserved).
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(2)
+        header = b"\x12\x34\x00\x00\x00\x01\x00\x00"
+        s.sendto(header + b"version\r\n", ("127.0.0.1", udp_port))
+        data, _ = s.recvfrom(65536)
+        assert data[:2] == b"\x12\x34"
+        assert data[8:].startswith(b"VERSION ")
+        s.close()
+    finally:
+        p.kill()
+        p.wait(timeout=10)

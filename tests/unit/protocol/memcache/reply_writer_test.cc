@@ -3,7 +3,6 @@
 #include "protocol/memcache/reply_writer.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 
 namespace trove::memcache {

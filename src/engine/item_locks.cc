@@ -43,7 +43,7 @@ bool ItemLocks::HeldByMe(uint32_t stripe) const {
 }
 
 bool ItemLocks::TryLock(uint32_t stripe) {
-  // std::mutex::try_lock on a mutex this thread owns is undefined: check first.
+  // try_lock on a mutex this thread already owns is undefined: check first.
   if (HeldByMe(stripe)) return false;
   if (!locks_[stripe].mu.TryLock()) return false;
   t_held.push_back({this, stripe});

@@ -187,6 +187,15 @@ TEST_F(DispatchTest, LargeValueAsksForItsSize) {
   EXPECT_EQ(got, "VALUE big 0 100000\r\n" + v + "\r\nEND\r\n");
 }
 
+TEST_F(DispatchTest, ValueNearItemSizeMaxRoundTrips) {
+  // Larger than slab_chunk_max (-I / 2), so the real engine chunks it.
+  std::string v(1000000, '\0');
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>('a' + i % 23);
+  EXPECT_EQ(Send("set big 7 0 1000000\r\n" + v + "\r\n", 4096), "STORED\r\n");
+  EXPECT_EQ(Send("get big\r\n"), "VALUE big 7 1000000\r\n" + v + "\r\nEND\r\n");
+  EXPECT_EQ(Send("mg big s v\r\n"), "VA 1000000 s1000000\r\n" + v + "\r\n");
+}
+
 TEST_F(DispatchTest, NoreplySilencesTextRepliesAndTheirErrors) {
   EXPECT_EQ(Send("set a 0 0 1 noreply\r\nx\r\nget a\r\n"), "VALUE a 0 1\r\nx\r\nEND\r\n");
   EXPECT_EQ(Send("set a 0 0 1 noreply\r\nxyz\r\nmn\r\n"), "ERROR\r\nMN\r\n");

@@ -136,5 +136,85 @@ TEST_F(SessionTest, ProtocolErrorCloses) {
   EXPECT_TRUE(h_.handler()->WantsClose());
 }
 
+TEST_F(SessionTest, CollectionsRoundTrip) {
+  EXPECT_EQ(h_.Cmd({"RPUSH", "l", "a", "b"}), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"LRANGE", "l", "0", "-1"}), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+  EXPECT_EQ(h_.Cmd({"HSET", "h", "f", "v", "g", "w"}), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"HGETALL", "h"}), "*4\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\ng\r\n$1\r\nw\r\n");
+  EXPECT_EQ(h_.Cmd({"SADD", "s", "3", "1", "2"}), ":3\r\n");
+  EXPECT_EQ(h_.Cmd({"SMEMBERS", "s"}), "*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n");
+  EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "s"}), "$6\r\nintset\r\n");
+  EXPECT_EQ(h_.Cmd({"ZADD", "z", "2", "b", "1.5", "a"}), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"ZRANGE", "z", "0", "-1", "WITHSCORES"}),
+            "*4\r\n$1\r\na\r\n$3\r\n1.5\r\n$1\r\nb\r\n$1\r\n2\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "l"}),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  EXPECT_EQ(h_.Cmd({"TYPE", "z"}), "+zset\r\n");
+  EXPECT_EQ(h_.Cmd({"LPOP", "l", "5"}), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+  EXPECT_EQ(h_.Cmd({"EXISTS", "l"}), ":0\r\n");
+}
+
+TEST_F(SessionTest, RenameAndCopyCloneCollections) {
+  EXPECT_EQ(h_.Cmd({"SADD", "s", "x"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"COPY", "s", "c"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"SADD", "c", "y"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"SCARD", "s"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"RENAME", "c", "d"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SCARD", "d"}), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"EXISTS", "c"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"MOVE", "d", "2"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"SELECT", "2"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SCARD", "d"}), ":2\r\n");
+}
+
+// The fake engine CHECKs the locking contract, so these would abort if EXEC
+// ran a keyspace walk under its lock set or a command outside one.
+TEST_F(SessionTest, ExecMixesKeyedAndKeyspaceCommands) {
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "a", "1"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"DBSIZE"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"FLUSHDB"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "b", "2"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"COPY", "b", "c", "DB", "1"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"SELECT", "1"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"GET", "c"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"KEYS", "*"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}),
+            "*8\r\n+OK\r\n:1\r\n+OK\r\n+OK\r\n:1\r\n+OK\r\n$1\r\n2\r\n"
+            "*1\r\n$1\r\nc\r\n");
+}
+
+TEST_F(SessionTest, PipelinedRequestsInOneRead) {
+  EXPECT_EQ(h_.Send("SET a 1\r\nINCR a\r\n*2\r\n$3\r\nGET\r\n$1\r\na\r\n"),
+            "+OK\r\n:2\r\n$1\r\n2\r\n");
+}
+
+TEST_F(SessionTest, LargeValueArrivesInPieces) {
+  std::string v(200000, 'v');
+  std::string req = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$200000\r\n" + v + "\r\n";
+  EXPECT_EQ(h_.Send(req.substr(0, 100)), "");
+  EXPECT_EQ(h_.handler()->BytesWanted(), req.size());
+  EXPECT_EQ(h_.Send(req.substr(100, 150000)), "");
+  EXPECT_EQ(h_.Send(req.substr(150100)), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"STRLEN", "k"}), ":200000\r\n");
+}
+
+TEST_F(SessionTest, ExecArityAbortsLikeRedis) {
+  EXPECT_EQ(h_.Cmd({"EXEC", "x"}),
+            "-EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' "
+            "command\r\n");
+}
+
+TEST_F(SessionTest, Resp3RepliesForCollections) {
+  EXPECT_EQ(h_.Cmd({"HELLO", "3"}).substr(0, 2), "%7");
+  EXPECT_EQ(h_.Cmd({"HSET", "h", "f", "v"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"HGETALL", "h"}), "%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
+  EXPECT_EQ(h_.Cmd({"ZADD", "z", "1", "a"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"ZSCORE", "z", "a"}), ",1\r\n");
+  EXPECT_EQ(h_.Cmd({"ZPOPMIN", "z", "1"}), "*1\r\n*2\r\n$1\r\na\r\n,1\r\n");
+  EXPECT_EQ(h_.Cmd({"SISMEMBER", "nope", "x"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"SMEMBERS", "nope"}), "~0\r\n");
+}
+
 }  // namespace
 }  // namespace trove::resp

@@ -3,6 +3,8 @@
 // Run: build/release/bench/engine_memory_bench [N]
 #include <unistd.h>
 
+#include <memory>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<Engine> e = std::move(r).value();
+  e->Start();  // the hash expander grows the table as memcached's would
   ThreadStats* ts = e->NewThreadStats();
   const std::string value(100, 'v');
   const size_t rss0 = RssBytes();
@@ -50,6 +53,10 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // Let the expander finish so the table size is the steady state.
+  while (StatOf(e->Stats(), "hash_is_expanding") == "1" || e->curr_items() == 0) usleep(10000);
+  usleep(200000);
+  while (StatOf(e->Stats(), "hash_is_expanding") == "1") usleep(10000);
   const size_t rss1 = RssBytes();
   StatList slabs = e->SlabStats();
   StatList stats = e->Stats();

@@ -128,6 +128,19 @@ def test_mg_base64_key_matches_text_key(conn, key):
     assert conn.rt(b"mg %s b v\r\n" % enc) == b"VA 5\r\nplain\r\n"
 
 
+def test_mg_key_returned_in_the_form_it_was_stored(conn, key):
+    # memcached remembers per item whether its key was given in base64: k
+    # returns the key the way it was stored, whatever form the reader used.
+    k = b(key)
+    enc = base64.b64encode(k)
+    conn.set(k, "t")
+    assert conn.rt(b"mg %s b k v\r\n" % enc) == b"VA 1 k%s\r\nt\r\n" % k
+    k2 = k + b"_2"
+    enc2 = base64.b64encode(k2)
+    assert conn.rt(b"ms %s 1 b\r\nq\r\n" % enc2) == b"HD\r\n"
+    assert conn.rt(b"mg %s k\r\n" % k2) == b"HD k%s b\r\n" % enc2
+
+
 def test_mg_bad_base64(conn):
     assert conn.rt(b"mg !!!! b v\r\n") == b"CLIENT_ERROR error decoding key\r\n"
 
@@ -330,6 +343,14 @@ def test_md_invalidate_then_win_then_refill(conn, key):
     assert conn.rt(b"mg %s v\r\n" % k) == b"VA 2\r\nzz\r\n"
 
 
+def test_md_compare_cas_zero_is_a_mismatch(conn, key):
+    # C0 is a real comparison (no item has cas 0), not "no compare".
+    k = b(key)
+    conn.set(k, "x")
+    assert conn.rt(b"md %s C0\r\n" % k) == b"EX\r\n"
+    assert conn.rt(b"mg %s v\r\n" % k) == b"VA 1\r\nx\r\n"
+
+
 def test_md_base64(conn, key):
     enc = base64.b64encode(b(key))
     conn.set(key, "x")
@@ -392,6 +413,13 @@ def test_ma_vivify_and_initial(conn, key):
     assert line in (b"VA 1 t100\r\n7\r\n", b"VA 1 t99\r\n7\r\n"), line
     k3 = k + b"3"
     assert conn.rt(b"ma %s N0 v\r\n" % k3) == b"VA 1\r\n0\r\n"
+
+
+def test_ma_vivify_reports_even_when_quiet(conn, key):
+    # q hides HD for an ordinary success, but an item created by N is reported.
+    k = b(key)
+    assert conn.rt(b"ma %s N30 q\r\n" % k) == b"HD\r\n"
+    assert conn.rt(b"mg %s v\r\n" % k) == b"VA 1\r\n0\r\n"
 
 
 def test_ma_ttl_update(conn, key):

@@ -32,6 +32,7 @@ GENERAL_STATS = [
     "bytes_read", "bytes_written", "limit_maxbytes", "curr_items", "total_items",
     "bytes", "evictions", "reclaimed", "expired_unfetched", "evicted_unfetched",
     "hash_power_level", "hash_bytes", "accepting_conns", "listen_disabled_num",
+    "time_in_listen_disabled_us", "auth_cmds", "auth_errors",
 ]
 
 

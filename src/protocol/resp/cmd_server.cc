@@ -602,7 +602,7 @@ void CmdCommand(CommandContext& ctx) {
 // --- OBJECT / MEMORY / DEBUG ---
 
 std::string Encoding(const ItemRef& it) {
-  if (it.is_heap()) return static_cast<CollectionBase*>(it.heap())->encoding();
+  if (it.type() != engine::ValueType::kString) return CollectionEncoding(it);
   std::string v;
   it.CopyValue(&v);
   int64_t n;

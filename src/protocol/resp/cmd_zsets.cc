@@ -642,20 +642,24 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
   std::vector<std::map<std::string, double>> inputs;
   std::vector<bool> present;
   for (size_t i = first; i < end; ++i) {
-    engine::ItemRef it = ctx.engine->GetLocked(ctx.Key(i), ctx.ts);
+    CollectionBase* c = nullptr;
+    engine::ValueType type = engine::ValueType::kZset;
+    LoadStatus st = LoadAnyCollection(ctx, ctx.Key(i), &c, &type);
     std::map<std::string, double> m;
-    if (it) {
-      if (!it.is_heap() || (it.type() != engine::ValueType::kZset && it.type() != engine::ValueType::kSet)) {
-        ctx.WrongType();
-        return false;
-      }
-      if (it.type() == engine::ValueType::kZset) {
-        for (const auto& e : static_cast<ZsetValue*>(it.heap())->ordered()) m[e.second] = e.first;
+    if (st == LoadStatus::kWrongType ||
+        (st == LoadStatus::kOk && type != engine::ValueType::kZset &&
+         type != engine::ValueType::kSet)) {
+      ctx.WrongType();
+      return false;
+    }
+    if (st == LoadStatus::kOk) {
+      if (type == engine::ValueType::kZset) {
+        for (const auto& e : static_cast<ZsetValue*>(c)->ordered()) m[e.second] = e.first;
       } else {
-        for (const auto& s : static_cast<SetValue*>(it.heap())->members()) m[s] = 1.0;
+        for (const auto& s : static_cast<SetValue*>(c)->members()) m[s] = 1.0;
       }
     }
-    present.push_back(static_cast<bool>(it));
+    present.push_back(st == LoadStatus::kOk);
     inputs.push_back(std::move(m));
   }
   auto combine = [agg](double a, double b) {

@@ -2,6 +2,7 @@
 #include "protocol/resp/collections.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/resp_parser.h"
@@ -138,13 +139,267 @@ void ZsetValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
   }
 }
 
+// --- compact byte form ---
+
+namespace {
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+void PutString(std::string* out, std::string_view s) {
+  PutVarint(out, s.size());
+  out->append(s);
+}
+bool GetVarint(std::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
+    auto b = static_cast<unsigned char>((*in)[0]);
+    in->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+bool GetString(std::string_view* in, std::string_view* s) {
+  uint64_t n;
+  if (!GetVarint(in, &n) || n > in->size()) return false;
+  *s = in->substr(0, n);
+  in->remove_prefix(n);
+  return true;
+}
+}  // namespace
+
+void ListValue::Encode(std::string* out) const {
+  out->clear();
+  PutVarint(out, d_.size());
+  for (const auto& e : d_) PutString(out, e);
+}
+bool ListValue::Decode(std::string_view in) {
+  uint64_t n;
+  if (!GetVarint(&in, &n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view e;
+    if (!GetString(&in, &e)) return false;
+    PushBack(e);
+  }
+  return true;
+}
+
+void HashValue::Encode(std::string* out) const {
+  out->clear();
+  PutVarint(out, m_.size());
+  for (const auto& [f, v] : Entries()) {
+    PutString(out, *f);
+    PutString(out, *v);
+  }
+}
+bool HashValue::Decode(std::string_view in) {
+  uint64_t n;
+  if (!GetVarint(&in, &n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view f, v;
+    if (!GetString(&in, &f) || !GetString(&in, &v)) return false;
+    Set(f, v);
+  }
+  return true;
+}
+
+void SetValue::Encode(std::string* out) const {
+  out->clear();
+  PutVarint(out, s_.size());
+  for (const auto& m : Ordered()) PutString(out, m);
+}
+bool SetValue::Decode(std::string_view in) {
+  uint64_t n;
+  if (!GetVarint(&in, &n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view m;
+    if (!GetString(&in, &m)) return false;
+    Add(m);
+  }
+  return true;
+}
+
+void ZsetValue::Encode(std::string* out) const {
+  out->clear();
+  PutVarint(out, scores_.size());
+  for (const auto& [score, m] : by_score_) {
+    PutString(out, m);
+    char b[sizeof(double)];
+    std::memcpy(b, &score, sizeof b);
+    out->append(b, sizeof b);
+  }
+}
+bool ZsetValue::Decode(std::string_view in) {
+  uint64_t n;
+  if (!GetVarint(&in, &n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view m;
+    if (!GetString(&in, &m) || in.size() < sizeof(double)) return false;
+    double score;
+    std::memcpy(&score, in.data(), sizeof score);
+    in.remove_prefix(sizeof score);
+    Put(m, score);
+  }
+  return true;
+}
+
+namespace {
+
+std::unique_ptr<CollectionBase> NewOfType(engine::ValueType t) {
+  switch (t) {
+    case engine::ValueType::kList: return std::make_unique<ListValue>();
+    case engine::ValueType::kHash: return std::make_unique<HashValue>();
+    case engine::ValueType::kSet: return std::make_unique<SetValue>();
+    case engine::ValueType::kZset: return std::make_unique<ZsetValue>();
+    case engine::ValueType::kString: break;
+  }
+  return nullptr;
+}
+
+// Decodes a compact collection item. Decoding can only fail on a corrupt
+// item; the result is then empty rather than a crash.
+std::unique_ptr<CollectionBase> DecodeItem(const engine::ItemRef& it) {
+  std::unique_ptr<CollectionBase> c = NewOfType(it.type());
+  std::string bytes;
+  it.CopyValue(&bytes);
+  bool ok = false;
+  switch (it.type()) {
+    case engine::ValueType::kList: ok = static_cast<ListValue*>(c.get())->Decode(bytes); break;
+    case engine::ValueType::kHash: ok = static_cast<HashValue*>(c.get())->Decode(bytes); break;
+    case engine::ValueType::kSet: ok = static_cast<SetValue*>(c.get())->Decode(bytes); break;
+    case engine::ValueType::kZset: ok = static_cast<ZsetValue*>(c.get())->Decode(bytes); break;
+    case engine::ValueType::kString: break;
+  }
+  if (!ok) c = NewOfType(it.type());
+  return c;
+}
+
+ScratchEntry* FindScratch(CommandContext& ctx, std::string_view ekey) {
+  if (ctx.scratch == nullptr) return nullptr;
+  for (auto& e : *ctx.scratch) if (e.key == ekey) return &e;
+  return nullptr;
+}
+
+ScratchEntry* FindScratchObj(CommandContext& ctx, const CollectionBase* v) {
+  if (ctx.scratch == nullptr) return nullptr;
+  for (auto& e : *ctx.scratch) if (e.obj == v && v != nullptr) return &e;
+  return nullptr;
+}
+
+void DropScratch(CommandContext& ctx, std::string_view ekey) {
+  if (ScratchEntry* e = FindScratch(ctx, ekey)) {
+    e->obj = nullptr;
+    e->heap_resident = false;
+  }
+}
+
+ScratchEntry* AddScratch(CommandContext& ctx, std::string_view ekey) {
+  CHECK(ctx.scratch != nullptr);
+  if (ScratchEntry* e = FindScratch(ctx, ekey)) return e;
+  ctx.scratch->emplace_back();
+  ctx.scratch->back().key.assign(ekey);
+  return &ctx.scratch->back();
+}
+
+// Stores v's byte form as the item at ekey; false (no reply written) if the
+// engine cannot allocate it.
+bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
+                  const CollectionBase& v, int64_t exptime) {
+  std::string bytes;
+  v.Encode(&bytes);
+  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, exptime, bytes.size(), ctx.ts, type);
+  if (a.status != engine::AllocStatus::kOk) return false;
+  iovec spans[64];
+  int n = a.item.WritableSpans(spans, 64);
+  size_t off = 0;
+  for (int i = 0; i < n && off < bytes.size(); ++i) {
+    size_t take = std::min(spans[i].iov_len, bytes.size() - off);
+    std::memcpy(spans[i].iov_base, bytes.data() + off, take);
+    off += take;
+  }
+  engine::StoreArgs args;
+  return ctx.engine->StoreItemLocked(a.item, args, ctx.ts) == engine::StoreResult::kStored;
+}
+
+// Moves a scratch object into the engine as a HeapValue; false if that fails.
+bool StoreHeap(CommandContext& ctx, ScratchEntry* e) {
+  engine::AllocOutput a = ctx.engine->AllocateHeap(e->key, e->exptime, e->type,
+                                                   std::move(e->owned), ctx.ts);
+  if (a.status != engine::AllocStatus::kOk) return false;
+  engine::StoreArgs args;
+  if (ctx.engine->StoreItemLocked(a.item, args, ctx.ts) != engine::StoreResult::kStored) {
+    return false;
+  }
+  e->heap_resident = true;
+  return true;
+}
+
+}  // namespace
+
+LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, CollectionBase** out,
+                             engine::ValueType* type) {
+  *out = nullptr;
+  if (ScratchEntry* e = FindScratch(ctx, ekey)) {
+    if (e->obj != nullptr) {
+      *out = e->obj;
+      *type = e->type;
+      return LoadStatus::kOk;
+    }
+  }
+  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts);
+  if (!it) return LoadStatus::kMissing;
+  if (it.type() == engine::ValueType::kString) return LoadStatus::kWrongType;
+  *type = it.type();
+  if (it.is_heap()) {
+    *out = static_cast<CollectionBase*>(it.heap());
+    return LoadStatus::kOk;
+  }
+  if (ctx.scratch == nullptr) return LoadStatus::kWrongType;
+  ScratchEntry* e = AddScratch(ctx, ekey);
+  e->owned = DecodeItem(it);
+  e->obj = e->owned.get();
+  e->type = it.type();
+  e->exptime = it.expires_at_unix();
+  e->heap_resident = false;
+  *out = e->obj;
+  return LoadStatus::kOk;
+}
+
+CollectionBase* CreateScratch(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
+                              std::unique_ptr<CollectionBase> v) {
+  ScratchEntry* e = AddScratch(ctx, ekey);
+  e->owned = std::move(v);
+  e->obj = e->owned.get();
+  e->type = type;
+  e->exptime = 0;
+  e->heap_resident = false;
+  return e->obj;
+}
+
 CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
                                    engine::ValueType type, std::unique_ptr<CollectionBase> v,
                                    int64_t exptime) {
   DCHECK(ctx.locked);
+  DropScratch(ctx, ekey);
   if (ekey.size() > limits::kEngineMaxKey) {
     ctx.Error("ERR key too long (Trove keys are at most 65535 bytes)");
     return nullptr;
+  }
+  if (v->compact()) {
+    if (!StoreCompact(ctx, ekey, type, *v, exptime)) {
+      ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+      return nullptr;
+    }
+    ScratchEntry* e = AddScratch(ctx, ekey);
+    e->owned = std::move(v);
+    e->obj = e->owned.get();
+    e->type = type;
+    e->exptime = exptime;
+    return e->obj;
   }
   CollectionBase* raw = v.get();
   engine::AllocOutput a = ctx.engine->AllocateHeap(ekey, exptime, type, std::move(v), ctx.ts);
@@ -163,30 +418,49 @@ CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
 
 bool CopyItemLocked(CommandContext& ctx, const engine::ItemRef& item, std::string_view dst,
                     int64_t exptime) {
+  DropScratch(ctx, dst);
   if (item.is_heap()) {
     auto* src = static_cast<CollectionBase*>(item.heap());
-    std::unique_ptr<CollectionBase> copy = src->Clone();
-    size_t bytes = copy->MemoryUsage();
-    CollectionBase* stored = StoreNewCollection(ctx, dst, item.type(), std::move(copy), exptime);
-    (void)bytes;
-    return stored != nullptr;
+    return StoreNewCollection(ctx, dst, item.type(), src->Clone(), exptime) != nullptr;
   }
   std::string v;
   item.CopyValue(&v);
-  return StoreStringLocked(ctx, dst, v, exptime, false);
+  return StoreStringLocked(ctx, dst, v, exptime, false, item.type());
+}
+
+std::string CollectionEncoding(const engine::ItemRef& item) {
+  if (item.is_heap()) return static_cast<CollectionBase*>(item.heap())->encoding();
+  return DecodeItem(item)->encoding();
 }
 
 void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
                   size_t bytes_before) {
-  v->Bump();
-  if (v->size() == 0) {
-    ctx.engine->UnlinkLocked(ekey, ctx.ts);
+  ScratchEntry* e = FindScratchObj(ctx, v);
+  if (e == nullptr || e->heap_resident) {
+    // A HeapValue changed in place.
+    v->Bump();
+    if (v->size() == 0) {
+      ctx.engine->UnlinkLocked(ekey, ctx.ts);
+      DropScratch(ctx, ekey);
+      return;
+    }
+    size_t after = v->MemoryUsage();
+    if (after != bytes_before) {
+      ctx.engine->AdjustHeapBytes(static_cast<int64_t>(after) - static_cast<int64_t>(bytes_before));
+    }
     return;
   }
-  size_t after = v->MemoryUsage();
-  if (after != bytes_before) {
-    ctx.engine->AdjustHeapBytes(static_cast<int64_t>(after) - static_cast<int64_t>(bytes_before));
+  if (v->size() == 0) {
+    ctx.engine->UnlinkLocked(ekey, ctx.ts);
+    e->obj = nullptr;
+    return;
   }
+  // A compact value is written back as a new item (new CAS, so WATCH sees
+  // it). If the engine has no room for it the write is lost: the reply the
+  // caller sends next cannot be retracted (TODO(#5): -OOM before writing).
+  if (v->compact() && StoreCompact(ctx, ekey, e->type, *v, e->exptime)) return;
+  // Past the thresholds: the object itself becomes the item's HeapValue.
+  if (!StoreHeap(ctx, e)) e->obj = nullptr;
 }
 
 }  // namespace trove::resp

@@ -32,6 +32,12 @@ class CollectionBase : public engine::HeapValue {
   virtual size_t size() const = 0;
   // A deep copy (RENAME, COPY, MOVE need a second owner of the contents).
   virtual std::unique_ptr<CollectionBase> Clone() const = 0;
+  // True while below Redis's thresholds: the value is then kept as a compact
+  // byte string in item memory (Encode) instead of as a HeapValue.
+  virtual bool compact() const = 0;
+  // The compact byte form: a varint count, then length-prefixed entries
+  // (zset: member then an 8-byte score).
+  virtual void Encode(std::string* out) const = 0;
 
  protected:
   int64_t bytes_ = 0;
@@ -48,6 +54,11 @@ class ListValue final : public CollectionBase {
   }
   static constexpr engine::ValueType kType = engine::ValueType::kList;
   const char* encoding() const override { return "quicklist"; }
+  // Redis 7.0 keeps small lists in one listpack node (list-max-listpack-size
+  // -2: 8 KiB); Trove stores those as bytes.
+  bool compact() const override { return d_.size() <= 128 && bytes_ <= 8192; }
+  void Encode(std::string* out) const override;
+  bool Decode(std::string_view in);
   size_t size() const override { return d_.size(); }
   const std::deque<std::string>& items() const { return d_; }
   void PushBack(std::string_view v) { bytes_ += Cost(v); d_.emplace_back(v); }
@@ -73,6 +84,9 @@ class HashValue final : public CollectionBase {
   }
   static constexpr engine::ValueType kType = engine::ValueType::kHash;
   const char* encoding() const override { return compact_ ? "listpack" : "hashtable"; }
+  bool compact() const override { return compact_; }
+  void Encode(std::string* out) const override;
+  bool Decode(std::string_view in);
   size_t size() const override { return m_.size(); }
   const std::string* Find(std::string_view f) const;
   // True if the field is new.
@@ -98,6 +112,9 @@ class SetValue final : public CollectionBase {
   }
   static constexpr engine::ValueType kType = engine::ValueType::kSet;
   const char* encoding() const override { return intset_ ? "intset" : "hashtable"; }
+  bool compact() const override { return intset_; }
+  void Encode(std::string* out) const override;
+  bool Decode(std::string_view in);
   size_t size() const override { return s_.size(); }
   bool Contains(std::string_view m) const { return s_.count(std::string(m)) > 0; }
   bool Add(std::string_view m);
@@ -121,6 +138,9 @@ class ZsetValue final : public CollectionBase {
   static constexpr engine::ValueType kType = engine::ValueType::kZset;
   using Entry = std::pair<double, std::string>;
   const char* encoding() const override { return compact_ ? "listpack" : "skiplist"; }
+  bool compact() const override { return compact_; }
+  void Encode(std::string* out) const override;
+  bool Decode(std::string_view in);
   size_t size() const override { return scores_.size(); }
   const double* Score(std::string_view m) const;
   // Adds or updates; true if new.
@@ -140,28 +160,46 @@ class ZsetValue final : public CollectionBase {
 
 enum class LoadStatus : uint8_t { kMissing, kOk, kWrongType };
 
-// REQUIRES: ctx.locked. Finds the collection of type T at ekey.
+// A collection decoded from a compact item (or created) during one command.
+// Session::Run owns the list and clears it after each command, so a pointer
+// from LoadCollection stays valid for the whole command, and a key loaded
+// twice in one command (SMOVE s s, SINTERSTORE d d x) is decoded once.
+struct ScratchEntry {
+  std::string key;
+  std::unique_ptr<CollectionBase> owned;  // null once handed to the engine
+  CollectionBase* obj = nullptr;          // null after the key was deleted
+  engine::ValueType type = engine::ValueType::kList;
+  int64_t exptime = 0;                    // absolute unix seconds, 0 = never
+  bool heap_resident = false;             // now a HeapValue of a linked item
+};
+
+// REQUIRES: ctx.locked. Finds the collection at ekey as type T (kOk) or
+// reports a missing key / another type. Untyped variant for set/zset inputs.
+LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, CollectionBase** out,
+                             engine::ValueType* type);
 template <typename T>
-LoadStatus LoadCollection(CommandContext& ctx, std::string_view ekey, T** out,
-                          engine::ItemRef* item_out = nullptr) {
-  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts);
+LoadStatus LoadCollection(CommandContext& ctx, std::string_view ekey, T** out) {
+  CollectionBase* c = nullptr;
+  engine::ValueType t;
   *out = nullptr;
-  if (!it) return LoadStatus::kMissing;
-  if (it.type() != T::kType || !it.is_heap()) return LoadStatus::kWrongType;
-  *out = static_cast<T*>(it.heap());
-  if (item_out != nullptr) *item_out = std::move(it);
+  LoadStatus s = LoadAnyCollection(ctx, ekey, &c, &t);
+  if (s != LoadStatus::kOk) return s;
+  if (t != T::kType) return LoadStatus::kWrongType;
+  *out = static_cast<T*>(c);
   return LoadStatus::kOk;
 }
 
 // REQUIRES: ctx.locked. Stores a new collection at ekey (replacing what is
-// there), keeping the given engine exptime. Returns the stored object, or
-// nullptr after writing an OOM error.
+// there) as bytes or as a HeapValue per v->compact(). Returns the stored
+// object, or nullptr after writing an OOM error.
 CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
                                    engine::ValueType type, std::unique_ptr<CollectionBase> v,
                                    int64_t exptime = 0);
 
-// REQUIRES: ctx.locked. Finishes an in-place update: accounts the size
-// change, bumps the version and deletes the key when the collection emptied.
+// REQUIRES: ctx.locked. Finishes an update of a collection from
+// LoadCollection/LoadOrCreate: deletes the key when it emptied, re-stores a
+// compact value (new item, new CAS), moves one past the thresholds to the
+// heap, or accounts an in-place heap change and bumps its version.
 void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
                   size_t bytes_before);
 
@@ -170,8 +208,13 @@ void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
 bool CopyItemLocked(CommandContext& ctx, const engine::ItemRef& item, std::string_view dst,
                     int64_t exptime);
 
-// Loads a collection for writing, creating it if missing. Writes WRONGTYPE
-// (and returns nullptr) if the key holds another type.
+// OBJECT ENCODING of a collection item (compact or heap). REQUIRES: stripe held.
+std::string CollectionEncoding(const engine::ItemRef& item);
+
+// Loads a collection for writing, creating it (unstored until FinishUpdate)
+// if missing. Writes WRONGTYPE (and returns nullptr) for another type.
+CollectionBase* CreateScratch(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
+                              std::unique_ptr<CollectionBase> v);
 template <typename T>
 T* LoadOrCreate(CommandContext& ctx, std::string_view ekey, bool* created) {
   T* v = nullptr;
@@ -183,7 +226,7 @@ T* LoadOrCreate(CommandContext& ctx, std::string_view ekey, bool* created) {
   }
   if (s == LoadStatus::kOk) return v;
   *created = true;
-  return static_cast<T*>(StoreNewCollection(ctx, ekey, T::kType, std::make_unique<T>()));
+  return static_cast<T*>(CreateScratch(ctx, ekey, T::kType, std::make_unique<T>()));
 }
 
 }  // namespace trove::resp

@@ -16,6 +16,7 @@ namespace trove::resp {
 
 class RespServer;
 class Session;
+struct ScratchEntry;
 
 // Command flags (the subset of Redis's that Trove acts on, plus kGlobal).
 enum CmdFlag : uint32_t {
@@ -71,6 +72,8 @@ struct CommandContext {
   const CommandSpec* spec = nullptr;
   bool locked = false;
   bool in_exec = false;
+  // Collections decoded or created by this command (see collections.h).
+  std::vector<ScratchEntry>* scratch = nullptr;
 
   size_t argc() const { return argv.size(); }
   int db() const { return conn->identity().db(); }

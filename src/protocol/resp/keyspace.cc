@@ -80,14 +80,13 @@ engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bu
 }
 
 bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
-                       int64_t exptime, bool keep_ttl) {
+                       int64_t exptime, bool keep_ttl, engine::ValueType type) {
   DCHECK(ctx.locked);
   if (ekey.size() > limits::kEngineMaxKey) {
     ctx.Error("ERR key too long (Trove keys are at most 65535 bytes)");
     return false;
   }
-  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, exptime, value.size(), ctx.ts,
-                                               engine::ValueType::kString);
+  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, exptime, value.size(), ctx.ts, type);
   if (a.status == engine::AllocStatus::kTooLarge) {
     ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
     return false;

@@ -36,7 +36,8 @@ engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bu
 // (keep_ttl: the old item's expiry). On failure writes the error reply and
 // returns false.
 bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
-                       int64_t exptime, bool keep_ttl);
+                       int64_t exptime, bool keep_ttl,
+                       engine::ValueType type = engine::ValueType::kString);
 
 // The version a WATCH records for a key (cas, identity, in-place version).
 WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey);

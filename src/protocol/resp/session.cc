@@ -121,6 +121,8 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   ctx.argv = argv;
   ctx.spec = &spec;
   ctx.in_exec = in_exec;
+  std::vector<ScratchEntry> scratch;  // decoded collections, for this command only
+  ctx.scratch = &scratch;
   const Clock* clock = server_->engine()->clock();
   int64_t t0 = clock->MonoNanos();
   if (locked || (spec.flags & kCmdGlobal) != 0) {

@@ -22,6 +22,7 @@
 
 #include "common/check.h"
 #include "common/clock.h"
+#include "open_loop.h"
 
 namespace trove::bench {
 
@@ -61,7 +62,7 @@ struct Conn {
   std::unique_ptr<KeyChooser> chooser;
   uint64_t remaining = 0;  // --requests mode: requests this connection still issues
   uint32_t version = 0;
-  int64_t next_due = 0;  // open loop: intended time of the next request
+  OpenLoopSchedule schedule;  // open loop only
 };
 
 Result<int> Connect(const Options& o) {
@@ -205,11 +206,10 @@ void LoadThread::FillClosedLoop(Conn& c, int64_t now) {
 
 void LoadThread::FillOpenLoop(Conn& c, int64_t now) {
   bool any = false;
-  // A full window delays the send but not the intended time, so the wait
-  // shows up in the latency (no coordinated omission).
-  while (Issuing(c) && c.session->CanIssue() && c.next_due <= now) {
-    IssueOne(c, c.next_due);
-    c.next_due += interval_ns_;
+  // A full window delays the send but not the intended time (open_loop.h).
+  int64_t intended;
+  while (Issuing(c) && c.session->CanIssue() && c.schedule.TakeDue(now, &intended)) {
+    IssueOne(c, intended);
     any = true;
   }
   if (any) Flush(c);
@@ -293,7 +293,8 @@ void LoadThread::Run() {
     for (size_t i = 0; i < conns_.size(); ++i) {
       // Spread the connections' schedules over one interval.
       int global = index_ * o_.conns_per_thread + static_cast<int>(i);
-      conns_[i].next_due = start + interval_ns_ * global / o_.total_conns();
+      conns_[i].schedule =
+          OpenLoopSchedule(start + interval_ns_ * global / o_.total_conns(), interval_ns_);
     }
   }
   std::vector<epoll_event> events(conns_.size() + 1);
@@ -319,7 +320,9 @@ void LoadThread::Run() {
       if (c.session->pending() > 0) busy = true;
       if (Issuing(c)) {
         issuing = true;
-        if (open_loop && c.session->CanIssue() && c.next_due < next_due) next_due = c.next_due;
+        if (open_loop && c.session->CanIssue() && c.schedule.next_due() < next_due) {
+          next_due = c.schedule.next_due();
+        }
       }
     }
     if (!busy && !issuing) break;

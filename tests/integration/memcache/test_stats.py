@@ -108,12 +108,19 @@ def test_curr_items_and_bytes(fresh):
 
 def test_connection_stats(fresh):
     srv, c = fresh
-    base = int(c.stat("curr_connections"))
+
+    def settled():
+        # The harness's readiness probe may still be closing: wait until
+        # the count holds still.
+        a = c.stat("curr_connections")
+        time.sleep(0.1)
+        return a == c.stat("curr_connections") and a
+    base = int(wait_for(settled))
     total = int(c.stat("total_connections"))
     others = [Conn.to(srv) for _ in range(5)]
     for o in others:
         o.rt(b"")
-    assert int(c.stat("curr_connections")) == base + 5
+    assert wait_for(lambda: int(c.stat("curr_connections")) == base + 5), c.stat("curr_connections")
     assert int(c.stat("total_connections")) >= total + 5
     for o in others:
         o.close()

@@ -52,6 +52,7 @@ class CpuLayout:
 
     def __init__(self, cpus, server_cores, gen_cores, pinned, reason):
         self.nice = 0  # niceness for servers and generator alike (negative: ahead of other work)
+        self.rt = 0  # > 0: SCHED_FIFO priority for servers and generator alike (chrt -f)
         self.cpus = cpus
         self.server_cores = server_cores
         self.gen_cores = gen_cores
@@ -74,6 +75,8 @@ class CpuLayout:
 
     def describe(self):
         nice = f"; servers and generator run at nice {self.nice}" if self.nice else ""
+        if self.rt:
+            nice = f"; servers and generator run as SCHED_FIFO priority {self.rt} (chrt -f)"
         if not self.pinned:
             return (f"NOT pinned ({self.reason}): servers and generator share CPUs "
                     f"{self.cpus}, so figures mix both sides' load{nice}")
@@ -82,6 +85,8 @@ class CpuLayout:
 
     def prefix(self, cores):
         cmd = ["nice", "-n", str(self.nice)] if self.nice else []
+        if self.rt:
+            cmd += ["chrt", "-f", str(self.rt)]
         if self.pinned:
             cmd += ["taskset", "-c", ",".join(map(str, cores))]
         return cmd
@@ -497,7 +502,7 @@ def draw_chart(base, order, servers, results):
         return None
     dat = base + "-latency.dat"
     with open(dat, "w") as f:
-        f.write("workload " + " ".join(f"{s}_p50 {s}_p99 {s}_p999" for s in servers) + "\n")
+        f.write("# workload " + " ".join(f"{s}_p50 {s}_p99 {s}_p999" for s in servers) + "\n")
         for w in order:
             row = [w]
             for s in servers:

@@ -117,11 +117,11 @@ def main():
     p.add_argument("--bench", default=os.path.join(ROOT, "build", "release", "tools", "bench",
                                                    "trove-bench"))
     p.add_argument("--duration", type=float, default=3.0, help="seconds per run")
-    p.add_argument("--nice", type=int, default=-10 if os.geteuid() == 0 else 0,
-                   help="niceness for the server and both tools (-10 as root)")
+    p.add_argument("--rt", type=int, default=10 if os.geteuid() == 0 else 0,
+                   help="SCHED_FIFO priority for the server and both tools (10 as root; 0: off)")
     a = p.parse_args()
     layout = lib.CpuLayout.detect()
-    layout.nice = a.nice
+    layout.rt = a.rt
     lib.say(layout.describe())
     cells = []
     d = a.duration

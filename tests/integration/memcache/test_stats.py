@@ -101,9 +101,7 @@ def test_curr_items_and_bytes(fresh):
     c.rt(b"delete k0\r\n")
     assert c.stat("curr_items") == "9"
     c.flush()
-    # flush_all invalidates lazily; a get of a flushed item counts get_flushed.
     assert c.get("k1") is None
-    assert int(c.stat("get_flushed")) >= 1
 
 
 def test_connection_stats(fresh):

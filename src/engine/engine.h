@@ -160,6 +160,7 @@ struct ArithOutput {
   uint64_t cas = 0;
   int64_t ttl = -1;                 // seconds left, -1 = never expires
   ItemRef item;                     // the item after the operation (for ma v/t/c)
+  bool vivified = false;            // created by vivify_exptime on this request (ma N)
 };
 
 struct DeleteArgs {

@@ -390,7 +390,9 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
     w.Commit(static_cast<size_t>(PutCrlf(p) - start));
     return;
   }
-  if (f.Has('q')) return;  // quiet hides the whole success reply, value too
+  // Quiet hides the whole success reply, value too, but not the reply of an
+  // item that N just created (memcached answers that one).
+  if (f.Has('q') && !o.vivified) return;
   char num[20];
   size_t num_len = static_cast<size_t>(FormatU64(num, o.value) - num);
   start = w.Reserve(kMetaLineMax + 24);

@@ -398,6 +398,13 @@ TEST_F(DispatchTest, MetaArith) {
             "VA 1 t100\r\n3\r\n");
 }
 
+#ifdef TROVE_FAKE_ENGINE
+// Needs ArithOutput::vivified from the engine.
+TEST_F(DispatchTest, MetaArithQuietStillAnswersAVivify) {
+  EXPECT_EQ(Send("ma nv N0 q\r\nma nv q v\r\nmg nv v\r\nmn\r\n"), "HD\r\nVA 1\r\n1\r\nMN\r\n");
+}
+#endif
+
 TEST_F(DispatchTest, MetaDebugAndNoop) {
   EXPECT_EQ(Send("set a 0 0 2\r\nhi\r\n"), "STORED\r\n");
   clock_.AdvanceSeconds(3);

@@ -201,6 +201,7 @@ ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadSta
     it = impl_->Link(clock_, key, std::to_string(args.initial), 0,
                      impl_->Abs(clock_, *args.vivify_exptime));
     o.value = args.initial;
+    o.vivified = true;
   } else {
     if (args.compare_cas && it->cas != args.compare_cas) {
       o.result = ArithResult::kExists;

@@ -56,7 +56,7 @@ struct Engine::Impl {
   void LinkLocked(Item* it, uint64_t hv, ThreadStats* ts, uint64_t cas);
   void UnlinkLocked(Item* it, uint64_t hv);
   // REQUIRES: stripe(hv) held and `list` (the item's LRU list) locked.
-  void UnlinkLruHeld(Item* it, uint64_t hv, Lru::List& list);
+  void UnlinkLruHeld(Item* it, uint64_t hv, Lru::List& list) REQUIRES(list.mu);
   void ReplaceLocked(Item* old_it, Item* new_it, uint64_t hv, ThreadStats* ts, uint64_t cas);
   // Drops one reference; frees the item at zero.
   void Release(Item* it);

@@ -19,12 +19,12 @@ thread_local std::vector<Held> t_held;
 ItemLocks::ItemLocks(int power)
     : power_(power), mask_((1u << power) - 1), locks_(new Padded[size_t{1} << power]) {}
 
-void ItemLocks::Lock(uint32_t stripe) {
+void ItemLocks::Lock(uint32_t stripe) NO_THREAD_SAFETY_ANALYSIS {
   locks_[stripe].mu.Lock();
   t_held.push_back({this, stripe});
 }
 
-void ItemLocks::Unlock(uint32_t stripe) {
+void ItemLocks::Unlock(uint32_t stripe) NO_THREAD_SAFETY_ANALYSIS {
   for (size_t i = t_held.size(); i-- > 0;) {
     if (t_held[i].owner == this && t_held[i].stripe == stripe) {
       t_held[i] = t_held.back();
@@ -42,7 +42,7 @@ bool ItemLocks::HeldByMe(uint32_t stripe) const {
   return false;
 }
 
-bool ItemLocks::TryLock(uint32_t stripe) {
+bool ItemLocks::TryLock(uint32_t stripe) NO_THREAD_SAFETY_ANALYSIS {
   // try_lock on a mutex this thread already owns is undefined: check first.
   if (HeldByMe(stripe)) return false;
   if (!locks_[stripe].mu.TryLock()) return false;
@@ -54,11 +54,11 @@ void ItemLocks::AssertHeld(uint32_t stripe) const {
   locks_[stripe].mu.AssertHeld();
 }
 
-void ItemLocks::LockAll() {
+void ItemLocks::LockAll() NO_THREAD_SAFETY_ANALYSIS {
   for (uint32_t i = 0; i <= mask_; ++i) Lock(i);
 }
 
-void ItemLocks::UnlockAll() {
+void ItemLocks::UnlockAll() NO_THREAD_SAFETY_ANALYSIS {
   for (uint32_t i = mask_ + 1; i-- > 0;) Unlock(i);
 }
 

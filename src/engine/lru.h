@@ -56,8 +56,8 @@ class Lru {
   void Link(Item* it, uint32_t ntotal);
   void Unlink(Item* it, uint32_t ntotal);
   // REQUIRES: the item's list lock held.
-  static void LinkLocked(List& l, Item* it, uint32_t ntotal);
-  static void UnlinkLocked(List& l, Item* it, uint32_t ntotal);
+  static void LinkLocked(List& l, Item* it, uint32_t ntotal) REQUIRES(l.mu);
+  static void UnlinkLocked(List& l, Item* it, uint32_t ntotal) REQUIRES(l.mu);
 
   // Counts and tail age of one list (takes its lock).
   uint64_t Items(int cls, Segment s);

@@ -216,5 +216,69 @@ TEST_F(SessionTest, Resp3RepliesForCollections) {
   EXPECT_EQ(h_.Cmd({"SMEMBERS", "nope"}), "~0\r\n");
 }
 
+// Small collections live as bytes in item memory and move to a HeapValue
+// past the thresholds; contents must survive both forms and the move.
+TEST_F(SessionTest, CompactCollectionsMoveToHeapPastThresholds) {
+  for (int i = 0; i < 200; ++i) {
+    std::string m = std::to_string(i);
+    ASSERT_EQ(h_.Cmd({"ZADD", "z", m, "m" + m}), ":1\r\n");
+    ASSERT_EQ(h_.Cmd({"SADD", "s", m}), ":1\r\n");
+    ASSERT_EQ(h_.Cmd({"RPUSH", "l", m}), ":" + std::to_string(i + 1) + "\r\n");
+    if (i == 100) {
+      EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "z"}), "$8\r\nlistpack\r\n");
+      EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "s"}), "$6\r\nintset\r\n");
+    }
+  }
+  EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "z"}), "$8\r\nskiplist\r\n");
+  EXPECT_EQ(h_.Cmd({"ZCARD", "z"}), ":200\r\n");
+  EXPECT_EQ(h_.Cmd({"ZSCORE", "z", "m150"}), "$3\r\n150\r\n");
+  EXPECT_EQ(h_.Cmd({"LINDEX", "l", "150"}), "$3\r\n150\r\n");
+  EXPECT_EQ(h_.Cmd({"SADD", "s", "x"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "s"}), "$9\r\nhashtable\r\n");
+  EXPECT_EQ(h_.Cmd({"SCARD", "s"}), ":201\r\n");
+  EXPECT_EQ(h_.Cmd({"HSET", "h", "f", std::string(100, 'x')}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "h"}), "$9\r\nhashtable\r\n");
+  EXPECT_EQ(h_.Cmd({"HSTRLEN", "h", "f"}), ":100\r\n");
+}
+
+TEST_F(SessionTest, CompactCollectionsKeepTtlAndTypeOnCopy) {
+  EXPECT_EQ(h_.Cmd({"HSET", "h", "a", "1"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"EXPIRE", "h", "100"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"HSET", "h", "b", "2"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"TTL", "h"}), ":100\r\n");
+  EXPECT_EQ(h_.Cmd({"COPY", "h", "h2"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"TYPE", "h2"}), "+hash\r\n");
+  EXPECT_EQ(h_.Cmd({"HGET", "h2", "b"}), "$1\r\n2\r\n");
+  EXPECT_EQ(h_.Cmd({"SMOVE", "nope", "x", "m"}), ":0\r\n");
+  EXPECT_EQ(h_.Cmd({"SADD", "a", "1", "2"}), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"SINTERSTORE", "a", "a", "a"}), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"SMEMBERS", "a"}), "*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+}
+
+TEST_F(SessionTest, WatchSeesCompactCollectionChange) {
+  auto other = h_.NewConn();
+  EXPECT_EQ(h_.Cmd({"RPUSH", "l", "a"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"WATCH", "l"}), "+OK\r\n");
+  EXPECT_EQ(h_.SendOn(other.get(), "RPUSH l b\r\n"), ":2\r\n");
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"LLEN", "l"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*-1\r\n");
+}
+
+TEST_F(SessionTest, WatchSeesInPlaceHeapCollectionChange) {
+  auto other = h_.NewConn();
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(h_.Cmd({"SADD", "big", "m" + std::to_string(i)}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "big"}), "$9\r\nhashtable\r\n");
+  EXPECT_EQ(h_.Cmd({"WATCH", "big"}), "+OK\r\n");
+  EXPECT_EQ(h_.SendOn(other.get(), "SADD big extra\r\n"), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SCARD", "big"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(h_.Cmd({"WATCH", "big"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h_.Cmd({"SCARD", "big"}), "+QUEUED\r\n");
+  EXPECT_EQ(h_.Cmd({"EXEC"}), "*1\r\n:301\r\n");
+}
+
 }  // namespace
 }  // namespace trove::resp

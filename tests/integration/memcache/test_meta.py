@@ -190,6 +190,10 @@ def test_mg_errors(conn, key):
     assert conn.rt(b"mg %s O1 O2\r\n" % k) == b"CLIENT_ERROR duplicate flag\r\n"
     assert conn.rt(b"mg %s v v\r\n" % k) == b"CLIENT_ERROR duplicate flag\r\n"
     assert conn.rt(b"mg %s zz\r\n" % k) == b"CLIENT_ERROR invalid flag\r\n"
+    # Flags are checked before the lookup: a miss does not hide a bad flag.
+    assert conn.rt(b"mg %s_missing v zz\r\n" % k) == b"CLIENT_ERROR invalid flag\r\n"
+    # x belongs to md, not mg.
+    assert conn.rt(b"mg %s v x\r\n" % k) == b"CLIENT_ERROR invalid flag\r\n"
     assert conn.rt(b"mg %s v O%s\r\n" % (k, b"1" * 40)) == b"CLIENT_ERROR opaque token too long\r\n"
     assert conn.rt(b"mg %s v\r\n" % (b"k" * 251)) == b"CLIENT_ERROR bad command line format\r\n"
     assert conn.rt(b"mg\r\n") == b"ERROR\r\n"

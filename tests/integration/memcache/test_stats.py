@@ -91,6 +91,30 @@ def test_counters_move(fresh):
     assert d("bytes_read") > 0 and d("bytes_written") > 0
 
 
+def test_gat_and_meta_counters(fresh):
+    srv, c = fresh
+    c.set("a", "1")
+
+    def delta(cmd):
+        before = c.stats()
+        c.rt(cmd)
+        after = c.stats()
+        names = ("cmd_get", "get_hits", "get_misses", "cmd_touch", "touch_hits", "touch_misses",
+                 "cmd_set", "delete_hits", "delete_misses", "incr_hits", "incr_misses")
+        return {n: int(after[n]) - int(before[n]) for n in names if after[n] != before[n]}
+    # gat/gats count as touches, not as gets.
+    assert delta(b"gat 10 a b\r\n") == {"cmd_touch": 2, "touch_hits": 1, "touch_misses": 1}
+    assert delta(b"gats 10 a\r\n") == {"cmd_touch": 1, "touch_hits": 1}
+    # Meta commands count like their text counterparts.
+    assert delta(b"mg a v\r\n") == {"cmd_get": 1, "get_hits": 1}
+    assert delta(b"mg b v\r\n") == {"cmd_get": 1, "get_misses": 1}
+    assert delta(b"ms a 1\r\n2\r\n") == {"cmd_set": 1}
+    assert delta(b"md zz\r\n") == {"delete_misses": 1}
+    assert delta(b"ma zz\r\n") == {"incr_misses": 1}
+    assert delta(b"ma a\r\n") == {"incr_hits": 1}
+    assert delta(b"md a\r\n") == {"delete_hits": 1}
+
+
 def test_curr_items_and_bytes(fresh):
     srv, c = fresh
     for i in range(10):

@@ -130,6 +130,14 @@ def _first_diff(a, b):
 
 # ---- slow reader ---------------------------------------------------------
 
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def test_slow_reader_does_not_stall_others(make_server):
     # One worker thread: the slow reader and everyone else share it.
     srv = make_server("-t", "1", "-m", "256")
@@ -139,10 +147,15 @@ def test_slow_reader_does_not_stall_others(make_server):
     setup.set("small", "s")
     setup.close()
 
+    rss_before = rss_kib(srv.pid())
     slow = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-    n_big = 100  # 50 MiB of replies that nobody reads for now
+    n_big = 400  # 200 MiB of replies that nobody reads for now
     slow.sendall(b"get big\r\n" * n_big)
     time.sleep(0.5)
+    # Replies reference the item instead of copying it, or the connection
+    # stops being read: either way the server does not buffer 200 MiB.
+    growth = rss_kib(srv.pid()) - rss_before
+    assert growth < 64 * 1024, "server RSS grew by %d KiB for one slow reader" % growth
 
     others = [Conn.to(srv) for _ in range(5)]
     worst = 0.0
@@ -160,6 +173,8 @@ def test_slow_reader_does_not_stall_others(make_server):
     assert worst < 2.0, "a request took %.2f s while a client was not reading" % worst
     for c in others:
         c.close()
+    growth = rss_kib(srv.pid()) - rss_before
+    assert growth < 64 * 1024, "server RSS grew by %d KiB for one slow reader" % growth
 
     # The slow reader finally reads: every reply is there, intact.
     expected = b"VALUE big 0 %d\r\n%s\r\nEND\r\n" % (len(big), big)

@@ -130,6 +130,7 @@ ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadSta
     WritePayload(result, 0, buf, len);
     m->LinkLocked(result, hv, ts, args.explicit_cas != 0 ? args.explicit_cas : m->NextCas());
     out.value = args.initial;
+    out.vivified = true;
   } else {
     if (args.compare_cas != 0 && CasOf(it) != args.compare_cas) {
       out.result = ArithResult::kExists;

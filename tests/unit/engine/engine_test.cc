@@ -250,6 +250,7 @@ TEST_F(EngineTest, ArithVivifyCompareAndTouch) {
   ArithOutput o = e_->Arith("v", a, ts_);
   EXPECT_EQ(o.result, ArithResult::kOk);
   EXPECT_EQ(o.value, 40u);
+  EXPECT_TRUE(o.vivified);
   a.vivify_exptime.reset();
   a.compare_cas = o.cas + 100;
   EXPECT_EQ(e_->Arith("v", a, ts_).result, ArithResult::kExists);
@@ -257,6 +258,7 @@ TEST_F(EngineTest, ArithVivifyCompareAndTouch) {
   a.touch_exptime = 30;
   o = e_->Arith("v", a, ts_);
   EXPECT_EQ(o.value, 41u);
+  EXPECT_FALSE(o.vivified);
   EXPECT_EQ(o.ttl, 30);
 }
 

@@ -12,7 +12,7 @@
 
 namespace trove::net {
 
-NetServer::NetServer(const NetServerOptions& opts) : opts_(opts) {
+NetServer::NetServer(const NetServerOptions& opts) : opts_(opts), verbosity_(opts.verbosity) {
   if (opts_.num_workers < 1) opts_.num_workers = 1;
 }
 
@@ -43,6 +43,7 @@ Status NetServer::Start() {
     wo.idle_timeout_s = opts_.idle_timeout_s;
     wo.clock = opts_.clock;
     wo.counters = &counters_;
+    wo.verbosity = &verbosity_;
     wo.factories = factories_;
     workers_.push_back(std::make_unique<Worker>(wo));
     Status s = workers_.back()->Start();

@@ -3,6 +3,7 @@
 // driven by server/ on the main thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +23,7 @@ struct NetServerOptions {
   int num_workers = 4;              // -t
   size_t max_connections = 1024;    // -c
   int64_t idle_timeout_s = 0;       // -o idle_timeout
+  int verbosity = 0;                // -v count; SetVerbosity changes it later
   const Clock* clock = nullptr;     // nullptr = SystemClock::Default()
 };
 
@@ -56,6 +58,9 @@ class NetServer {
   // Closes connection `id` at its worker's next safe point; false if no
   // connection has that id.
   bool CloseConnection(uint64_t id);
+  // "verbosity N": workers log connections at >= 2 (any thread).
+  void SetVerbosity(int v) { verbosity_.store(v, std::memory_order_relaxed); }
+  int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
   // Wakes every worker so it runs its timers now (tests with a ManualClock).
   void WakeAll();
 
@@ -74,6 +79,7 @@ class NetServer {
 
   NetServerOptions opts_;
   NetCounters counters_;
+  std::atomic<int> verbosity_;  // relaxed: a log level
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<Acceptor> acceptor_;
   std::vector<BoundListener> pending_listeners_;

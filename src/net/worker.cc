@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <utility>
 
 #include "common/check.h"
@@ -203,6 +204,11 @@ void Worker::AcceptNew() {
       continue;
     }
     c->epoll_mask = EPOLLIN;
+    if (Verbose(2)) {
+      std::fprintf(stderr, "<%llu new client connection from %s on %s\n",
+                   static_cast<unsigned long long>(c->id), c->peer.c_str(),
+                   c->listen_name.c_str());
+    }
     counters_->connection_structures.fetch_add(1, std::memory_order_relaxed);
     num_conns_.fetch_add(1, std::memory_order_relaxed);
     conns_.emplace(c->id, std::move(c));
@@ -343,6 +349,9 @@ void Worker::SetMask(Connection* c, uint32_t mask) {
 void Worker::Close(Connection* c) {
   if (c->closed) return;
   c->closed = true;
+  if (Verbose(2)) {
+    std::fprintf(stderr, "<%llu connection closed.\n", static_cast<unsigned long long>(c->id));
+  }
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   ::close(c->fd);
   c->fd = -1;

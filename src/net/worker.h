@@ -60,6 +60,9 @@ struct WorkerOptions {
   const Clock* clock = nullptr;         // nullptr = SystemClock::Default()
   NetCounters* counters = nullptr;      // required
   std::vector<ProtocolFactory*> factories;  // InitWorker() runs for each
+  // Log level (memcached's -v count); >= 2 logs connections opening and
+  // closing on stderr. Relaxed atomic owned by NetServer; may be null.
+  const std::atomic<int>* verbosity = nullptr;
 };
 
 // One worker thread: an epoll loop over its connections, its new-connection
@@ -129,6 +132,9 @@ class Worker {
   void CheckIdle();
   ServerServices::ConnInfo Describe(const Connection& c) const;
   int64_t Now() const { return clock_->MonoNanos(); }
+  bool Verbose(int level) const {
+    return opts_.verbosity && opts_.verbosity->load(std::memory_order_relaxed) >= level;
+  }
   // Flushes c's output, counting bytes; false on a hard socket error.
   bool FlushOut(Connection* c);
 

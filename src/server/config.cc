@@ -605,6 +605,7 @@ net::NetServerOptions Config::ToNetOptions() const {
   o.num_workers = num_threads;
   o.max_connections = max_connections;
   o.idle_timeout_s = idle_timeout_s;
+  o.verbosity = verbose;
   return o;
 }
 

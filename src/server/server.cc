@@ -211,6 +211,11 @@ std::vector<net::ServerServices::ConnInfo> Server::Connections() {
 
 bool Server::CloseConnection(uint64_t id) { return net_->CloseConnection(id); }
 
+void Server::SetVerbosity(int v) {
+  verbosity_.store(v, std::memory_order_relaxed);
+  net_->SetVerbosity(v);
+}
+
 std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   const net::NetCounters& c = net_->counters();
   int64_t now = clock_->UnixSeconds();

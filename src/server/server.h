@@ -59,7 +59,7 @@ class Server final : public net::ServerServices {
   std::vector<ConnInfo> Connections() override;
   bool ShutdownEnabled() const override { return cfg_.enable_shutdown; }
   void RequestShutdown() override;
-  void SetVerbosity(int v) override { verbosity_.store(v, std::memory_order_relaxed); }
+  void SetVerbosity(int v) override;
   bool CloseConnection(uint64_t id) override;
 
   int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }

@@ -89,9 +89,42 @@ Engine::~Engine() {
   } while (cursor != 0);
 }
 
+void Engine::Impl::StartTicker() {
+  if (clock != SystemClock::Default() || ticker.joinable()) return;
+  cached_unix.store(clock->UnixSeconds(), std::memory_order_relaxed);
+  {
+    MutexLock l(&ticker_mu);
+    ticker_stop = false;
+  }
+  ticker = std::thread([this] {
+    for (;;) {
+      {
+        MutexLock l(&ticker_mu);
+        if (ticker_stop) return;
+        ticker_cv.WaitFor(100);
+        if (ticker_stop) return;
+      }
+      cached_unix.store(clock->UnixSeconds(), std::memory_order_relaxed);
+    }
+  });
+  use_cached_time.store(true, std::memory_order_relaxed);
+}
+
+void Engine::Impl::StopTicker() {
+  if (!ticker.joinable()) return;
+  use_cached_time.store(false, std::memory_order_relaxed);
+  {
+    MutexLock l(&ticker_mu);
+    ticker_stop = true;
+    ticker_cv.SignalAll();
+  }
+  ticker.join();
+}
+
 void Engine::Start() {
   if (impl_->started_threads) return;
   impl_->started_threads = true;
+  impl_->StartTicker();
   impl_->table.StartExpander();
   if (opts_.lru_maintainer) impl_->maintainer->Start();
   if (opts_.lru_crawler) impl_->crawler->Start();
@@ -105,6 +138,7 @@ void Engine::Stop() {
   impl_->crawler->Stop();
   impl_->maintainer->Stop();
   impl_->table.StopExpander();
+  impl_->StopTicker();
 }
 
 ThreadStats* Engine::NewThreadStats() { return impl_->registry.New(); }

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <thread>
 
+#include "common/mutex.h"
 #include "engine/engine.h"
 #include "engine/hash_table.h"
 #include "engine/item.h"
@@ -31,7 +33,17 @@ struct Engine::Impl {
   ~Impl();
 
   // --- time (memcached's rel_time: seconds since engine start) ---
-  uint32_t Now() const { return static_cast<uint32_t>(clock->UnixSeconds() - started); }
+  // With the system clock and the background threads running, a ticker
+  // refreshes cached_unix every 100 ms (memcached keeps a once-a-second
+  // global too): a clock_gettime costs ~70 ns on kvm-clock, a third of a get.
+  uint32_t Now() const {
+    int64_t t = use_cached_time.load(std::memory_order_relaxed)
+                    ? cached_unix.load(std::memory_order_relaxed)
+                    : clock->UnixSeconds();
+    return static_cast<uint32_t>(t - started);
+  }
+  void StartTicker();
+  void StopTicker();
   // memcached's realtime(): 0 never; negative -> already expired; above
   // 30 days an absolute unix time; else relative to now.
   uint32_t RelTime(int64_t exptime) const;
@@ -114,6 +126,13 @@ struct Engine::Impl {
   std::atomic<uint64_t> crawler_starts{0};
   std::atomic<bool> crawler_running{false};
   std::atomic<uint64_t> crawler_reclaimed_total{0};
+
+  std::atomic<bool> use_cached_time{false};
+  std::atomic<int64_t> cached_unix{0};
+  Mutex ticker_mu{LockRank::kBackground};
+  CondVar ticker_cv{&ticker_mu};
+  bool ticker_stop GUARDED_BY(ticker_mu) = false;
+  std::thread ticker;
 
   std::unique_ptr<LruMaintainer> maintainer;
   std::unique_ptr<Crawler> crawler;

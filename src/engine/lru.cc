@@ -118,7 +118,8 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
           if (mode != PullMode::kJuggle) break;
           const int pct = seg == Segment::kHot ? opts.hot_lru_pct : opts.warm_lru_pct;
           const uint64_t limit = total_bytes * static_cast<uint64_t>(pct) / 100;
-          const uint32_t age = now - search->time.load(std::memory_order_relaxed);
+          const uint32_t last = search->time.load(std::memory_order_relaxed);
+          const uint32_t age = now > last ? now - last : 0;
           if (HasFlag(search, kItemActive)) {
             ClearFlag(search, kItemActive);
             ++removed;
@@ -143,8 +144,8 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
         case Segment::kCold:
           if (mode == PullMode::kEvict) {
             st.evicted.fetch_add(1, std::memory_order_relaxed);
-            st.evicted_time.store(now - search->time.load(std::memory_order_relaxed),
-                                  std::memory_order_relaxed);
+            const uint32_t last = search->time.load(std::memory_order_relaxed);
+            st.evicted_time.store(now > last ? now - last : 0, std::memory_order_relaxed);
             if (search->exptime.load(std::memory_order_relaxed) != 0) {
               st.evicted_nonzero.fetch_add(1, std::memory_order_relaxed);
             }

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -472,6 +474,32 @@ TEST_F(EngineTest, CreateRejectsBadOptions) {
   o = EngineOptions{};
   o.hashpower_init = 2;
   EXPECT_FALSE(Engine::Create(o).ok());
+}
+
+}  // namespace
+}  // namespace trove::engine
+
+namespace trove::engine {
+namespace {
+
+// With the system clock and Start(), time comes from the 100 ms ticker.
+TEST(EngineClockTest, SystemClockExpiryWithTickerRunning) {
+  auto r = Engine::Create(EngineOptions{});
+  ASSERT_TRUE(r.ok());
+  std::unique_ptr<Engine> e = std::move(r).value();
+  e->Start();
+  ThreadStats* ts = e->NewThreadStats();
+  ASSERT_EQ(e->Store("k", 0, 1, "v", StoreArgs{}, ts), StoreResult::kStored);
+  ASSERT_EQ(e->Store("keep", 0, 100, "v", StoreArgs{}, ts), StoreResult::kStored);
+  EXPECT_TRUE(e->Get("k", ts));
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  EXPECT_FALSE(e->Get("k", ts));
+  ItemRef keep = e->Get("keep", ts);
+  ASSERT_TRUE(keep);
+  EXPECT_GE(e->TtlSeconds(keep), 97);
+  EXPECT_LE(e->TtlSeconds(keep), 99);
+  keep.Reset();
+  e->Stop();
 }
 
 }  // namespace

@@ -287,11 +287,18 @@ void CmdInfo(CommandContext& ctx) {
   }
   if (show("memory", true)) {
     s += "# Memory\r\n";
-    int64_t used = 0;
+    // used_memory is the slab memory the engine holds (Redis: allocator
+    // total); used_memory_dataset the bytes of items. Heap collections are
+    // counted against -m by the engine but not yet reported in its stats.
+    int64_t items = 0, malloced = 0;
     for (const auto& [k, v] : ctx.engine->Stats()) {
-      if (k == "bytes") ParseStrictInt64(v, &used);
+      if (k == "bytes") ParseStrictInt64(v, &items);
     }
-    AddField(&s, "used_memory", used);
+    for (const auto& [k, v] : ctx.engine->SlabStats()) {
+      if (k == "total_malloced") ParseStrictInt64(v, &malloced);
+    }
+    AddField(&s, "used_memory", malloced > items ? malloced : items);
+    AddField(&s, "used_memory_dataset", items);
     AddField(&s, "maxmemory", static_cast<int64_t>(ctx.engine->options().mem_limit));
     AddField(&s, "maxmemory_policy",
              ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");

@@ -437,16 +437,16 @@ void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
                   size_t bytes_before) {
   ScratchEntry* e = FindScratchObj(ctx, v);
   if (e == nullptr || e->heap_resident) {
-    // A HeapValue changed in place.
+    // A HeapValue changed in place. Account first: the engine subtracts the
+    // value's MemoryUsage() as it is when the item is freed.
     v->Bump();
-    if (v->size() == 0) {
-      ctx.engine->UnlinkLocked(ekey, ctx.ts);
-      DropScratch(ctx, ekey);
-      return;
-    }
     size_t after = v->MemoryUsage();
     if (after != bytes_before) {
       ctx.engine->AdjustHeapBytes(static_cast<int64_t>(after) - static_cast<int64_t>(bytes_before));
+    }
+    if (v->size() == 0) {
+      ctx.engine->UnlinkLocked(ekey, ctx.ts);
+      DropScratch(ctx, ekey);
     }
     return;
   }

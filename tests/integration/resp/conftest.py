@@ -69,15 +69,18 @@ def resp_port(request):
         port = _free_port()
         binary = os.environ.get("REDIS_BIN", "/usr/bin/redis-server")
         proc = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no",
-                                 "--enable-debug-command", "yes", "--dir", tmp], stdout=log, stderr=subprocess.STDOUT)
+                                 "--enable-debug-command", "yes", "--dir", tmp],
+                                stdout=log, stderr=subprocess.STDOUT)
     else:
         pf = os.path.join(tmp, "ports")
         proc = subprocess.Popen([os.environ["TROVE_RESP_FAKE"], pf], stdout=log,
                                 stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
-        while not os.path.exists(pf) and time.monotonic() < deadline:
+        text = ""
+        while not text.endswith("\n") and time.monotonic() < deadline:
             time.sleep(0.02)
-        port = int(open(pf).read().split()[1])
+            text = open(pf).read() if os.path.exists(pf) else ""
+        port = int(text.split()[1])
     if not _wait_port(port, proc):
         proc.kill()
         pytest.fail("RESP server did not start: " + open(os.path.join(tmp, "log")).read())

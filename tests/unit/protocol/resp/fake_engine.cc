@@ -273,6 +273,12 @@ StatList Engine::Stats() const {
   return s;
 }
 
+StatList Engine::SlabStats() const {
+  StatList s;
+  s.emplace_back("total_malloced", std::to_string(impl_->heap_bytes));
+  return s;
+}
+
 int64_t Engine::TtlSeconds(const ItemRef& ref) const {
   if (ref.expires_at_unix() == 0) return -1;
   return ref.expires_at_unix() - clock_->UnixSeconds();

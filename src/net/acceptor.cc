@@ -65,7 +65,7 @@ void Acceptor::Run() {
   epoll_event events[16];
   bool backoff = false;
   while (!stopping_.load(std::memory_order_relaxed)) {
-    // Out of fds: leave the listeners alone briefly (they stay readable, so a
+    // Out of fds (or full without maxconns_fast): leave the listeners alone briefly (they stay readable, so a
     // level-triggered wait would spin) and retry, as memcached does.
     if (backoff) {
       epoll_event stop_ev;
@@ -87,6 +87,11 @@ void Acceptor::Run() {
 
 bool Acceptor::AcceptFrom(const BoundListener& l) {
   for (;;) {
+    if (!opts_.reject_when_full &&
+        opts_.counters->curr_connections.load(std::memory_order_relaxed) >=
+            opts_.max_connections) {
+      return true;  // the backlog holds them until a connection closes
+    }
     sockaddr_storage ss;
     socklen_t len = sizeof(ss);
     int fd = ::accept4(l.listener.fd, reinterpret_cast<sockaddr*>(&ss), &len,

@@ -25,6 +25,9 @@ struct BoundListener {
 
 struct AcceptorOptions {
   size_t max_connections = 1024;   // -c
+  // memcached's maxconns_fast: over the limit, refuse with reject_reply and
+  // close. Off: leave new connections in the backlog until one closes.
+  bool reject_when_full = true;
   NetCounters* counters = nullptr;
   std::vector<Worker*> workers;    // at least one
 };
@@ -60,7 +63,8 @@ class Acceptor {
 
  private:
   void Run();
-  // Accepts until the backlog is empty; true when out of file descriptors.
+  // Accepts until the backlog is empty; true when accepting must pause (out
+  // of file descriptors, or at the limit without reject_when_full).
   bool AcceptFrom(const BoundListener& l);
 
   AcceptorOptions opts_;

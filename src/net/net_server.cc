@@ -51,6 +51,7 @@ Status NetServer::Start() {
   }
   AcceptorOptions ao;
   ao.max_connections = opts_.max_connections;
+  ao.reject_when_full = opts_.maxconns_fast;
   ao.counters = &counters_;
   for (auto& w : workers_) ao.workers.push_back(w.get());
   acceptor_ = std::make_unique<Acceptor>(ao);

@@ -22,6 +22,7 @@ namespace trove::net {
 struct NetServerOptions {
   int num_workers = 4;              // -t
   size_t max_connections = 1024;    // -c
+  bool maxconns_fast = true;        // over -c: refuse at once (false: wait in the backlog)
   int64_t idle_timeout_s = 0;       // -o idle_timeout
   int verbosity = 0;                // -v count; SetVerbosity changes it later
   const Clock* clock = nullptr;     // nullptr = SystemClock::Default()

@@ -604,6 +604,7 @@ net::NetServerOptions Config::ToNetOptions() const {
   net::NetServerOptions o;
   o.num_workers = num_threads;
   o.max_connections = max_connections;
+  o.maxconns_fast = maxconns_fast;
   o.idle_timeout_s = idle_timeout_s;
   o.verbosity = verbose;
   return o;

@@ -183,6 +183,27 @@ TEST_F(NetServerTest, ConnectionLimitRejectsWithErrorLine) {
   EXPECT_EQ(server_->counters().total_connections.load(), 3u);
 }
 
+TEST_F(NetServerTest, WithoutMaxconnsFastNewClientsWaitForARelease) {
+  NetServerOptions o;
+  o.num_workers = 1;
+  o.max_connections = 1;
+  o.maxconns_fast = false;
+  StartServer(o);
+  Client a = Client::Tcp(port_);
+  a.Send("echo a\r\n");
+  EXPECT_EQ(a.ReadLine(), "a\r\n");
+  Client b = Client::Tcp(port_);  // connects (the kernel's backlog), not served yet
+  ASSERT_TRUE(b.ok());
+  b.Send("echo b\r\n");
+  b.SetTimeoutMs(300);
+  EXPECT_EQ(b.ReadLine(), "");  // nothing while a holds the only slot
+  EXPECT_EQ(server_->counters().rejected_connections.load(), 0u);
+  EXPECT_GT(server_->counters().listen_disabled.load(), 0u);
+  { Client gone = std::move(a); }
+  b.SetTimeoutMs(5000);
+  EXPECT_EQ(b.ReadLine(), "b\r\n");
+}
+
 TEST_F(NetServerTest, IdleTimeoutClosesOnlyIdleConnections) {
   ManualClock& clock = clock_;
   NetServerOptions o;

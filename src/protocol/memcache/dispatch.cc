@@ -49,18 +49,102 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
   ReplyWriter w(&out);
   const int limit = ctx_->opts.reqs_per_event > 0 ? ctx_->opts.reqs_per_event : 1;
   int handled = 0;
+  if (pending_.active) {
+    used += FeedPending(data + used, len - used, w);
+    if (pending_.active) return used;
+    ++handled;
+  }
   while (used < len && !close_ && handled < limit) {
     size_t n = ProcessOne(data + used, len - used, w);
     w.set_quiet(false);
     if (n == 0) break;
     used += n;
     ++handled;
+    if (pending_.active) break;  // everything here went into its value
     if (swallow_ > 0) {
       used += Swallow(swallow_, len - used);
       if (swallow_ > 0) break;
     }
   }
   return used;
+}
+
+size_t MemcacheHandler::StartDirectValue(std::string_view key, uint32_t flags, int64_t exptime,
+                                         size_t n, const engine::StoreArgs& args, bool meta,
+                                         bool quiet, std::string_view line, const char* after,
+                                         size_t after_len, ReplyWriter& w) {
+  engine::AllocOutput a = engine_->Allocate(key, flags, exptime, n, ts_);
+  if (a.status != engine::AllocStatus::kOk) {
+    w.ServerError(a.status == engine::AllocStatus::kTooLarge ? "object too large for cache"
+                                                             : "out of memory storing object");
+    // As memcached: a failed set must not leave the old value readable.
+    if (args.mode == engine::StoreMode::kSet) {
+      (void)engine_->Delete(key, engine::DeleteArgs{}, ts_);
+    }
+    return Swallow(n + 2, after_len);
+  }
+  pending_.active = true;
+  pending_.meta = meta;
+  pending_.quiet = quiet;
+  pending_.item = std::move(a.item);
+  pending_.args = args;
+  pending_.n = n;
+  pending_.got = 0;
+  pending_.line.assign(line);
+  return FeedPending(after, after_len, w);
+}
+
+size_t MemcacheHandler::FeedPending(const char* data, size_t len, ReplyWriter& w) {
+  PendingValue& pv = pending_;
+  size_t used = 0;
+  if (pv.got < pv.n && len > 0) {
+    iovec spans[64];
+    int count = pv.item.WritableSpans(spans, 64);
+    size_t base = 0;  // value offset of spans[i]
+    for (int i = 0; i < count && used < len && pv.got < pv.n; ++i) {
+      const size_t span_len = spans[i].iov_len;
+      if (pv.got < base + span_len) {
+        size_t off = pv.got - base;
+        size_t k = span_len - off;
+        if (k > len - used) k = len - used;
+        std::memcpy(static_cast<char*>(spans[i].iov_base) + off, data + used, k);
+        used += k;
+        pv.got += k;
+      }
+      base += span_len;
+    }
+  }
+  while (pv.got >= pv.n && pv.got < pv.n + 2 && used < len) {
+    pv.tail[pv.got - pv.n] = data[used++];
+    ++pv.got;
+  }
+  if (pv.got == pv.n + 2) FinishPending(w);
+  return used;
+}
+
+void MemcacheHandler::FinishPending(ReplyWriter& w) {
+  PendingValue& pv = pending_;
+  pv.active = false;
+  engine::ItemRef item = std::move(pv.item);
+  w.set_quiet(pv.quiet);
+  if (pv.tail[0] != '\r' || pv.tail[1] != '\n') {
+    w.ClientError("bad data chunk");  // the unstored item is freed with `item`
+    w.set_quiet(false);
+    return;
+  }
+  uint64_t cas = 0;
+  engine::StoreResult r = engine_->StoreItem(item, pv.args, ts_, &cas);
+  if (pv.meta) {
+    // The request's flags, parsed again from the kept line.
+    ParsedLine pl;
+    Tokenize(pv.line, &pl);
+    MetaFlags f;
+    (void)ParseMetaFlags(pl, 3, key_buf_, &f);
+    MetaSetReply(pl, f, r, cas, w);
+  } else {
+    StoreReply(r, w);
+  }
+  w.set_quiet(false);
 }
 
 size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "engine/engine.h"
@@ -33,6 +34,8 @@ struct HandlerContext {
 //  2. swallow_ > 0 means the next swallow_ input bytes belong to a rejected
 //     value (too large, bad flags) and are dropped before any parsing.
 //  3. After close_ is set no further request is parsed.
+//  4. While pending_.active, input bytes belong to that request's value
+//     until pending_.got reaches its value length plus 2.
 class MemcacheHandler final : public net::ProtocolHandler {
  public:
   MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts);
@@ -70,6 +73,27 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void MetaArith(const ParsedLine& pl, ReplyWriter& w);
   void MetaDebug(const ParsedLine& pl, ReplyWriter& w);
 
+  // Values of at least this size that have not fully arrived are read
+  // straight into item memory (Engine::Allocate) as they come, so the input
+  // buffer need not grow to hold them; smaller ones wait in the buffer.
+  static constexpr size_t kDirectValueMin = 16 * 1024;
+
+  // Allocates the item for a storage request and copies in the value bytes
+  // already here (`after`). `line` is the meta request line (its flags shape
+  // the reply); text requests pass an empty one. Returns the bytes consumed
+  // after the request line.
+  size_t StartDirectValue(std::string_view key, uint32_t flags, int64_t exptime, size_t n,
+                          const engine::StoreArgs& args, bool meta, bool quiet,
+                          std::string_view line, const char* after, size_t after_len,
+                          ReplyWriter& w);
+  // Copies more value (then CRLF) bytes into the pending item; stores it and
+  // replies once complete. Returns the bytes consumed.
+  size_t FeedPending(const char* data, size_t len, ReplyWriter& w);
+  void FinishPending(ReplyWriter& w);
+  void StoreReply(engine::StoreResult r, ReplyWriter& w);
+  void MetaSetReply(const ParsedLine& pl, const MetaFlags& f, engine::StoreResult r, uint64_t cas,
+                    ReplyWriter& w);
+
   // Starts dropping `n` bytes of a rejected value: what is already in the
   // buffer (`avail`) is consumed now, the rest on later calls. Returns the
   // bytes consumed now.
@@ -85,12 +109,26 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // Writes " k<key>" (base64 and " b" when binary) at p; returns the end.
   static char* PutKey(char* p, std::string_view key, bool binary);
 
+  // A storage request whose value is being read into item memory.
+  struct PendingValue {
+    bool active = false;
+    bool meta = false;
+    bool quiet = false;    // text noreply
+    engine::ItemRef item;  // allocated, not yet stored
+    engine::StoreArgs args;
+    size_t n = 0;           // value bytes
+    size_t got = 0;         // value plus CRLF bytes received so far
+    char tail[2] = {0, 0};  // the two bytes after the value
+    std::string line;       // meta request line (its capacity is reused)
+  };
+
   const HandlerContext* ctx_;
   engine::Engine* engine_;
   engine::ThreadStats* ts_;
   size_t swallow_ = 0;
   size_t wanted_ = 0;
   bool close_ = false;
+  PendingValue pending_;
   char key_buf_[kMaxDecodedKey];  // base64-decoded meta keys
 };
 

@@ -195,14 +195,6 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     (void)engine_->Delete(f.key, engine::DeleteArgs{}, ts_);
     return line_len + Swallow(total, after_len);
   }
-  if (after_len < total) {
-    wanted_ = line_len + total;
-    return 0;
-  }
-  if (after[n] != '\r' || after[n + 1] != '\n') {
-    w.ClientError("bad data chunk");  // errors ignore q
-    return line_len + total;
-  }
   if (f.has_cas) {
     args.compare_cas = f.compare_cas;
     // A compared set or replace is memcached's "cas".
@@ -213,13 +205,35 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
   args.invalidate = f.Has('I');
   if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
   if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
+  const int64_t exptime = f.has_ttl ? f.ttl : 0;
+  if (after_len < total) {
+    if (n < kDirectValueMin) {
+      wanted_ = line_len + total;
+      return 0;
+    }
+    std::string_view line(pl.tokens[0].data(), static_cast<size_t>(pl.tokens[pl.count - 1].data() +
+                                                                   pl.tokens[pl.count - 1].size() -
+                                                                   pl.tokens[0].data()));
+    return line_len + StartDirectValue(f.key, f.client_flags, exptime, n, args, /*meta=*/true,
+                                       /*quiet=*/false, line, after, after_len, w);
+  }
+  if (after[n] != '\r' || after[n + 1] != '\n') {
+    w.ClientError("bad data chunk");  // errors ignore q
+    return line_len + total;
+  }
   uint64_t cas = 0;
-  engine::StoreResult r = engine_->Store(f.key, f.client_flags, f.has_ttl ? f.ttl : 0,
-                                         std::string_view(after, n), args, ts_, &cas);
+  engine::StoreResult r =
+      engine_->Store(f.key, f.client_flags, exptime, std::string_view(after, n), args, ts_, &cas);
+  MetaSetReply(pl, f, r, cas, w);
+  return line_len + total;
+}
+
+void MemcacheHandler::MetaSetReply(const ParsedLine& pl, const MetaFlags& f, engine::StoreResult r,
+                                   uint64_t cas, ReplyWriter& w) {
   const char* code = nullptr;
   switch (r) {
     case engine::StoreResult::kStored:
-      if (f.Has('q')) return line_len + total;
+      if (f.Has('q')) return;
       code = "HD";
       break;
     case engine::StoreResult::kNotStored:
@@ -233,10 +247,10 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
       break;
     case engine::StoreResult::kTooLarge:
       w.ServerError("object too large for cache");
-      return line_len + total;
+      return;
     case engine::StoreResult::kNoMemory:
       w.ServerError("out of memory storing object");
-      return line_len + total;
+      return;
   }
   if (r != engine::StoreResult::kStored) cas = 0;
   char* start = w.Reserve(kMetaLineMax);
@@ -257,7 +271,6 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     }
   }
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));
-  return line_len + total;
 }
 
 void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {

@@ -93,18 +93,27 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
     if (mode == engine::StoreMode::kSet) (void)engine_->Delete(key, engine::DeleteArgs{}, ts_);
     return line_len + Swallow(total, after_len);
   }
+  engine::StoreArgs args;
+  args.mode = mode;
+  args.compare_cas = cas;
   if (after_len < total) {
-    wanted_ = line_len + total;
-    return 0;
+    if (n < kDirectValueMin) {
+      wanted_ = line_len + total;
+      return 0;
+    }
+    return line_len + StartDirectValue(key, flags, exptime, n, args, /*meta=*/false, w.quiet(), {},
+                                       after, after_len, w);
   }
   if (after[n] != '\r' || after[n + 1] != '\n') {
     w.ClientError("bad data chunk");
     return line_len + total;
   }
-  engine::StoreArgs args;
-  args.mode = mode;
-  args.compare_cas = cas;
-  switch (engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_)) {
+  StoreReply(engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_), w);
+  return line_len + total;
+}
+
+void MemcacheHandler::StoreReply(engine::StoreResult r, ReplyWriter& w) {
+  switch (r) {
     case engine::StoreResult::kStored:
       w.Word("STORED");
       break;
@@ -124,7 +133,6 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
       w.ServerError("out of memory storing object");
       break;
   }
-  return line_len + total;
 }
 
 void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {

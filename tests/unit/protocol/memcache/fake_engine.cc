@@ -64,6 +64,9 @@ struct Engine::Impl {
     }
     return it;
   }
+  StoreResult StoreAbs(const Clock* clock_, std::string_view key, uint32_t flags, int64_t abs,
+                       std::string_view value, const StoreArgs& args, uint64_t* cas_out,
+                       Item** stored);
   ItemRef Ref(Engine* e, Item* it) {
     ++it->refs;
     return ItemRef(e, it);
@@ -150,8 +153,15 @@ StoreResult Engine::Store(std::string_view key, uint32_t flags, int64_t exptime,
                           uint64_t* cas_out) {
   MutexLock l(&impl_->mu);
   if (value.size() + key.size() + 60 > opts_.item_size_max) return StoreResult::kTooLarge;
+  return impl_->StoreAbs(clock_, key, flags, impl_->Abs(clock_, exptime), value, args, cas_out,
+                         nullptr);
+}
+
+StoreResult Engine::Impl::StoreAbs(const Clock* clock_, std::string_view key, uint32_t flags,
+                                   int64_t abs, std::string_view value, const StoreArgs& args,
+                                   uint64_t* cas_out, Item** stored) {
+  Impl* impl_ = this;
   Item* old = impl_->Find(clock_, key);
-  int64_t abs = impl_->Abs(clock_, exptime);
   std::string v(value);
   bool mark_stale = false;
   switch (args.mode) {
@@ -189,8 +199,48 @@ StoreResult Engine::Store(std::string_view key, uint32_t flags, int64_t exptime,
   if (args.explicit_cas) it->cas = args.explicit_cas;
   it->stale = mark_stale;
   if (cas_out) *cas_out = it->cas;
+  if (stored) *stored = it;
   return StoreResult::kStored;
 }
+
+AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
+                             size_t value_len, ThreadStats*, ValueType) {
+  MutexLock l(&impl_->mu);
+  AllocOutput o;
+  if (value_len + key.size() + 60 > opts_.item_size_max) {
+    o.status = AllocStatus::kTooLarge;
+    return o;
+  }
+  Item* it = new Item;
+  it->key = std::string(key);
+  it->value = std::string(value_len, '\0') + "\r\n";
+  it->flags = flags;
+  it->exptime = impl_->Abs(clock_, exptime);
+  it->linked = false;
+  it->refs = 1;
+  o.status = AllocStatus::kOk;
+  o.item = ItemRef(this, it);
+  return o;
+}
+
+StoreResult Engine::StoreItem(ItemRef& item, const StoreArgs& args, ThreadStats*,
+                              uint64_t* cas_out) {
+  MutexLock l(&impl_->mu);
+  Item* src = item.raw();
+  Item* stored = nullptr;
+  StoreResult r = impl_->StoreAbs(clock_, src->key, src->flags, src->exptime,
+                                  std::string_view(src->value).substr(0, src->value.size() - 2),
+                                  args, cas_out, &stored);
+  if (stored != nullptr) {
+    impl_->Unref(src);
+    ++stored->refs;
+    item.Detach();
+    item = ItemRef(this, stored);
+  }
+  return r;
+}
+
+int ItemRef::WritableSpans(iovec* out, int max) { return ValueSpans(out, max, false); }
 
 ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadStats*) {
   MutexLock l(&impl_->mu);

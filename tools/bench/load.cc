@@ -95,6 +95,17 @@ Result<int> Connect(const Options& o) {
   return last;
 }
 
+// One load thread: opens its share of the connections, waits for the common
+// start, then runs one epoll loop that keeps each connection's pipeline
+// window full (closed loop) or follows its OpenLoopSchedule (open loop),
+// until the measured window ends and the outstanding replies drain.
+//
+// Thread safety: every member is owned by the thread running Run(); it talks
+// to the main thread only through ThreadShared and the published Timeline.
+//
+// Invariants:
+//  1. A dead connection has fd == -1 and is never read, written or filled.
+//  2. stats_ is moved into shared_->stats exactly once, before `finished`.
 class LoadThread {
  public:
   LoadThread(const Options& o, const ValueGen& values, const ZipfTable* zipf, int index,

@@ -245,6 +245,8 @@ def test_signals_exit_cleanly(make_server, sig):
 def test_P_writes_pid_file(make_server, tmp_path):
     path = str(tmp_path / "trove.pid")
     srv = make_server("-P", path)
+    # memcached may write it just after it starts accepting.
+    assert wait_for(lambda: os.path.exists(path) and open(path).read().endswith("\n"), timeout=5)
     with open(path) as f:
         assert int(f.read().strip()) == srv.pid()
     srv.signal(signal.SIGTERM)

@@ -456,11 +456,15 @@ void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
     return;
   }
   // A compact value is written back as a new item (new CAS, so WATCH sees
-  // it). If the engine has no room for it the write is lost: the reply the
-  // caller sends next cannot be retracted (TODO(#5): -OOM before writing).
+  // it). If the engine has no room, write_failed makes Session answer -OOM
+  // instead of the reply the handler wrote.
   if (v->compact() && StoreCompact(ctx, ekey, e->type, *v, e->exptime)) return;
-  // Past the thresholds: the object itself becomes the item's HeapValue.
-  if (!StoreHeap(ctx, e)) e->obj = nullptr;
+  // Past the thresholds (or no room for the bytes): the object itself
+  // becomes the item's HeapValue.
+  if (!StoreHeap(ctx, e)) {
+    e->obj = nullptr;
+    if (ctx.write_failed != nullptr) *ctx.write_failed = true;
+  }
 }
 
 }  // namespace trove::resp

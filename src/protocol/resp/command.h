@@ -74,6 +74,9 @@ struct CommandContext {
   bool in_exec = false;
   // Collections decoded or created by this command (see collections.h).
   std::vector<ScratchEntry>* scratch = nullptr;
+  // Set when a collection write could not be stored (no memory under -M);
+  // Session then replaces the command's reply with -OOM.
+  bool* write_failed = nullptr;
 
   size_t argc() const { return argv.size(); }
   int db() const { return conn->identity().db(); }

@@ -123,6 +123,16 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   ctx.in_exec = in_exec;
   std::vector<ScratchEntry> scratch;  // decoded collections, for this command only
   ctx.scratch = &scratch;
+  // Collection writes store their result after the handler has replied, so
+  // their reply is staged and replaced by -OOM if the store fails.
+  bool write_failed = false;
+  ctx.write_failed = &write_failed;
+  std::string_view group = spec.group;
+  bool stage = (spec.flags & kCmdWrite) != 0 &&
+               (group == "list" || group == "hash" || group == "set" || group == "sorted-set");
+  net::OutputBuffer staged;
+  RespWriter staged_writer(&staged, w->proto());
+  if (stage) ctx.w = &staged_writer;
   const Clock* clock = server_->engine()->clock();
   int64_t t0 = clock->MonoNanos();
   if (locked || (spec.flags & kCmdGlobal) != 0) {
@@ -142,6 +152,10 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
       ctx.locked = true;
       spec.fn(ctx);
     }
+  }
+  if (stage) {
+    if (write_failed) w->Error("OOM command not allowed when used memory > 'maxmemory'.");
+    else w->out()->Append(staged.ToString());
   }
   int64_t t1 = clock->MonoNanos();
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];

@@ -20,6 +20,9 @@ ItemLocks::ItemLocks(int power)
     : power_(power), mask_((1u << power) - 1), locks_(new Padded[size_t{1} << power]) {}
 
 void ItemLocks::Lock(uint32_t stripe) NO_THREAD_SAFETY_ANALYSIS {
+  // Relocking our own stripe would deadlock: a caller holding a KeyLockSet
+  // must use the *Locked operations for its keys.
+  DCHECK(!HeldByMe(stripe));
   locks_[stripe].mu.Lock();
   t_held.push_back({this, stripe});
 }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "common/check.h"
@@ -62,6 +63,9 @@ Status Worker::Start() {
     return Status::FromErrno("epoll_ctl(inbox)");
   }
   thread_ = std::thread([this] { Run(); });
+  while (!initialised_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   return Status::Ok();
 }
 
@@ -91,6 +95,7 @@ void Worker::Post(WorkerMsg m) {
 void Worker::Run() {
   tls_worker = this;
   for (ProtocolFactory* f : opts_.factories) f->InitWorker(opts_.id);
+  initialised_.store(true, std::memory_order_release);
   last_idle_check_ns_ = Now();
   epoll_event events[kMaxEvents];
   while (!stop_) {

@@ -90,7 +90,8 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Creates the epoll set; spawns the thread.
+  // Creates the epoll set; spawns the thread and returns once it has run
+  // every factory's InitWorker.
   Status Start();
   // Asks the loop to close its connections and exit, then joins it.
   void Stop();
@@ -158,6 +159,8 @@ class Worker {
   bool stop_ = false;
 
   std::atomic<size_t> num_conns_{0};  // relaxed: a gauge for stats and tests
+  // Release/acquire: publishes what InitWorker did to the thread in Start().
+  std::atomic<bool> initialised_{false};
   // Written by the worker thread only (load + store, no locked add), read
   // relaxed by stats from any thread.
   std::atomic<uint64_t> bytes_read_{0};

@@ -63,6 +63,19 @@ def binary_or_fail():
     return path
 
 
+def _die_with_parent():
+    """preexec_fn: the server gets SIGKILL when the test process dies, so a
+    pytest killed by a timeout leaves no server behind (the server runs in
+    its own session, out of reach of the caller's process-group kill)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -150,7 +163,8 @@ class Server:
             log.write(("$ " + " ".join(cmd) + "\n").encode())
             log.flush()
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
             log.close()
             self.started_at = time.monotonic()
             ok = self._wait_ready(port)

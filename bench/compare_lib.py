@@ -528,7 +528,7 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set logscale y
 set grid ytics
-set key top left
+set key outside bottom center horizontal
 set multiplot layout 1,3
 {chr(10).join(plots)}
 unset multiplot

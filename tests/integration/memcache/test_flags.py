@@ -388,23 +388,23 @@ def test_o_hashpower_sets_table_size(make_server):
 # ---- idle timeout -------------------------------------------------------
 
 def test_idle_timeout_closes_idle_connections(make_server):
-    srv = make_server("-o", "idle_timeout=1")
+    srv = make_server("-o", "idle_timeout=2")
     idle = Conn.to(srv)
     busy = Conn.to(srv)
     idle.rt(b"")
     start = time.monotonic()
     # The busy connection keeps talking and is kept.
     closed_at = None
-    while time.monotonic() - start < 5:
+    while time.monotonic() - start < 7:
         busy.rt(b"")
         if not idle.is_open(wait=0.2):
             closed_at = time.monotonic() - start
             break
     # The busy connection outlives the idle one by more than the timeout.
-    for _ in range(8):
+    for _ in range(12):
         time.sleep(0.2)
         assert busy.rt(b"") == b""
-    assert closed_at is not None and closed_at >= 0.9, closed_at
+    assert closed_at is not None and closed_at >= 1.9, closed_at
     assert busy.rt(b"version\r\n").startswith(b"VERSION ")
     assert int(busy.stat("idle_kicks")) >= 1
     busy.close()

@@ -169,8 +169,10 @@ def test_slow_reader_does_not_stall_others(make_server):
             assert c.get("small") == b"s"
             worst = max(worst, time.monotonic() - t0)
         rounds += 1
-    assert rounds >= 20, "only %d rounds in 3 s: others are stalled" % rounds
-    assert worst < 2.0, "a request took %.2f s while a client was not reading" % worst
+    # A server that blocks on the slow client stalls the others outright
+    # (their reads time out); the bounds leave room for a loaded machine.
+    assert rounds >= 10, "only %d rounds in 3 s: others are stalled" % rounds
+    assert worst < 3.0, "a request took %.2f s while a client was not reading" % worst
     for c in others:
         c.close()
     growth = rss_kib(srv.pid()) - rss_before

@@ -44,8 +44,10 @@ void HSetGeneric(CommandContext& ctx, bool hmset) {
     if (v->Set(ctx.argv[i], ctx.argv[i + 1])) ++added;
   }
   Finish(ctx, key, v, before);
-  if (hmset) ctx.w->Ok();
-  else ctx.w->Integer(added);
+  if (hmset)
+    ctx.w->Ok();
+  else
+    ctx.w->Integer(added);
 }
 void CmdHSet(CommandContext& ctx) { HSetGeneric(ctx, false); }
 void CmdHMSet(CommandContext& ctx) { HSetGeneric(ctx, true); }
@@ -69,8 +71,10 @@ void CmdHGet(CommandContext& ctx) {
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
   const std::string* f = v ? v->Find(ctx.argv[2]) : nullptr;
-  if (f == nullptr) ctx.w->Null();
-  else ctx.w->Bulk(*f);
+  if (f == nullptr)
+    ctx.w->Null();
+  else
+    ctx.w->Bulk(*f);
 }
 
 void CmdHMGet(CommandContext& ctx) {
@@ -79,8 +83,10 @@ void CmdHMGet(CommandContext& ctx) {
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) {
     const std::string* f = v ? v->Find(ctx.argv[i]) : nullptr;
-    if (f == nullptr) ctx.w->Null();
-    else ctx.w->Bulk(*f);
+    if (f == nullptr)
+      ctx.w->Null();
+    else
+      ctx.w->Bulk(*f);
   }
 }
 
@@ -88,10 +94,14 @@ void CmdHDel(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   HashValue* v;
   if (!ReadHash(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.w->Integer(0); return; }
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
   size_t before = v->MemoryUsage();
   int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i) if (v->Erase(ctx.argv[i])) ++n;
+  for (size_t i = 2; i < ctx.argc(); ++i)
+    if (v->Erase(ctx.argv[i])) ++n;
   FinishUpdate(ctx, key, v, before);
   ctx.w->Integer(n);
 }
@@ -120,12 +130,16 @@ void ListGeneric(CommandContext& ctx, int mode) {
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
-    if (mode == 2) ctx.w->MapHeader(0);
-    else ctx.w->ArrayHeader(0);
+    if (mode == 2)
+      ctx.w->MapHeader(0);
+    else
+      ctx.w->ArrayHeader(0);
     return;
   }
-  if (mode == 2) ctx.w->MapHeader(v->size());
-  else ctx.w->ArrayHeader(v->size());
+  if (mode == 2)
+    ctx.w->MapHeader(v->size());
+  else
+    ctx.w->ArrayHeader(v->size());
   for (const auto& [f, val] : v->Entries()) {
     if (mode != 1) ctx.w->Bulk(*f);
     if (mode != 0) ctx.w->Bulk(*val);
@@ -202,17 +216,25 @@ void CmdHRandField(CommandContext& ctx) {
   bool has_count = ctx.argc() >= 3;
   bool withvalues = false;
   int64_t count = 1;
-  if (ctx.argc() > 4) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 4) {
+    ctx.SyntaxError();
+    return;
+  }
   if (has_count && !ArgInt(ctx, ctx.argv[2], &count)) return;
   if (ctx.argc() == 4) {
-    if (!EqualsIgnoreCase(ctx.argv[3], "withvalues")) { ctx.SyntaxError(); return; }
+    if (!EqualsIgnoreCase(ctx.argv[3], "withvalues")) {
+      ctx.SyntaxError();
+      return;
+    }
     withvalues = true;
   }
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
-    if (has_count) ctx.w->ArrayHeader(0);
-    else ctx.w->Null();
+    if (has_count)
+      ctx.w->ArrayHeader(0);
+    else
+      ctx.w->Null();
     return;
   }
   auto all = v->Entries();
@@ -226,7 +248,10 @@ void CmdHRandField(CommandContext& ctx) {
     size_t n = std::min(static_cast<size_t>(count), all.size());
     pick.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
   } else {
-    if (count < -(INT64_MAX / 2)) { ctx.Error("ERR value is out of range"); return; }
+    if (count < -(INT64_MAX / 2)) {
+      ctx.Error("ERR value is out of range");
+      return;
+    }
     for (int64_t i = 0; i < -count; ++i) pick.push_back(all[Rng()() % all.size()]);
   }
   bool resp3_pairs = withvalues && ctx.w->proto() == 3;
@@ -267,21 +292,35 @@ void RegisterHashCommands(std::vector<CommandSpec>* t) {
                  const char* since) {
     t->push_back({n, ar, f, 1, 1, 1, fn, nullptr, "hash", sum, since});
   };
-  add("hset", -4, w | kCmdFast, CmdHSet, "Creates or modifies the value of a field in a hash.", "2.0.0");
-  add("hsetnx", 4, w | kCmdFast, CmdHSetNx, "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0");
+  add("hset", -4, w | kCmdFast, CmdHSet, "Creates or modifies the value of a field in a hash.",
+      "2.0.0");
+  add("hsetnx", 4, w | kCmdFast, CmdHSetNx,
+      "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0");
   add("hget", 3, r | kCmdFast, CmdHGet, "Returns the value of a field in a hash.", "2.0.0");
   add("hmset", -4, w | kCmdFast, CmdHMSet, "Sets the values of multiple fields.", "2.0.0");
   add("hmget", -3, r | kCmdFast, CmdHMGet, "Returns the values of all fields in a hash.", "2.0.0");
-  add("hdel", -3, kCmdWrite | kCmdFast, CmdHDel, "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "2.0.0");
-  add("hexists", 3, r | kCmdFast, CmdHExists, "Determines whether a field exists in a hash.", "2.0.0");
+  add("hdel", -3, kCmdWrite | kCmdFast, CmdHDel,
+      "Deletes one or more fields and their values from a hash. Deletes the hash if no fields "
+      "remain.",
+      "2.0.0");
+  add("hexists", 3, r | kCmdFast, CmdHExists, "Determines whether a field exists in a hash.",
+      "2.0.0");
   add("hlen", 2, r | kCmdFast, CmdHLen, "Returns the number of fields in a hash.", "2.0.0");
-  add("hstrlen", 3, r | kCmdFast, CmdHStrlen, "Returns the length of the value of a field.", "3.2.0");
+  add("hstrlen", 3, r | kCmdFast, CmdHStrlen, "Returns the length of the value of a field.",
+      "3.2.0");
   add("hkeys", 2, r, CmdHKeys, "Returns all fields in a hash.", "2.0.0");
   add("hvals", 2, r, CmdHVals, "Returns all values in a hash.", "2.0.0");
   add("hgetall", 2, r, CmdHGetAll, "Returns all fields and values in a hash.", "2.0.0");
-  add("hincrby", 4, w | kCmdFast, CmdHIncrBy, "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "2.0.0");
-  add("hincrbyfloat", 4, w | kCmdFast, CmdHIncrByFloat, "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "2.6.0");
-  add("hrandfield", -2, r, CmdHRandField, "Returns one or more random fields from a hash.", "6.2.0");
+  add("hincrby", 4, w | kCmdFast, CmdHIncrBy,
+      "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if "
+      "the field doesn't exist.",
+      "2.0.0");
+  add("hincrbyfloat", 4, w | kCmdFast, CmdHIncrByFloat,
+      "Increments the floating point value of a field by a number. Uses 0 as initial value if the "
+      "field doesn't exist.",
+      "2.6.0");
+  add("hrandfield", -2, r, CmdHRandField, "Returns one or more random fields from a hash.",
+      "6.2.0");
   add("hscan", -3, r, CmdHScan, "Iterates over fields and values of a hash.", "2.8.0");
 }
 

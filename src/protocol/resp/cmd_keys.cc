@@ -52,10 +52,14 @@ void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
   bool nx = false, xx = false, gt = false, lt = false;
   for (size_t i = 3; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "nx")) nx = true;
-    else if (EqualsIgnoreCase(o, "xx")) xx = true;
-    else if (EqualsIgnoreCase(o, "gt")) gt = true;
-    else if (EqualsIgnoreCase(o, "lt")) lt = true;
+    if (EqualsIgnoreCase(o, "nx"))
+      nx = true;
+    else if (EqualsIgnoreCase(o, "xx"))
+      xx = true;
+    else if (EqualsIgnoreCase(o, "gt"))
+      gt = true;
+    else if (EqualsIgnoreCase(o, "lt"))
+      lt = true;
     else {
       std::string m = "ERR Unsupported option ";
       m.append(o);
@@ -97,14 +101,28 @@ void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
     return;
   }
   int64_t cur = it.expires_at_unix() == 0 ? -1 : it.expires_at_unix() * 1000;
-  if (nx && cur != -1) { ctx.w->Integer(0); return; }
-  if (xx && cur == -1) { ctx.w->Integer(0); return; }
-  if (gt && (cur == -1 || when <= cur)) { ctx.w->Integer(0); return; }
-  if (lt && cur != -1 && when >= cur) { ctx.w->Integer(0); return; }
+  if (nx && cur != -1) {
+    ctx.w->Integer(0);
+    return;
+  }
+  if (xx && cur == -1) {
+    ctx.w->Integer(0);
+    return;
+  }
+  if (gt && (cur == -1 || when <= cur)) {
+    ctx.w->Integer(0);
+    return;
+  }
+  if (lt && cur != -1 && when >= cur) {
+    ctx.w->Integer(0);
+    return;
+  }
   it.Reset();
   int64_t exptime = ExptimeFromUnixMs(when, now);
-  if (exptime < 0) ctx.engine->UnlinkLocked(key, ctx.ts);
-  else ctx.engine->SetExpiryLocked(key, exptime, ctx.ts);
+  if (exptime < 0)
+    ctx.engine->UnlinkLocked(key, ctx.ts);
+  else
+    ctx.engine->SetExpiryLocked(key, exptime, ctx.ts);
   ctx.w->Integer(1);
 }
 void CmdExpire(CommandContext& ctx) { ExpireGeneric(ctx, false, false); }
@@ -115,15 +133,29 @@ void CmdPExpireAt(CommandContext& ctx) { ExpireGeneric(ctx, true, true); }
 // TTL family: mode 0 TTL, 1 PTTL, 2 EXPIRETIME, 3 PEXPIRETIME.
 void TtlGeneric(CommandContext& ctx, int mode) {
   ItemRef it = ctx.engine->GetLocked(ctx.Key(1), ctx.ts, false);
-  if (!it) { ctx.w->Integer(-2); return; }
+  if (!it) {
+    ctx.w->Integer(-2);
+    return;
+  }
   int64_t e = it.expires_at_unix();
-  if (e == 0) { ctx.w->Integer(-1); return; }
+  if (e == 0) {
+    ctx.w->Integer(-1);
+    return;
+  }
   int64_t left = PttlMs(it, ctx.server->NowMs());
   switch (mode) {
-    case 0: ctx.w->Integer((left + 500) / 1000); break;
-    case 1: ctx.w->Integer(left); break;
-    case 2: ctx.w->Integer(e); break;
-    default: ctx.w->Integer(e * 1000); break;
+    case 0:
+      ctx.w->Integer((left + 500) / 1000);
+      break;
+    case 1:
+      ctx.w->Integer(left);
+      break;
+    case 2:
+      ctx.w->Integer(e);
+      break;
+    default:
+      ctx.w->Integer(e * 1000);
+      break;
   }
 }
 void CmdTtl(CommandContext& ctx) { TtlGeneric(ctx, 0); }
@@ -134,7 +166,10 @@ void CmdPExpireTime(CommandContext& ctx) { TtlGeneric(ctx, 3); }
 void CmdPersist(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
-  if (!it || it.expires_at_unix() == 0) { ctx.w->Integer(0); return; }
+  if (!it || it.expires_at_unix() == 0) {
+    ctx.w->Integer(0);
+    return;
+  }
   it.Reset();
   ctx.engine->SetExpiryLocked(key, 0, ctx.ts);
   ctx.w->Integer(1);
@@ -143,18 +178,28 @@ void CmdPersist(CommandContext& ctx) {
 void RenameGeneric(CommandContext& ctx, bool nx) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);
   ItemRef it = ctx.engine->GetLocked(src, ctx.ts, false);
-  if (!it) { ctx.Error("ERR no such key"); return; }
-  if (src == dst) {
-    if (nx) ctx.w->Integer(0);
-    else ctx.w->Ok();
+  if (!it) {
+    ctx.Error("ERR no such key");
     return;
   }
-  if (nx && ctx.engine->GetLocked(dst, ctx.ts, false)) { ctx.w->Integer(0); return; }
+  if (src == dst) {
+    if (nx)
+      ctx.w->Integer(0);
+    else
+      ctx.w->Ok();
+    return;
+  }
+  if (nx && ctx.engine->GetLocked(dst, ctx.ts, false)) {
+    ctx.w->Integer(0);
+    return;
+  }
   if (!CopyItemLocked(ctx, it, dst, it.expires_at_unix())) return;
   it.Reset();
   ctx.engine->UnlinkLocked(src, ctx.ts);
-  if (nx) ctx.w->Integer(1);
-  else ctx.w->Ok();
+  if (nx)
+    ctx.w->Integer(1);
+  else
+    ctx.w->Ok();
 }
 void CmdRename(CommandContext& ctx) { RenameGeneric(ctx, false); }
 void CmdRenameNx(CommandContext& ctx) { RenameGeneric(ctx, true); }
@@ -192,9 +237,15 @@ void CmdCopy(CommandContext& ctx) {
   std::string_view keys[2] = {src, dst};
   engine::KeyLockSet lock(ctx.engine, keys);
   ItemRef it = ctx.engine->GetLocked(src, ctx.ts, false);
-  if (!it) { ctx.w->Integer(0); return; }
+  if (!it) {
+    ctx.w->Integer(0);
+    return;
+  }
   if (ctx.engine->GetLocked(dst, ctx.ts, false)) {
-    if (!replace) { ctx.w->Integer(0); return; }
+    if (!replace) {
+      ctx.w->Integer(0);
+      return;
+    }
   }
   CommandContext inner = ctx;
   inner.locked = true;
@@ -212,7 +263,10 @@ void CmdMove(CommandContext& ctx) {
   std::string_view keys[2] = {src, dst};
   engine::KeyLockSet lock(ctx.engine, keys);
   ItemRef it = ctx.engine->GetLocked(src, ctx.ts, false);
-  if (!it || ctx.engine->GetLocked(dst, ctx.ts, false)) { ctx.w->Integer(0); return; }
+  if (!it || ctx.engine->GetLocked(dst, ctx.ts, false)) {
+    ctx.w->Integer(0);
+    return;
+  }
   CommandContext inner = ctx;
   inner.locked = true;
   if (!CopyItemLocked(inner, it, dst, it.expires_at_unix())) return;
@@ -260,7 +314,10 @@ void CmdScan(CommandContext& ctx) {
     bool more = i + 1 < ctx.argc();
     if (EqualsIgnoreCase(o, "count") && more) {
       if (!ArgInt(ctx, ctx.argv[++i], &count)) return;
-      if (count < 1) { ctx.SyntaxError(); return; }
+      if (count < 1) {
+        ctx.SyntaxError();
+        return;
+      }
     } else if (EqualsIgnoreCase(o, "match") && more) {
       pattern = ctx.argv[++i];
       has_pattern = !(pattern == "*");
@@ -331,7 +388,8 @@ size_t FlushAllDatabases(CommandContext& ctx) {
   std::vector<std::string> keys;
   uint64_t cursor = 0;
   do {
-    cursor = ctx.engine->Scan(cursor, 4096, [&](const ItemRef& it) { keys.emplace_back(it.key()); });
+    cursor =
+        ctx.engine->Scan(cursor, 4096, [&](const ItemRef& it) { keys.emplace_back(it.key()); });
   } while (cursor != 0);
   engine::DeleteArgs da;
   for (const auto& k : keys) ctx.engine->Delete(k, da, ctx.ts);
@@ -388,26 +446,48 @@ void RegisterKeyCommands(std::vector<CommandSpec>* t) {
     t->push_back({n, ar, f, fk, lk, st, fn, kf, "generic", sum, since});
   };
   add("del", -2, w, 1, -1, 1, CmdDel, "Deletes one or more keys.", "1.0.0");
-  add("unlink", -2, w | kCmdFast, 1, -1, 1, CmdDel, "Asynchronously deletes one or more keys.", "4.0.0");
-  add("exists", -2, r | kCmdFast, 1, -1, 1, CmdExists, "Determines whether one or more keys exist.", "1.0.0");
-  add("touch", -2, r | kCmdFast, 1, -1, 1, CmdTouch, "Returns the number of existing keys out of those specified after updating the time they were last accessed.", "3.2.1");
-  add("type", 2, r | kCmdFast, 1, 1, 1, CmdType, "Determines the type of value stored at a key.", "1.0.0");
-  add("expire", -3, w | kCmdFast, 1, 1, 1, CmdExpire, "Sets the expiration time of a key in seconds.", "1.0.0");
-  add("pexpire", -3, w | kCmdFast, 1, 1, 1, CmdPExpire, "Sets the expiration time of a key in milliseconds.", "2.6.0");
-  add("expireat", -3, w | kCmdFast, 1, 1, 1, CmdExpireAt, "Sets the expiration time of a key to a Unix timestamp.", "1.2.0");
-  add("pexpireat", -3, w | kCmdFast, 1, 1, 1, CmdPExpireAt, "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0");
-  add("ttl", 2, r | kCmdFast, 1, 1, 1, CmdTtl, "Returns the expiration time in seconds of a key.", "1.0.0");
-  add("pttl", 2, r | kCmdFast, 1, 1, 1, CmdPTtl, "Returns the expiration time in milliseconds of a key.", "2.6.0");
-  add("expiretime", 2, r | kCmdFast, 1, 1, 1, CmdExpireTime, "Returns the expiration time of a key as a Unix timestamp.", "7.0.0");
-  add("pexpiretime", 2, r | kCmdFast, 1, 1, 1, CmdPExpireTime, "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0");
-  add("persist", 2, w | kCmdFast, 1, 1, 1, CmdPersist, "Removes the expiration time of a key.", "2.2.0");
-  add("rename", 3, w, 1, 2, 1, CmdRename, "Renames a key and overwrites the destination.", "1.0.0", KeysFrom1Last2);
-  add("renamenx", 3, w | kCmdFast, 1, 2, 1, CmdRenameNx, "Renames a key only when the target key name doesn't exist.", "1.0.0", KeysFrom1Last2);
-  add("copy", -3, w | kCmdDenyOom | kCmdGlobal, 1, 2, 1, CmdCopy, "Copies the value of a key to a new key.", "6.2.0");
-  add("move", 3, w | kCmdFast | kCmdGlobal, 1, 1, 1, CmdMove, "Moves a key to another database.", "1.0.0");
-  add("keys", 2, r | kCmdGlobal, 0, 0, 0, CmdKeys, "Returns all key names that match a pattern.", "1.0.0");
-  add("scan", -2, r | kCmdGlobal, 0, 0, 0, CmdScan, "Iterates over the key names in the database.", "2.8.0");
-  add("randomkey", 1, r | kCmdGlobal, 0, 0, 0, CmdRandomKey, "Returns a random key name from the database.", "1.0.0");
+  add("unlink", -2, w | kCmdFast, 1, -1, 1, CmdDel, "Asynchronously deletes one or more keys.",
+      "4.0.0");
+  add("exists", -2, r | kCmdFast, 1, -1, 1, CmdExists, "Determines whether one or more keys exist.",
+      "1.0.0");
+  add("touch", -2, r | kCmdFast, 1, -1, 1, CmdTouch,
+      "Returns the number of existing keys out of those specified after updating the time they "
+      "were last accessed.",
+      "3.2.1");
+  add("type", 2, r | kCmdFast, 1, 1, 1, CmdType, "Determines the type of value stored at a key.",
+      "1.0.0");
+  add("expire", -3, w | kCmdFast, 1, 1, 1, CmdExpire,
+      "Sets the expiration time of a key in seconds.", "1.0.0");
+  add("pexpire", -3, w | kCmdFast, 1, 1, 1, CmdPExpire,
+      "Sets the expiration time of a key in milliseconds.", "2.6.0");
+  add("expireat", -3, w | kCmdFast, 1, 1, 1, CmdExpireAt,
+      "Sets the expiration time of a key to a Unix timestamp.", "1.2.0");
+  add("pexpireat", -3, w | kCmdFast, 1, 1, 1, CmdPExpireAt,
+      "Sets the expiration time of a key to a Unix milliseconds timestamp.", "2.6.0");
+  add("ttl", 2, r | kCmdFast, 1, 1, 1, CmdTtl, "Returns the expiration time in seconds of a key.",
+      "1.0.0");
+  add("pttl", 2, r | kCmdFast, 1, 1, 1, CmdPTtl,
+      "Returns the expiration time in milliseconds of a key.", "2.6.0");
+  add("expiretime", 2, r | kCmdFast, 1, 1, 1, CmdExpireTime,
+      "Returns the expiration time of a key as a Unix timestamp.", "7.0.0");
+  add("pexpiretime", 2, r | kCmdFast, 1, 1, 1, CmdPExpireTime,
+      "Returns the expiration time of a key as a Unix milliseconds timestamp.", "7.0.0");
+  add("persist", 2, w | kCmdFast, 1, 1, 1, CmdPersist, "Removes the expiration time of a key.",
+      "2.2.0");
+  add("rename", 3, w, 1, 2, 1, CmdRename, "Renames a key and overwrites the destination.", "1.0.0",
+      KeysFrom1Last2);
+  add("renamenx", 3, w | kCmdFast, 1, 2, 1, CmdRenameNx,
+      "Renames a key only when the target key name doesn't exist.", "1.0.0", KeysFrom1Last2);
+  add("copy", -3, w | kCmdDenyOom | kCmdGlobal, 1, 2, 1, CmdCopy,
+      "Copies the value of a key to a new key.", "6.2.0");
+  add("move", 3, w | kCmdFast | kCmdGlobal, 1, 1, 1, CmdMove, "Moves a key to another database.",
+      "1.0.0");
+  add("keys", 2, r | kCmdGlobal, 0, 0, 0, CmdKeys, "Returns all key names that match a pattern.",
+      "1.0.0");
+  add("scan", -2, r | kCmdGlobal, 0, 0, 0, CmdScan, "Iterates over the key names in the database.",
+      "2.8.0");
+  add("randomkey", 1, r | kCmdGlobal, 0, 0, 0, CmdRandomKey,
+      "Returns a random key name from the database.", "1.0.0");
 }
 
 }  // namespace trove::resp

@@ -25,7 +25,10 @@ void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
   ListValue* v = nullptr;
   if (only_existing) {
     if (!ReadList(ctx, key, &v)) return;
-    if (v == nullptr) { ctx.w->Integer(0); return; }
+    if (v == nullptr) {
+      ctx.w->Integer(0);
+      return;
+    }
   } else {
     bool created;
     v = LoadOrCreate<ListValue>(ctx, key, &created);
@@ -33,8 +36,10 @@ void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
   }
   size_t before = v->MemoryUsage();
   for (size_t i = 2; i < ctx.argc(); ++i) {
-    if (left) v->PushFront(ctx.argv[i]);
-    else v->PushBack(ctx.argv[i]);
+    if (left)
+      v->PushFront(ctx.argv[i]);
+    else
+      v->PushBack(ctx.argv[i]);
   }
   int64_t n = static_cast<int64_t>(v->size());
   FinishUpdate(ctx, key, v, before);
@@ -47,7 +52,10 @@ void CmdRPushX(CommandContext& ctx) { PushGeneric(ctx, false, true); }
 
 void PopGeneric(CommandContext& ctx, bool left) {
   int64_t count = -1;
-  if (ctx.argc() > 3) { ctx.WrongArity(); return; }
+  if (ctx.argc() > 3) {
+    ctx.WrongArity();
+    return;
+  }
   if (ctx.argc() == 3) {
     if (!ParseStrictInt64(ctx.argv[2], &count) || count < 0) {
       ctx.Error("ERR value is out of range, must be positive");
@@ -58,8 +66,10 @@ void PopGeneric(CommandContext& ctx, bool left) {
   ListValue* v;
   if (!ReadList(ctx, key, &v)) return;
   if (v == nullptr) {
-    if (count >= 0) ctx.w->NullArray();
-    else ctx.w->Null();
+    if (count >= 0)
+      ctx.w->NullArray();
+    else
+      ctx.w->Null();
     return;
   }
   size_t before = v->MemoryUsage();
@@ -109,12 +119,18 @@ void CmdLRange(CommandContext& ctx) {
 void CmdLIndex(CommandContext& ctx) {
   ListValue* v;
   if (!ReadList(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) { ctx.w->Null(); return; }
+  if (v == nullptr) {
+    ctx.w->Null();
+    return;
+  }
   int64_t idx;
   if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   int64_t len = static_cast<int64_t>(v->size());
   if (idx < 0) idx += len;
-  if (idx < 0 || idx >= len) { ctx.w->Null(); return; }
+  if (idx < 0 || idx >= len) {
+    ctx.w->Null();
+    return;
+  }
   ctx.w->Bulk(v->items()[static_cast<size_t>(idx)]);
 }
 
@@ -122,12 +138,18 @@ void CmdLSet(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ListValue* v;
   if (!ReadList(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.Error("ERR no such key"); return; }
+  if (v == nullptr) {
+    ctx.Error("ERR no such key");
+    return;
+  }
   int64_t idx;
   if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   int64_t len = static_cast<int64_t>(v->size());
   if (idx < 0) idx += len;
-  if (idx < 0 || idx >= len) { ctx.Error("ERR index out of range"); return; }
+  if (idx < 0 || idx >= len) {
+    ctx.Error("ERR index out of range");
+    return;
+  }
   size_t before = v->MemoryUsage();
   v->Set(static_cast<size_t>(idx), ctx.argv[3]);
   FinishUpdate(ctx, key, v, before);
@@ -136,13 +158,21 @@ void CmdLSet(CommandContext& ctx) {
 
 void CmdLInsert(CommandContext& ctx) {
   bool after;
-  if (EqualsIgnoreCase(ctx.argv[2], "after")) after = true;
-  else if (EqualsIgnoreCase(ctx.argv[2], "before")) after = false;
-  else { ctx.SyntaxError(); return; }
+  if (EqualsIgnoreCase(ctx.argv[2], "after"))
+    after = true;
+  else if (EqualsIgnoreCase(ctx.argv[2], "before"))
+    after = false;
+  else {
+    ctx.SyntaxError();
+    return;
+  }
   std::string key = ctx.Key(1);
   ListValue* v;
   if (!ReadList(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.w->Integer(0); return; }
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
   const auto& d = v->items();
   for (size_t i = 0; i < d.size(); ++i) {
     if (d[i] == ctx.argv[3]) {
@@ -163,7 +193,10 @@ void CmdLRem(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ListValue* v;
   if (!ReadList(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.w->Integer(0); return; }
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
   size_t before = v->MemoryUsage();
   int64_t removed = 0;
   std::string_view elem = ctx.argv[3];
@@ -194,10 +227,15 @@ void CmdLTrim(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ListValue* v;
   if (!ReadList(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.w->Ok(); return; }
+  if (v == nullptr) {
+    ctx.w->Ok();
+    return;
+  }
   size_t before = v->MemoryUsage();
-  if (!NormalizeRange(static_cast<int64_t>(v->size()), &start, &end)) v->Clear();
-  else v->Trim(static_cast<size_t>(start), static_cast<size_t>(end));
+  if (!NormalizeRange(static_cast<int64_t>(v->size()), &start, &end))
+    v->Clear();
+  else
+    v->Trim(static_cast<size_t>(start), static_cast<size_t>(end));
   FinishUpdate(ctx, key, v, before);
   ctx.w->Ok();
 }
@@ -206,21 +244,34 @@ void CmdLPos(CommandContext& ctx) {
   int64_t rank = 1, count = -1, maxlen = 0;
   for (size_t i = 3; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (i + 1 >= ctx.argc()) { ctx.SyntaxError(); return; }
+    if (i + 1 >= ctx.argc()) {
+      ctx.SyntaxError();
+      return;
+    }
     if (EqualsIgnoreCase(o, "rank")) {
       if (!ArgInt(ctx, ctx.argv[++i], &rank)) return;
       if (rank == 0) {
-        ctx.Error("ERR RANK can't be zero: use 1 to start from the first match, 2 from the "
-                  "second ... or use negative to start from the end of the list");
+        ctx.Error(
+            "ERR RANK can't be zero: use 1 to start from the first match, 2 from the "
+            "second ... or use negative to start from the end of the list");
         return;
       }
-      if (rank == INT64_MIN) { ctx.Error("ERR value is out of range"); return; }
+      if (rank == INT64_MIN) {
+        ctx.Error("ERR value is out of range");
+        return;
+      }
     } else if (EqualsIgnoreCase(o, "count")) {
       if (!ArgInt(ctx, ctx.argv[++i], &count)) return;
-      if (count < 0) { ctx.Error("ERR COUNT can't be negative"); return; }
+      if (count < 0) {
+        ctx.Error("ERR COUNT can't be negative");
+        return;
+      }
     } else if (EqualsIgnoreCase(o, "maxlen")) {
       if (!ArgInt(ctx, ctx.argv[++i], &maxlen)) return;
-      if (maxlen < 0) { ctx.Error("ERR MAXLEN can't be negative"); return; }
+      if (maxlen < 0) {
+        ctx.Error("ERR MAXLEN can't be negative");
+        return;
+      }
     } else {
       ctx.SyntaxError();
       return;
@@ -229,8 +280,10 @@ void CmdLPos(CommandContext& ctx) {
   ListValue* v;
   if (!ReadList(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
-    if (count >= 0) ctx.w->ArrayHeader(0);
-    else ctx.w->Null();
+    if (count >= 0)
+      ctx.w->ArrayHeader(0);
+    else
+      ctx.w->Null();
     return;
   }
   std::vector<int64_t> found;
@@ -243,13 +296,18 @@ void CmdLPos(CommandContext& ctx) {
     ++scanned;
     int64_t idx = rank > 0 ? k : len - 1 - k;
     if (v->items()[static_cast<size_t>(idx)] == ctx.argv[2]) {
-      if (skip > 0) { --skip; continue; }
+      if (skip > 0) {
+        --skip;
+        continue;
+      }
       found.push_back(idx);
     }
   }
   if (count < 0) {
-    if (found.empty()) ctx.w->Null();
-    else ctx.w->Integer(found[0]);
+    if (found.empty())
+      ctx.w->Null();
+    else
+      ctx.w->Integer(found[0]);
     return;
   }
   ctx.w->ArrayHeader(found.size());
@@ -257,8 +315,14 @@ void CmdLPos(CommandContext& ctx) {
 }
 
 bool ParseSide(std::string_view s, bool* left) {
-  if (EqualsIgnoreCase(s, "left")) { *left = true; return true; }
-  if (EqualsIgnoreCase(s, "right")) { *left = false; return true; }
+  if (EqualsIgnoreCase(s, "left")) {
+    *left = true;
+    return true;
+  }
+  if (EqualsIgnoreCase(s, "right")) {
+    *left = false;
+    return true;
+  }
   return false;
 }
 
@@ -266,14 +330,19 @@ void MoveGeneric(CommandContext& ctx, bool from_left, bool to_left) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);
   ListValue* s;
   if (!ReadList(ctx, src, &s)) return;
-  if (s == nullptr) { ctx.w->Null(); return; }
+  if (s == nullptr) {
+    ctx.w->Null();
+    return;
+  }
   ListValue* d;
   if (!ReadList(ctx, dst, &d)) return;
   size_t sb = s->MemoryUsage();
   std::string elem = from_left ? s->PopFront() : s->PopBack();
   if (src == dst) {
-    if (to_left) s->PushFront(elem);
-    else s->PushBack(elem);
+    if (to_left)
+      s->PushFront(elem);
+    else
+      s->PushBack(elem);
     FinishUpdate(ctx, src, s, sb);
     ctx.w->Bulk(elem);
     return;
@@ -283,8 +352,10 @@ void MoveGeneric(CommandContext& ctx, bool from_left, bool to_left) {
   d = LoadOrCreate<ListValue>(ctx, dst, &created);
   if (d == nullptr) return;
   size_t db = d->MemoryUsage();
-  if (to_left) d->PushFront(elem);
-  else d->PushBack(elem);
+  if (to_left)
+    d->PushFront(elem);
+  else
+    d->PushBack(elem);
   FinishUpdate(ctx, dst, d, db);
   ctx.w->Bulk(elem);
 }
@@ -310,11 +381,20 @@ void LmpopKeys(std::span<const std::string_view> argv, std::vector<size_t>* out)
 void CmdLMPop(CommandContext& ctx) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) { ctx.Error("ERR numkeys should be greater than 0"); return; }
-  if (static_cast<size_t>(n) + 3 > ctx.argc()) { ctx.SyntaxError(); return; }
+  if (n <= 0) {
+    ctx.Error("ERR numkeys should be greater than 0");
+    return;
+  }
+  if (static_cast<size_t>(n) + 3 > ctx.argc()) {
+    ctx.SyntaxError();
+    return;
+  }
   size_t pos = 2 + static_cast<size_t>(n);
   bool left;
-  if (!ParseSide(ctx.argv[pos], &left)) { ctx.SyntaxError(); return; }
+  if (!ParseSide(ctx.argv[pos], &left)) {
+    ctx.SyntaxError();
+    return;
+  }
   int64_t count = 1;
   bool has_count = false;
   for (size_t i = pos + 1; i < ctx.argc(); ++i) {
@@ -355,23 +435,48 @@ void RegisterListCommands(std::vector<CommandSpec>* t) {
                  const char* sum, const char* since, KeysFn kf = nullptr) {
     t->push_back({n, ar, f, fk, lk, st, fn, kf, "list", sum, since});
   };
-  add("lpush", -3, w | kCmdFast, 1, 1, 1, CmdLPush, "Prepends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0");
-  add("rpush", -3, w | kCmdFast, 1, 1, 1, CmdRPush, "Appends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0");
-  add("lpushx", -3, w | kCmdFast, 1, 1, 1, CmdLPushX, "Prepends one or more elements to a list only when the list exists.", "2.2.0");
-  add("rpushx", -3, w | kCmdFast, 1, 1, 1, CmdRPushX, "Appends an element to a list only when the list exists.", "2.2.0");
-  add("lpop", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdLPop, "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "1.0.0");
-  add("rpop", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdRPop, "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "1.0.0");
+  add("lpush", -3, w | kCmdFast, 1, 1, 1, CmdLPush,
+      "Prepends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0");
+  add("rpush", -3, w | kCmdFast, 1, 1, 1, CmdRPush,
+      "Appends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0");
+  add("lpushx", -3, w | kCmdFast, 1, 1, 1, CmdLPushX,
+      "Prepends one or more elements to a list only when the list exists.", "2.2.0");
+  add("rpushx", -3, w | kCmdFast, 1, 1, 1, CmdRPushX,
+      "Appends an element to a list only when the list exists.", "2.2.0");
+  add("lpop", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdLPop,
+      "Returns the first elements in a list after removing it. Deletes the list if the last "
+      "element was popped.",
+      "1.0.0");
+  add("rpop", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdRPop,
+      "Returns and removes the last elements of a list. Deletes the list if the last element was "
+      "popped.",
+      "1.0.0");
   add("llen", 2, r | kCmdFast, 1, 1, 1, CmdLLen, "Returns the length of a list.", "1.0.0");
   add("lrange", 4, r, 1, 1, 1, CmdLRange, "Returns a range of elements from a list.", "1.0.0");
   add("lindex", 3, r, 1, 1, 1, CmdLIndex, "Returns an element from a list by its index.", "1.0.0");
-  add("lset", 4, w, 1, 1, 1, CmdLSet, "Sets the value of an element in a list by its index.", "1.0.0");
-  add("linsert", 5, w, 1, 1, 1, CmdLInsert, "Inserts an element before or after another element in a list.", "2.2.0");
-  add("lrem", 4, kCmdWrite, 1, 1, 1, CmdLRem, "Removes elements from a list. Deletes the list if the last element was removed.", "1.0.0");
-  add("ltrim", 4, kCmdWrite, 1, 1, 1, CmdLTrim, "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "1.0.0");
-  add("lpos", -3, r, 1, 1, 1, CmdLPos, "Returns the index of matching elements in a list.", "6.0.6");
-  add("lmove", 5, w, 1, 2, 1, CmdLMove, "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", "6.2.0");
-  add("rpoplpush", 3, w, 1, 2, 1, CmdRPopLPush, "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", "1.2.0");
-  add("lmpop", -4, kCmdWrite, 0, 0, 0, CmdLMPop, "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "7.0.0", LmpopKeys);
+  add("lset", 4, w, 1, 1, 1, CmdLSet, "Sets the value of an element in a list by its index.",
+      "1.0.0");
+  add("linsert", 5, w, 1, 1, 1, CmdLInsert,
+      "Inserts an element before or after another element in a list.", "2.2.0");
+  add("lrem", 4, kCmdWrite, 1, 1, 1, CmdLRem,
+      "Removes elements from a list. Deletes the list if the last element was removed.", "1.0.0");
+  add("ltrim", 4, kCmdWrite, 1, 1, 1, CmdLTrim,
+      "Removes elements from both ends a list. Deletes the list if all elements were trimmed.",
+      "1.0.0");
+  add("lpos", -3, r, 1, 1, 1, CmdLPos, "Returns the index of matching elements in a list.",
+      "6.0.6");
+  add("lmove", 5, w, 1, 2, 1, CmdLMove,
+      "Returns an element after popping it from one list and pushing it to another. Deletes the "
+      "list if the last element was moved.",
+      "6.2.0");
+  add("rpoplpush", 3, w, 1, 2, 1, CmdRPopLPush,
+      "Returns the last element of a list after removing and pushing it to another list. Deletes "
+      "the list if the last element was popped.",
+      "1.2.0");
+  add("lmpop", -4, kCmdWrite, 0, 0, 0, CmdLMPop,
+      "Returns multiple elements from a list after removing them. Deletes the list if the last "
+      "element was popped.",
+      "7.0.0", LmpopKeys);
 }
 
 }  // namespace trove::resp

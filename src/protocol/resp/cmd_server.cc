@@ -43,9 +43,14 @@ void SubArity(CommandContext& ctx) {
 }
 
 void CmdPing(CommandContext& ctx) {
-  if (ctx.argc() > 2) { ctx.WrongArity(); return; }
-  if (ctx.argc() == 2) ctx.w->Bulk(ctx.argv[1]);
-  else ctx.w->Simple("PONG");
+  if (ctx.argc() > 2) {
+    ctx.WrongArity();
+    return;
+  }
+  if (ctx.argc() == 2)
+    ctx.w->Bulk(ctx.argv[1]);
+  else
+    ctx.w->Simple("PONG");
 }
 
 void CmdEcho(CommandContext& ctx) { ctx.w->Bulk(ctx.argv[1]); }
@@ -68,12 +73,16 @@ bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view 
 }
 
 void CmdAuth(CommandContext& ctx) {
-  if (ctx.argc() > 3) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 3) {
+    ctx.SyntaxError();
+    return;
+  }
   std::string_view user = ctx.argc() == 3 ? ctx.argv[1] : "default";
   std::string_view pass = ctx.argv[ctx.argc() - 1];
   if (ctx.argc() == 2 && !ctx.server->auth_required()) {
-    ctx.Error("ERR AUTH <password> called without any password configured for the default "
-              "user. Are you sure your configuration is correct?");
+    ctx.Error(
+        "ERR AUTH <password> called without any password configured for the default "
+        "user. Are you sure your configuration is correct?");
     return;
   }
   if (!CheckPassword(ctx, user, pass)) {
@@ -123,9 +132,10 @@ void CmdHello(CommandContext& ctx) {
     }
   }
   if (!ctx.conn->identity().authenticated()) {
-    ctx.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise "
-              "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
-              "client and select the RESP protocol version at the same time");
+    ctx.Error(
+        "NOAUTH HELLO must be called with the client already authenticated, otherwise "
+        "the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the "
+        "client and select the RESP protocol version at the same time");
     return;
   }
   if (has_name) {
@@ -169,8 +179,14 @@ void CmdSelect(CommandContext& ctx) {
 
 void CmdSwapDb(CommandContext& ctx) {
   int64_t a, b;
-  if (!ParseStrictInt64(ctx.argv[1], &a)) { ctx.Error("ERR invalid first DB index"); return; }
-  if (!ParseStrictInt64(ctx.argv[2], &b)) { ctx.Error("ERR invalid second DB index"); return; }
+  if (!ParseStrictInt64(ctx.argv[1], &a)) {
+    ctx.Error("ERR invalid first DB index");
+    return;
+  }
+  if (!ParseStrictInt64(ctx.argv[2], &b)) {
+    ctx.Error("ERR invalid second DB index");
+    return;
+  }
   if (a < 0 || a >= ctx.server->databases() || b < 0 || b >= ctx.server->databases()) {
     ctx.Error("ERR DB index is out of range");
     return;
@@ -184,7 +200,10 @@ void CmdDbSize(CommandContext& ctx) {
 }
 
 bool FlushOptions(CommandContext& ctx) {
-  if (ctx.argc() > 2) { ctx.SyntaxError(); return false; }
+  if (ctx.argc() > 2) {
+    ctx.SyntaxError();
+    return false;
+  }
   if (ctx.argc() == 2 && !EqualsIgnoreCase(ctx.argv[1], "sync") &&
       !EqualsIgnoreCase(ctx.argv[1], "async")) {
     ctx.SyntaxError();
@@ -241,7 +260,8 @@ void CmdInfo(CommandContext& ctx) {
   auto show = [&](std::string_view sec, bool in_default) {
     if (everything || all) return true;
     if (dflt && in_default) return true;
-    for (const auto& w : want) if (w == sec) return true;
+    for (const auto& w : want)
+      if (w == sec) return true;
     return false;
   };
   uint64_t hits = 0, misses = 0, cmds = 0, conns = 0, errors = 0, in_bytes = 0;
@@ -317,7 +337,7 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "total_error_replies", static_cast<int64_t>(errors));
     for (const auto& [k, v] : ctx.engine->Stats()) {
       if (k == "evictions") AddField(&s, "evicted_keys", v);
-      if (k == "expired_unfetched" ) AddField(&s, "expired_keys", v);
+      if (k == "expired_unfetched") AddField(&s, "expired_keys", v);
     }
     s += "\r\n";
   }
@@ -411,20 +431,30 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     return v;
   }
   std::string_view n = p.name;
-  if (n == "databases") AppendI64(v, ctx.server->databases());
-  else if (n == "maxmemory") AppendU64(v, ctx.engine->options().mem_limit);
-  else if (n == "maxmemory-policy") v = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
-  else if (n == "requirepass") v = ctx.server->requirepass();
-  else if (n == "port") AppendI64(v, ctx.server->options().port);
-  else if (n == "appendonly") v = "no";
-  else if (n == "timeout") v = "0";
+  if (n == "databases")
+    AppendI64(v, ctx.server->databases());
+  else if (n == "maxmemory")
+    AppendU64(v, ctx.engine->options().mem_limit);
+  else if (n == "maxmemory-policy")
+    v = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
+  else if (n == "requirepass")
+    v = ctx.server->requirepass();
+  else if (n == "port")
+    AppendI64(v, ctx.server->options().port);
+  else if (n == "appendonly")
+    v = "no";
+  else if (n == "timeout")
+    v = "0";
   return v;
 }
 
 void CmdConfig(CommandContext& ctx) {
   std::string sub = ToLower(ctx.argv[1]);
   if (sub == "get") {
-    if (ctx.argc() < 3) { SubArity(ctx); return; }
+    if (ctx.argc() < 3) {
+      SubArity(ctx);
+      return;
+    }
     std::vector<std::pair<std::string, std::string>> out;
     for (const ConfigParam& p : kParams) {
       bool alias = std::string_view(p.name).find("ziplist") != std::string_view::npos;
@@ -441,11 +471,15 @@ void CmdConfig(CommandContext& ctx) {
       ctx.w->Bulk(v);
     }
   } else if (sub == "set") {
-    if (ctx.argc() < 4 || ctx.argc() % 2 != 0) { SubArity(ctx); return; }
+    if (ctx.argc() < 4 || ctx.argc() % 2 != 0) {
+      SubArity(ctx);
+      return;
+    }
     for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
       std::string name = ToLower(ctx.argv[i]);
       const ConfigParam* found = nullptr;
-      for (const ConfigParam& p : kParams) if (name == p.name) found = &p;
+      for (const ConfigParam& p : kParams)
+        if (name == p.name) found = &p;
       if (found == nullptr) {
         std::string m = "ERR Unknown option or number of arguments for CONFIG SET - '";
         m.append(ctx.argv[i]);
@@ -476,7 +510,10 @@ void CmdConfig(CommandContext& ctx) {
     }
     ctx.w->Ok();
   } else if (sub == "resetstat") {
-    if (ctx.argc() != 2) { SubArity(ctx); return; }
+    if (ctx.argc() != 2) {
+      SubArity(ctx);
+      return;
+    }
     ctx.server->ResetStats();
     ctx.w->Ok();
   } else if (sub == "rewrite") {
@@ -484,10 +521,14 @@ void CmdConfig(CommandContext& ctx) {
   } else if (sub == "help") {
     const std::string_view lines[] = {
         "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-        "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-        "RESETSTAT", "    Reset statistics reported by the INFO command.",
-        "HELP", "    Print this help."};
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "HELP",
+        "    Print this help."};
     ctx.w->ArrayHeader(std::size(lines));
     for (auto l : lines) ctx.w->Simple(l);
   } else {
@@ -537,7 +578,10 @@ void CmdCommand(CommandContext& ctx) {
   }
   std::string sub = ToLower(ctx.argv[1]);
   if (sub == "count") {
-    if (ctx.argc() != 2) { SubArity(ctx); return; }
+    if (ctx.argc() != 2) {
+      SubArity(ctx);
+      return;
+    }
     ctx.w->Integer(static_cast<int64_t>(t.size()));
   } else if (sub == "info") {
     if (ctx.argc() == 2) {
@@ -548,8 +592,10 @@ void CmdCommand(CommandContext& ctx) {
     ctx.w->ArrayHeader(ctx.argc() - 2);
     for (size_t i = 2; i < ctx.argc(); ++i) {
       const CommandSpec* s = t.Find(ctx.argv[i]);
-      if (s == nullptr) ctx.w->Null();
-      else WriteCommandInfo(ctx, *s);
+      if (s == nullptr)
+        ctx.w->Null();
+      else
+        WriteCommandInfo(ctx, *s);
     }
   } else if (sub == "docs") {
     std::vector<const CommandSpec*> list;
@@ -583,13 +629,20 @@ void CmdCommand(CommandContext& ctx) {
       return;
     }
     std::vector<const char*> names;
-    for (const auto& s : t.all()) if (!has || GlobMatch(pattern, s.name, true)) names.push_back(s.name);
+    for (const auto& s : t.all())
+      if (!has || GlobMatch(pattern, s.name, true)) names.push_back(s.name);
     ctx.w->ArrayHeader(names.size());
     for (const char* n : names) ctx.w->Bulk(n);
   } else if (sub == "getkeys") {
-    if (ctx.argc() < 4) { SubArity(ctx); return; }
+    if (ctx.argc() < 4) {
+      SubArity(ctx);
+      return;
+    }
     const CommandSpec* s = t.Find(ctx.argv[2]);
-    if (s == nullptr) { ctx.Error("ERR Invalid command specified"); return; }
+    if (s == nullptr) {
+      ctx.Error("ERR Invalid command specified");
+      return;
+    }
     auto args = ctx.argv.subspan(2);
     int argc = static_cast<int>(args.size());
     if ((s->arity > 0 && argc != s->arity) || argc < -s->arity) {
@@ -598,7 +651,10 @@ void CmdCommand(CommandContext& ctx) {
     }
     std::vector<size_t> idx;
     CommandTable::KeyIndexes(*s, args, &idx);
-    if (idx.empty()) { ctx.Error("ERR The command has no key arguments"); return; }
+    if (idx.empty()) {
+      ctx.Error("ERR The command has no key arguments");
+      return;
+    }
     ctx.w->ArrayHeader(idx.size());
     for (size_t i : idx) ctx.w->Bulk(args[i]);
   } else {
@@ -622,14 +678,20 @@ void CmdObject(CommandContext& ctx) {
   if (sub == "help") {
     const std::string_view lines[] = {
         "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "ENCODING <key>", "    Return the kind of internal representation used in order to store the value",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
         "    associated with a <key>.",
-        "FREQ <key>", "    Return the access frequency index of the <key>. The returned integer is",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
         "    proportional to the logarithm of the recent access frequency of the key.",
-        "IDLETIME <key>", "    Return the idle time of the <key>, that is the approximated number of",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
         "    seconds elapsed since the last access to the key.",
-        "REFCOUNT <key>", "    Return the number of references of the value associated with the specified",
-        "    <key>.", "HELP", "    Print this help."};
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Print this help."};
     ctx.w->ArrayHeader(std::size(lines));
     for (auto l : lines) ctx.w->Simple(l);
     return;
@@ -638,17 +700,24 @@ void CmdObject(CommandContext& ctx) {
     UnknownSubcommand(ctx);
     return;
   }
-  if (ctx.argc() != 3) { SubArity(ctx); return; }
+  if (ctx.argc() != 3) {
+    SubArity(ctx);
+    return;
+  }
   std::string key = ctx.Key(2);
   engine::KeyLockSet lock(ctx.engine, key);
   ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
-  if (!it) { ctx.w->Null(); return; }
+  if (!it) {
+    ctx.w->Null();
+    return;
+  }
   if (sub == "encoding") {
     ctx.w->Bulk(Encoding(it));
   } else if (sub == "freq") {
-    ctx.Error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
-              "Please note that when switching between policies at runtime LRU and LFU data "
-              "will take some time to adjust.");
+    ctx.Error(
+        "ERR An LFU maxmemory policy is not selected, access frequency not tracked. "
+        "Please note that when switching between policies at runtime LRU and LFU data "
+        "will take some time to adjust.");
   } else if (sub == "idletime") {
     ctx.w->Integer(0);
   } else {
@@ -665,7 +734,10 @@ int64_t MemoryOf(const ItemRef& it) {
 void CmdMemory(CommandContext& ctx) {
   std::string sub = ToLower(ctx.argv[1]);
   if (sub == "usage") {
-    if (ctx.argc() < 3) { SubArity(ctx); return; }
+    if (ctx.argc() < 3) {
+      SubArity(ctx);
+      return;
+    }
     for (size_t i = 3; i < ctx.argc(); ++i) {
       int64_t n;
       if (EqualsIgnoreCase(ctx.argv[i], "samples") && i + 1 < ctx.argc()) {
@@ -678,15 +750,18 @@ void CmdMemory(CommandContext& ctx) {
     std::string key = ctx.Key(2);
     engine::KeyLockSet lock(ctx.engine, key);
     ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
-    if (!it) ctx.w->Null();
-    else ctx.w->Integer(MemoryOf(it));
+    if (!it)
+      ctx.w->Null();
+    else
+      ctx.w->Integer(MemoryOf(it));
   } else if (sub == "help") {
     const std::string_view lines[] = {
         "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "USAGE <key> [SAMPLES <count>]",
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",
-        "HELP", "    Print this help."};
+        "HELP",
+        "    Print this help."};
     ctx.w->ArrayHeader(std::size(lines));
     for (auto l : lines) ctx.w->Simple(l);
   } else {
@@ -708,7 +783,10 @@ void CmdDebug(CommandContext& ctx) {
     std::string key = ctx.Key(2);
     engine::KeyLockSet lock(ctx.engine, key);
     ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
-    if (!it) { ctx.Error("ERR no such key"); return; }
+    if (!it) {
+      ctx.Error("ERR no such key");
+      return;
+    }
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "Value at:%p refcount:1 encoding:%s serializedlength:%lld lru:0 "
@@ -719,10 +797,14 @@ void CmdDebug(CommandContext& ctx) {
   } else if (sub == "help") {
     const std::string_view lines[] = {
         "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        "OBJECT <key>", "    Show low level info about the <key> and associated value.",
-        "SET-ACTIVE-EXPIRE <0|1>", "    Setting it to 0 disables expiring keys in background.",
-        "SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed.",
-        "HELP", "    Print this help."};
+        "OBJECT <key>",
+        "    Show low level info about the <key> and associated value.",
+        "SET-ACTIVE-EXPIRE <0|1>",
+        "    Setting it to 0 disables expiring keys in background.",
+        "SLEEP <seconds>",
+        "    Stop the server for <seconds>. Decimals allowed.",
+        "HELP",
+        "    Print this help."};
     ctx.w->ArrayHeader(std::size(lines));
     for (auto l : lines) ctx.w->Simple(l);
   } else {
@@ -765,8 +847,10 @@ void CmdClient(CommandContext& ctx) {
     id.SetName(ctx.argv[2]);
     ctx.w->Ok();
   } else if (sub == "getname" && ctx.argc() == 2) {
-    if (id.name().empty()) ctx.w->Null();
-    else ctx.w->Bulk(id.name());
+    if (id.name().empty())
+      ctx.w->Null();
+    else
+      ctx.w->Bulk(id.name());
   } else if ((sub == "info" && ctx.argc() == 2) || (sub == "list" && ctx.argc() >= 2)) {
     std::string line = "id=";
     AppendU64(line, id.id());
@@ -778,10 +862,12 @@ void CmdClient(CommandContext& ctx) {
     AppendI64(line, id.db());
     line += " sub=0 psub=0 ssub=0 multi=";
     AppendI64(line, ctx.conn->in_transaction()
-                        ? static_cast<int64_t>(ctx.conn->txn().queued().size()) : -1);
-    line += " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 "
-            "tot-mem=0 events=r cmd=client|" + sub + " user=" + id.user() +
-            " redir=-1 resp=";
+                        ? static_cast<int64_t>(ctx.conn->txn().queued().size())
+                        : -1);
+    line +=
+        " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 "
+        "tot-mem=0 events=r cmd=client|" +
+        sub + " user=" + id.user() + " redir=-1 resp=";
     AppendI64(line, id.proto());
     line += "\n";
     ctx.w->Verbatim(line);
@@ -790,7 +876,8 @@ void CmdClient(CommandContext& ctx) {
     ctx.w->Ok();
   } else if (sub == "kill" && ctx.argc() >= 3) {
     int64_t target = -1;
-    if (ctx.argc() == 4 && EqualsIgnoreCase(ctx.argv[2], "id")) ParseStrictInt64(ctx.argv[3], &target);
+    if (ctx.argc() == 4 && EqualsIgnoreCase(ctx.argv[2], "id"))
+      ParseStrictInt64(ctx.argv[3], &target);
     net::ServerServices* sv = ctx.server->services();
     if (target > 0 && sv != nullptr && sv->CloseConnection(static_cast<uint64_t>(target))) {
       ctx.w->Integer(1);
@@ -815,26 +902,44 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
     t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
   };
   const uint32_t conn = kCmdFast | kCmdLoading | kCmdStale;
-  add("ping", -1, conn, CmdPing, "connection", "Returns the server's liveliness response.", "1.0.0");
+  add("ping", -1, conn, CmdPing, "connection", "Returns the server's liveliness response.",
+      "1.0.0");
   add("echo", 2, conn, CmdEcho, "connection", "Returns the given string.", "1.0.0");
-  add("quit", -1, conn | kCmdNoAuth | kCmdNoQueue, CmdQuit, "connection", "Closes the connection.", "1.0.0");
-  add("reset", 1, conn | kCmdNoAuth | kCmdNoQueue, CmdReset, "connection", "Resets the connection.", "6.2.0");
-  add("auth", -2, conn | kCmdNoAuth, CmdAuth, "connection", "Authenticates the connection.", "1.0.0");
-  add("hello", -1, conn | kCmdNoAuth, CmdHello, "connection", "Handshakes with the Redis server.", "6.0.0");
+  add("quit", -1, conn | kCmdNoAuth | kCmdNoQueue, CmdQuit, "connection", "Closes the connection.",
+      "1.0.0");
+  add("reset", 1, conn | kCmdNoAuth | kCmdNoQueue, CmdReset, "connection", "Resets the connection.",
+      "6.2.0");
+  add("auth", -2, conn | kCmdNoAuth, CmdAuth, "connection", "Authenticates the connection.",
+      "1.0.0");
+  add("hello", -1, conn | kCmdNoAuth, CmdHello, "connection", "Handshakes with the Redis server.",
+      "6.0.0");
   add("select", 2, conn, CmdSelect, "connection", "Changes the selected database.", "1.0.0");
-  add("client", -2, kCmdLoading | kCmdStale, CmdClient, "connection", "A container for client connection commands.", "2.4.0");
-  add("swapdb", 3, kCmdWrite | kCmdFast | kCmdGlobal, CmdSwapDb, "server", "Swaps two Redis databases.", "4.0.0");
-  add("dbsize", 1, kCmdReadonly | kCmdFast | kCmdGlobal, CmdDbSize, "server", "Returns the number of keys in the database.", "1.0.0");
-  add("flushdb", -1, kCmdWrite | kCmdGlobal, CmdFlushDb, "server", "Remove all keys from the current database.", "1.0.0");
-  add("flushall", -1, kCmdWrite | kCmdGlobal, CmdFlushAll, "server", "Removes all keys from all databases.", "1.0.0");
-  add("info", -1, kCmdLoading | kCmdStale | kCmdGlobal, CmdInfo, "server", "Returns information and statistics about the server.", "1.0.0");
-  add("config", -2, kCmdAdmin | kCmdLoading | kCmdStale, CmdConfig, "server", "A container for server configuration commands.", "2.0.0");
-  add("command", -1, kCmdLoading | kCmdStale, CmdCommand, "server", "Returns detailed information about all commands.", "2.8.13");
-  add("time", 1, kCmdFast | kCmdLoading | kCmdStale, CmdTime, "server", "Returns the server time.", "2.6.0");
-  add("object", -2, kCmdReadonly | kCmdGlobal, CmdObject, "generic", "A container for object introspection commands.", "2.2.3");
-  add("memory", -2, kCmdReadonly | kCmdGlobal, CmdMemory, "server", "A container for memory diagnostics commands.", "4.0.0");
-  add("debug", -2, kCmdAdmin | kCmdGlobal, CmdDebug, "server", "A container for debugging commands.", "1.0.0");
-  add("shutdown", -1, kCmdAdmin | kCmdNoMulti | kCmdLoading | kCmdStale, CmdShutdown, "server", "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0");
+  add("client", -2, kCmdLoading | kCmdStale, CmdClient, "connection",
+      "A container for client connection commands.", "2.4.0");
+  add("swapdb", 3, kCmdWrite | kCmdFast | kCmdGlobal, CmdSwapDb, "server",
+      "Swaps two Redis databases.", "4.0.0");
+  add("dbsize", 1, kCmdReadonly | kCmdFast | kCmdGlobal, CmdDbSize, "server",
+      "Returns the number of keys in the database.", "1.0.0");
+  add("flushdb", -1, kCmdWrite | kCmdGlobal, CmdFlushDb, "server",
+      "Remove all keys from the current database.", "1.0.0");
+  add("flushall", -1, kCmdWrite | kCmdGlobal, CmdFlushAll, "server",
+      "Removes all keys from all databases.", "1.0.0");
+  add("info", -1, kCmdLoading | kCmdStale | kCmdGlobal, CmdInfo, "server",
+      "Returns information and statistics about the server.", "1.0.0");
+  add("config", -2, kCmdAdmin | kCmdLoading | kCmdStale, CmdConfig, "server",
+      "A container for server configuration commands.", "2.0.0");
+  add("command", -1, kCmdLoading | kCmdStale, CmdCommand, "server",
+      "Returns detailed information about all commands.", "2.8.13");
+  add("time", 1, kCmdFast | kCmdLoading | kCmdStale, CmdTime, "server", "Returns the server time.",
+      "2.6.0");
+  add("object", -2, kCmdReadonly | kCmdGlobal, CmdObject, "generic",
+      "A container for object introspection commands.", "2.2.3");
+  add("memory", -2, kCmdReadonly | kCmdGlobal, CmdMemory, "server",
+      "A container for memory diagnostics commands.", "4.0.0");
+  add("debug", -2, kCmdAdmin | kCmdGlobal, CmdDebug, "server",
+      "A container for debugging commands.", "1.0.0");
+  add("shutdown", -1, kCmdAdmin | kCmdNoMulti | kCmdLoading | kCmdStale, CmdShutdown, "server",
+      "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0");
 }
 
 }  // namespace trove::resp

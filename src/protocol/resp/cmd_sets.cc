@@ -44,7 +44,8 @@ void CmdSAdd(CommandContext& ctx) {
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i) if (v->Add(ctx.argv[i])) ++n;
+  for (size_t i = 2; i < ctx.argc(); ++i)
+    if (v->Add(ctx.argv[i])) ++n;
   Finish(ctx, key, v, before);
   ctx.w->Integer(n);
 }
@@ -53,10 +54,14 @@ void CmdSRem(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   SetValue* v;
   if (!ReadSet(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.w->Integer(0); return; }
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
   size_t before = v->MemoryUsage();
   int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i) if (v->Remove(ctx.argv[i])) ++n;
+  for (size_t i = 2; i < ctx.argc(); ++i)
+    if (v->Remove(ctx.argv[i])) ++n;
   FinishUpdate(ctx, key, v, before);
   ctx.w->Integer(n);
 }
@@ -77,7 +82,10 @@ void CmdSMIsMember(CommandContext& ctx) {
 void CmdSMembers(CommandContext& ctx) {
   SetValue* v;
   if (!ReadSet(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) { ctx.w->SetHeader(0); return; }
+  if (v == nullptr) {
+    ctx.w->SetHeader(0);
+    return;
+  }
   WriteMembers(ctx, v->Ordered());
 }
 
@@ -89,7 +97,10 @@ void CmdSCard(CommandContext& ctx) {
 
 void CmdSPop(CommandContext& ctx) {
   int64_t count = -1;
-  if (ctx.argc() > 3) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 3) {
+    ctx.SyntaxError();
+    return;
+  }
   if (ctx.argc() == 3) {
     if (!ParseStrictInt64(ctx.argv[2], &count) || count < 0) {
       ctx.Error("ERR value is out of range, must be positive");
@@ -100,8 +111,10 @@ void CmdSPop(CommandContext& ctx) {
   SetValue* v;
   if (!ReadSet(ctx, key, &v)) return;
   if (v == nullptr) {
-    if (count >= 0) ctx.w->SetHeader(0);
-    else ctx.w->Null();
+    if (count >= 0)
+      ctx.w->SetHeader(0);
+    else
+      ctx.w->Null();
     return;
   }
   std::vector<std::string> all(v->members().begin(), v->members().end());
@@ -111,20 +124,27 @@ void CmdSPop(CommandContext& ctx) {
   size_t before = v->MemoryUsage();
   for (const auto& m : all) v->Remove(m);
   FinishUpdate(ctx, key, v, before);
-  if (count < 0) ctx.w->Bulk(all[0]);
-  else WriteMembers(ctx, all);
+  if (count < 0)
+    ctx.w->Bulk(all[0]);
+  else
+    WriteMembers(ctx, all);
 }
 
 void CmdSRandMember(CommandContext& ctx) {
   int64_t count = 0;
   bool has_count = ctx.argc() == 3;
-  if (ctx.argc() > 3) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 3) {
+    ctx.SyntaxError();
+    return;
+  }
   if (has_count && !ArgInt(ctx, ctx.argv[2], &count)) return;
   SetValue* v;
   if (!ReadSet(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
-    if (has_count) ctx.w->ArrayHeader(0);
-    else ctx.w->Null();
+    if (has_count)
+      ctx.w->ArrayHeader(0);
+    else
+      ctx.w->Null();
     return;
   }
   std::vector<std::string> all(v->members().begin(), v->members().end());
@@ -138,7 +158,10 @@ void CmdSRandMember(CommandContext& ctx) {
     ctx.w->ArrayHeader(all.size());
     for (const auto& m : all) ctx.w->Bulk(m);
   } else {
-    if (count < -(INT64_MAX / 2)) { ctx.Error("ERR value is out of range"); return; }
+    if (count < -(INT64_MAX / 2)) {
+      ctx.Error("ERR value is out of range");
+      return;
+    }
     ctx.w->ArrayHeader(static_cast<size_t>(-count));
     for (int64_t i = 0; i < -count; ++i) ctx.w->Bulk(all[Rng()() % all.size()]);
   }
@@ -148,8 +171,14 @@ void CmdSMove(CommandContext& ctx) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);
   SetValue *s, *d;
   if (!ReadSet(ctx, src, &s) || !ReadSet(ctx, dst, &d)) return;
-  if (s == nullptr || !s->Contains(ctx.argv[3])) { ctx.w->Integer(0); return; }
-  if (src == dst) { ctx.w->Integer(1); return; }
+  if (s == nullptr || !s->Contains(ctx.argv[3])) {
+    ctx.w->Integer(0);
+    return;
+  }
+  if (src == dst) {
+    ctx.w->Integer(1);
+    return;
+  }
   size_t sb = s->MemoryUsage();
   s->Remove(ctx.argv[3]);
   FinishUpdate(ctx, src, s, sb);
@@ -175,7 +204,8 @@ bool Compute(CommandContext& ctx, SetOp op, size_t first, size_t last,
   }
   out->clear();
   if (op == SetOp::kInter) {
-    for (SetValue* s : sets) if (s == nullptr) return true;
+    for (SetValue* s : sets)
+      if (s == nullptr) return true;
     std::vector<SetValue*> by_size = sets;
     std::sort(by_size.begin(), by_size.end(),
               [](SetValue* a, SetValue* b) { return a->size() < b->size(); });
@@ -189,7 +219,8 @@ bool Compute(CommandContext& ctx, SetOp op, size_t first, size_t last,
     }
   } else if (op == SetOp::kUnion) {
     std::unordered_set<std::string> u;
-    for (SetValue* s : sets) if (s) u.insert(s->members().begin(), s->members().end());
+    for (SetValue* s : sets)
+      if (s) u.insert(s->members().begin(), s->members().end());
     out->assign(u.begin(), u.end());
   } else {
     if (sets[0] == nullptr) return true;
@@ -221,7 +252,10 @@ void StoreGeneric(CommandContext& ctx, SetOp op) {
   if (!Compute(ctx, op, 2, ctx.argc() - 1, &r)) return;
   std::string dst = ctx.Key(1);
   ctx.engine->UnlinkLocked(dst, ctx.ts);
-  if (r.empty()) { ctx.w->Integer(0); return; }
+  if (r.empty()) {
+    ctx.w->Integer(0);
+    return;
+  }
   auto v = std::make_unique<SetValue>();
   for (const auto& m : r) v->Add(m);
   v->CheckEncoding(ctx.server->set_max_intset_entries.load(std::memory_order_relaxed));
@@ -243,7 +277,10 @@ void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out
 void CmdSInterCard(CommandContext& ctx) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) { ctx.Error("ERR numkeys should be greater than 0"); return; }
+  if (n <= 0) {
+    ctx.Error("ERR numkeys should be greater than 0");
+    return;
+  }
   if (static_cast<size_t>(n) + 2 > ctx.argc()) {
     ctx.Error("ERR Number of keys can't be greater than number of args");
     return;
@@ -288,26 +325,40 @@ void CmdSScan(CommandContext& ctx) {
 void RegisterSetCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn,
-                 const char* sum, const char* since, KeysFn kf = nullptr) {
+  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn, const char* sum,
+                 const char* since, KeysFn kf = nullptr) {
     t->push_back({n, ar, f, fk, lk, 1, fn, kf, "set", sum, since});
   };
-  add("sadd", -3, w | kCmdFast, 1, 1, CmdSAdd, "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0");
-  add("srem", -3, kCmdWrite | kCmdFast, 1, 1, CmdSRem, "Removes one or more members from a set. Deletes the set if the last member was removed.", "1.0.0");
-  add("sismember", 3, r | kCmdFast, 1, 1, CmdSIsMember, "Determines whether a member belongs to a set.", "1.0.0");
-  add("smismember", -3, r | kCmdFast, 1, 1, CmdSMIsMember, "Determines whether multiple members belong to a set.", "6.2.0");
+  add("sadd", -3, w | kCmdFast, 1, 1, CmdSAdd,
+      "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0");
+  add("srem", -3, kCmdWrite | kCmdFast, 1, 1, CmdSRem,
+      "Removes one or more members from a set. Deletes the set if the last member was removed.",
+      "1.0.0");
+  add("sismember", 3, r | kCmdFast, 1, 1, CmdSIsMember,
+      "Determines whether a member belongs to a set.", "1.0.0");
+  add("smismember", -3, r | kCmdFast, 1, 1, CmdSMIsMember,
+      "Determines whether multiple members belong to a set.", "6.2.0");
   add("smembers", 2, r, 1, 1, CmdSMembers, "Returns all members of a set.", "1.0.0");
   add("scard", 2, r | kCmdFast, 1, 1, CmdSCard, "Returns the number of members in a set.", "1.0.0");
-  add("spop", -2, kCmdWrite | kCmdFast, 1, 1, CmdSPop, "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", "1.0.0");
-  add("srandmember", -2, r, 1, 1, CmdSRandMember, "Get one or multiple random members from a set", "1.0.0");
-  add("smove", 4, kCmdWrite | kCmdFast, 1, 2, CmdSMove, "Moves a member from one set to another.", "1.0.0");
+  add("spop", -2, kCmdWrite | kCmdFast, 1, 1, CmdSPop,
+      "Returns one or more random members from a set after removing them. Deletes the set if the "
+      "last member was popped.",
+      "1.0.0");
+  add("srandmember", -2, r, 1, 1, CmdSRandMember, "Get one or multiple random members from a set",
+      "1.0.0");
+  add("smove", 4, kCmdWrite | kCmdFast, 1, 2, CmdSMove, "Moves a member from one set to another.",
+      "1.0.0");
   add("sinter", -2, r, 1, -1, CmdSInter, "Returns the intersect of multiple sets.", "1.0.0");
-  add("sintercard", -3, r, 0, 0, CmdSInterCard, "Returns the number of members of the intersect of multiple sets.", "7.0.0", NumKeysAt1);
-  add("sinterstore", -3, w, 1, -1, CmdSInterStore, "Stores the intersect of multiple sets in a key.", "1.0.0");
+  add("sintercard", -3, r, 0, 0, CmdSInterCard,
+      "Returns the number of members of the intersect of multiple sets.", "7.0.0", NumKeysAt1);
+  add("sinterstore", -3, w, 1, -1, CmdSInterStore,
+      "Stores the intersect of multiple sets in a key.", "1.0.0");
   add("sunion", -2, r, 1, -1, CmdSUnion, "Returns the union of multiple sets.", "1.0.0");
-  add("sunionstore", -3, w, 1, -1, CmdSUnionStore, "Stores the union of multiple sets in a key.", "1.0.0");
+  add("sunionstore", -3, w, 1, -1, CmdSUnionStore, "Stores the union of multiple sets in a key.",
+      "1.0.0");
   add("sdiff", -2, r, 1, -1, CmdSDiff, "Returns the difference of multiple sets.", "1.0.0");
-  add("sdiffstore", -3, w, 1, -1, CmdSDiffStore, "Stores the difference of multiple sets in a key.", "1.0.0");
+  add("sdiffstore", -3, w, 1, -1, CmdSDiffStore, "Stores the difference of multiple sets in a key.",
+      "1.0.0");
   add("sscan", -3, r, 1, 1, CmdSScan, "Iterates over members of a set.", "2.0.0");
 }
 

@@ -37,8 +37,10 @@ int64_t KeepExptime(const ItemRef& it) { return it ? it.expires_at_unix() : 0; }
 void CmdGet(CommandContext& ctx) {
   ItemRef it;
   if (!GetString(ctx, ctx.Key(1), &it)) return;
-  if (!it) ctx.w->Null();
-  else ctx.w->BulkItem(std::move(it));
+  if (!it)
+    ctx.w->Null();
+  else
+    ctx.w->BulkItem(std::move(it));
 }
 
 // The expiry options shared by SET and GETEX.
@@ -112,8 +114,10 @@ void CmdSet(CommandContext& ctx) {
   if (get && old) old_value = CopyOut(old);
   if (ok) {
     int64_t exptime = 0;
-    if (e.has) exptime = ExptimeFromUnixMs(e.abs_ms, ctx.server->NowMs());
-    else if (e.keepttl) exptime = KeepExptime(old);
+    if (e.has)
+      exptime = ExptimeFromUnixMs(e.abs_ms, ctx.server->NowMs());
+    else if (e.keepttl)
+      exptime = KeepExptime(old);
     if (exptime < 0) {
       ctx.engine->UnlinkLocked(key, ctx.ts);
     } else if (!StoreStringLocked(ctx, key, ctx.argv[2], exptime, false)) {
@@ -121,8 +125,10 @@ void CmdSet(CommandContext& ctx) {
     }
   }
   if (get) {
-    if (old) ctx.w->Bulk(old_value);
-    else ctx.w->Null();
+    if (old)
+      ctx.w->Bulk(old_value);
+    else
+      ctx.w->Null();
   } else if (ok) {
     ctx.w->Ok();
   } else {
@@ -158,8 +164,10 @@ void CmdGetSet(CommandContext& ctx) {
   if (had) v = CopyOut(old);
   old.Reset();
   if (!StoreStringLocked(ctx, key, ctx.argv[2], 0, false)) return;
-  if (had) ctx.w->Bulk(v);
-  else ctx.w->Null();
+  if (had)
+    ctx.w->Bulk(v);
+  else
+    ctx.w->Null();
 }
 
 void CmdGetDel(CommandContext& ctx) {
@@ -203,8 +211,10 @@ void CmdGetEx(CommandContext& ctx) {
   it.Reset();
   if (e.has) {
     int64_t exptime = ExptimeFromUnixMs(e.abs_ms, ctx.server->NowMs());
-    if (exptime < 0) ctx.engine->UnlinkLocked(key, ctx.ts);
-    else ctx.engine->SetExpiryLocked(key, exptime, ctx.ts);
+    if (exptime < 0)
+      ctx.engine->UnlinkLocked(key, ctx.ts);
+    else
+      ctx.engine->SetExpiryLocked(key, exptime, ctx.ts);
   } else if (e.persist) {
     ctx.engine->SetExpiryLocked(key, 0, ctx.ts);
   }
@@ -215,8 +225,10 @@ void CmdMGet(CommandContext& ctx) {
   ctx.w->ArrayHeader(ctx.argc() - 1);
   for (size_t i = 1; i < ctx.argc(); ++i) {
     ItemRef it = LookupLocked(ctx, ctx.Key(i));
-    if (!it || it.type() != ValueType::kString) ctx.w->Null();
-    else ctx.w->BulkItem(std::move(it));
+    if (!it || it.type() != ValueType::kString)
+      ctx.w->Null();
+    else
+      ctx.w->BulkItem(std::move(it));
   }
 }
 
@@ -260,7 +272,8 @@ void CmdAppend(CommandContext& ctx) {
     it.Reset();
   }
   v.append(ctx.argv[2]);
-  if (StoreStringLocked(ctx, key, v, exptime, false)) ctx.w->Integer(static_cast<int64_t>(v.size()));
+  if (StoreStringLocked(ctx, key, v, exptime, false))
+    ctx.w->Integer(static_cast<int64_t>(v.size()));
 }
 
 void CmdStrlen(CommandContext& ctx) {
@@ -361,8 +374,8 @@ void CmdGetRange(CommandContext& ctx) {
     ctx.w->Bulk("");
     return;
   }
-  ctx.w->Bulk(std::string_view(v).substr(static_cast<size_t>(start),
-                                         static_cast<size_t>(end - start + 1)));
+  ctx.w->Bulk(
+      std::string_view(v).substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
 }
 
 void CmdSetRange(CommandContext& ctx) {
@@ -395,7 +408,8 @@ void CmdSetRange(CommandContext& ctx) {
   size_t need = static_cast<size_t>(off) + val.size();
   if (v.size() < need) v.resize(need, '\0');
   v.replace(static_cast<size_t>(off), val.size(), val);
-  if (StoreStringLocked(ctx, key, v, exptime, false)) ctx.w->Integer(static_cast<int64_t>(v.size()));
+  if (StoreStringLocked(ctx, key, v, exptime, false))
+    ctx.w->Integer(static_cast<int64_t>(v.size()));
 }
 
 void CmdLcs(CommandContext& ctx) {
@@ -403,9 +417,12 @@ void CmdLcs(CommandContext& ctx) {
   int64_t minmatch = 0;
   for (size_t i = 3; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "idx")) getidx = true;
-    else if (EqualsIgnoreCase(o, "len")) getlen = true;
-    else if (EqualsIgnoreCase(o, "withmatchlen")) withmatchlen = true;
+    if (EqualsIgnoreCase(o, "idx"))
+      getidx = true;
+    else if (EqualsIgnoreCase(o, "len"))
+      getlen = true;
+    else if (EqualsIgnoreCase(o, "withmatchlen"))
+      withmatchlen = true;
     else if (EqualsIgnoreCase(o, "minmatchlen") && i + 1 < ctx.argc()) {
       if (!ArgInt(ctx, ctx.argv[++i], &minmatch)) return;
       if (minmatch < 0) minmatch = 0;
@@ -433,8 +450,10 @@ void CmdLcs(CommandContext& ctx) {
   auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
   for (size_t i = 1; i <= n; ++i) {
     for (size_t j = 1; j <= m; ++j) {
-      if (sa[i - 1] == sb[j - 1]) at(i, j) = at(i - 1, j - 1) + 1;
-      else at(i, j) = std::max(at(i - 1, j), at(i, j - 1));
+      if (sa[i - 1] == sb[j - 1])
+        at(i, j) = at(i - 1, j - 1) + 1;
+      else
+        at(i, j) = std::max(at(i - 1, j), at(i, j - 1));
     }
   }
   uint32_t len = at(n, m);
@@ -443,7 +462,9 @@ void CmdLcs(CommandContext& ctx) {
     return;
   }
   std::string res(len, '\0');
-  struct Match { size_t a1, a2, b1, b2; };
+  struct Match {
+    size_t a1, a2, b1, b2;
+  };
   std::vector<Match> matches;
   // Walk back from the end as Redis does; a range restarts at the next match
   // after any gap, with Redis's quirk of skipping the char that broke it.
@@ -463,10 +484,14 @@ void CmdLcs(CommandContext& ctx) {
         emit = true;
       }
       if (astart == 0 || bstart == 0) emit = true;
-      --idx; --i; --j;
+      --idx;
+      --i;
+      --j;
     } else {
-      if (at(i - 1, j) > at(i, j - 1)) --i;
-      else --j;
+      if (at(i - 1, j) > at(i, j - 1))
+        --i;
+      else
+        --j;
       if (astart != n) emit = true;
     }
     if (emit) {
@@ -509,25 +534,44 @@ void RegisterStringCommands(std::vector<CommandSpec>* t) {
   };
   add("get", 2, r | kCmdFast, 1, 1, 1, CmdGet, "Returns the string value of a key.", "1.0.0");
   add("set", -3, w, 1, 1, 1, CmdSet, "Sets the string value of a key.", "1.0.0");
-  add("setnx", 3, w | kCmdFast, 1, 1, 1, CmdSetNx, "Set the string value of a key only when the key doesn't exist.", "1.0.0");
-  add("setex", 4, w, 1, 1, 1, CmdSetEx, "Sets the string value and expiration time of a key.", "2.0.0");
-  add("psetex", 4, w, 1, 1, 1, CmdPSetEx, "Sets the string value and expiration time in milliseconds of a key.", "2.6.0");
-  add("getset", 3, w | kCmdFast, 1, 1, 1, CmdGetSet, "Returns the previous string value of a key after setting it to a new value.", "1.0.0");
-  add("getdel", 2, kCmdWrite | kCmdFast, 1, 1, 1, CmdGetDel, "Returns the string value of a key after deleting the key.", "6.2.0");
-  add("getex", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdGetEx, "Returns the string value of a key after setting its expiration time.", "6.2.0");
-  add("mget", -2, r | kCmdFast, 1, -1, 1, CmdMGet, "Atomically returns the string values of one or more keys.", "1.0.0");
-  add("mset", -3, w, 1, -1, 2, CmdMSet, "Atomically creates or modifies the string values of one or more keys.", "1.0.1");
-  add("msetnx", -3, w, 1, -1, 2, CmdMSetNx, "Atomically modifies the string values of one or more keys only when all keys don't exist.", "1.0.1");
-  add("append", 3, w | kCmdFast, 1, 1, 1, CmdAppend, "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0");
-  add("strlen", 2, r | kCmdFast, 1, 1, 1, CmdStrlen, "Returns the length of a string value.", "2.2.0");
-  add("incr", 2, w | kCmdFast, 1, 1, 1, CmdIncr, "Increments the integer value of a key by one.", "1.0.0");
-  add("decr", 2, w | kCmdFast, 1, 1, 1, CmdDecr, "Decrements the integer value of a key by one.", "1.0.0");
-  add("incrby", 3, w | kCmdFast, 1, 1, 1, CmdIncrBy, "Increments the integer value of a key by a number.", "1.0.0");
-  add("decrby", 3, w | kCmdFast, 1, 1, 1, CmdDecrBy, "Decrements a number from the integer value of a key.", "1.0.0");
-  add("incrbyfloat", 3, w | kCmdFast, 1, 1, 1, CmdIncrByFloat, "Increment the floating point value of a key by a number.", "2.6.0");
-  add("getrange", 4, r, 1, 1, 1, CmdGetRange, "Returns a substring of the string stored at a key.", "2.4.0");
+  add("setnx", 3, w | kCmdFast, 1, 1, 1, CmdSetNx,
+      "Set the string value of a key only when the key doesn't exist.", "1.0.0");
+  add("setex", 4, w, 1, 1, 1, CmdSetEx, "Sets the string value and expiration time of a key.",
+      "2.0.0");
+  add("psetex", 4, w, 1, 1, 1, CmdPSetEx,
+      "Sets the string value and expiration time in milliseconds of a key.", "2.6.0");
+  add("getset", 3, w | kCmdFast, 1, 1, 1, CmdGetSet,
+      "Returns the previous string value of a key after setting it to a new value.", "1.0.0");
+  add("getdel", 2, kCmdWrite | kCmdFast, 1, 1, 1, CmdGetDel,
+      "Returns the string value of a key after deleting the key.", "6.2.0");
+  add("getex", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdGetEx,
+      "Returns the string value of a key after setting its expiration time.", "6.2.0");
+  add("mget", -2, r | kCmdFast, 1, -1, 1, CmdMGet,
+      "Atomically returns the string values of one or more keys.", "1.0.0");
+  add("mset", -3, w, 1, -1, 2, CmdMSet,
+      "Atomically creates or modifies the string values of one or more keys.", "1.0.1");
+  add("msetnx", -3, w, 1, -1, 2, CmdMSetNx,
+      "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+      "1.0.1");
+  add("append", 3, w | kCmdFast, 1, 1, 1, CmdAppend,
+      "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0");
+  add("strlen", 2, r | kCmdFast, 1, 1, 1, CmdStrlen, "Returns the length of a string value.",
+      "2.2.0");
+  add("incr", 2, w | kCmdFast, 1, 1, 1, CmdIncr, "Increments the integer value of a key by one.",
+      "1.0.0");
+  add("decr", 2, w | kCmdFast, 1, 1, 1, CmdDecr, "Decrements the integer value of a key by one.",
+      "1.0.0");
+  add("incrby", 3, w | kCmdFast, 1, 1, 1, CmdIncrBy,
+      "Increments the integer value of a key by a number.", "1.0.0");
+  add("decrby", 3, w | kCmdFast, 1, 1, 1, CmdDecrBy,
+      "Decrements a number from the integer value of a key.", "1.0.0");
+  add("incrbyfloat", 3, w | kCmdFast, 1, 1, 1, CmdIncrByFloat,
+      "Increment the floating point value of a key by a number.", "2.6.0");
+  add("getrange", 4, r, 1, 1, 1, CmdGetRange, "Returns a substring of the string stored at a key.",
+      "2.4.0");
   add("substr", 4, r, 1, 1, 1, CmdGetRange, "Returns a substring from a string value.", "1.0.0");
-  add("setrange", 4, w, 1, 1, 1, CmdSetRange, "Overwrites a part of a string value with another by an offset.", "2.2.0");
+  add("setrange", 4, w, 1, 1, 1, CmdSetRange,
+      "Overwrites a part of a string value with another by an offset.", "2.2.0");
   add("lcs", -3, r, 1, 2, 1, CmdLcs, "Finds the longest common substring.", "7.0.0");
 }
 

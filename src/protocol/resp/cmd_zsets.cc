@@ -59,16 +59,26 @@ void CmdZAdd(CommandContext& ctx) {
   size_t i = 2;
   for (; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "nx")) nx = true;
-    else if (EqualsIgnoreCase(o, "xx")) xx = true;
-    else if (EqualsIgnoreCase(o, "gt")) gt = true;
-    else if (EqualsIgnoreCase(o, "lt")) lt = true;
-    else if (EqualsIgnoreCase(o, "ch")) ch = true;
-    else if (EqualsIgnoreCase(o, "incr")) incr = true;
-    else break;
+    if (EqualsIgnoreCase(o, "nx"))
+      nx = true;
+    else if (EqualsIgnoreCase(o, "xx"))
+      xx = true;
+    else if (EqualsIgnoreCase(o, "gt"))
+      gt = true;
+    else if (EqualsIgnoreCase(o, "lt"))
+      lt = true;
+    else if (EqualsIgnoreCase(o, "ch"))
+      ch = true;
+    else if (EqualsIgnoreCase(o, "incr"))
+      incr = true;
+    else
+      break;
   }
   size_t pairs_n = ctx.argc() - i;
-  if (pairs_n == 0 || pairs_n % 2 != 0) { ctx.SyntaxError(); return; }
+  if (pairs_n == 0 || pairs_n % 2 != 0) {
+    ctx.SyntaxError();
+    return;
+  }
   if (nx && xx) {
     ctx.Error("ERR XX and NX options at the same time are not compatible");
     return;
@@ -92,8 +102,10 @@ void CmdZAdd(CommandContext& ctx) {
   if (!ReadZset(ctx, key, &v)) return;
   if (v == nullptr) {
     if (xx) {
-      if (incr) ctx.w->Null();
-      else ctx.w->Integer(0);
+      if (incr)
+        ctx.w->Null();
+      else
+        ctx.w->Integer(0);
       return;
     }
     bool created;
@@ -109,7 +121,10 @@ void CmdZAdd(CommandContext& ctx) {
     double s = scores[k];
     const double* cur = v->Score(m);
     if (cur != nullptr) {
-      if (nx) { aborted = true; continue; }
+      if (nx) {
+        aborted = true;
+        continue;
+      }
       if (incr) {
         s = *cur + s;
         if (std::isnan(s)) {
@@ -118,14 +133,20 @@ void CmdZAdd(CommandContext& ctx) {
           return;
         }
       }
-      if ((gt && s <= *cur) || (lt && s >= *cur)) { aborted = true; continue; }
+      if ((gt && s <= *cur) || (lt && s >= *cur)) {
+        aborted = true;
+        continue;
+      }
       if (s != *cur) {
         v->Put(m, s);
         ++changed;
       }
       result = s;
     } else {
-      if (xx) { aborted = true; continue; }
+      if (xx) {
+        aborted = true;
+        continue;
+      }
       v->Put(m, s);
       ++added;
       result = s;
@@ -133,8 +154,10 @@ void CmdZAdd(CommandContext& ctx) {
   }
   Finish(ctx, key, v, before);
   if (incr) {
-    if (aborted) ctx.w->Null();
-    else ctx.w->Double(result);
+    if (aborted)
+      ctx.w->Null();
+    else
+      ctx.w->Double(result);
   } else {
     ctx.w->Integer(ch ? added + changed : added);
   }
@@ -164,10 +187,14 @@ void CmdZRem(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ZsetValue* v;
   if (!ReadZset(ctx, key, &v)) return;
-  if (v == nullptr) { ctx.w->Integer(0); return; }
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
   size_t before = v->MemoryUsage();
   int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i) if (v->Remove(ctx.argv[i])) ++n;
+  for (size_t i = 2; i < ctx.argc(); ++i)
+    if (v->Remove(ctx.argv[i])) ++n;
   FinishUpdate(ctx, key, v, before);
   ctx.w->Integer(n);
 }
@@ -176,8 +203,10 @@ void CmdZScore(CommandContext& ctx) {
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   const double* s = v ? v->Score(ctx.argv[2]) : nullptr;
-  if (s == nullptr) ctx.w->Null();
-  else ctx.w->Double(*s);
+  if (s == nullptr)
+    ctx.w->Null();
+  else
+    ctx.w->Double(*s);
 }
 
 void CmdZMScore(CommandContext& ctx) {
@@ -186,8 +215,10 @@ void CmdZMScore(CommandContext& ctx) {
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) {
     const double* s = v ? v->Score(ctx.argv[i]) : nullptr;
-    if (s == nullptr) ctx.w->Null();
-    else ctx.w->Double(*s);
+    if (s == nullptr)
+      ctx.w->Null();
+    else
+      ctx.w->Double(*s);
   }
 }
 
@@ -201,9 +232,7 @@ void CmdZCard(CommandContext& ctx) {
 struct ScoreRange {
   double min, max;
   bool minex = false, maxex = false;
-  bool In(double s) const {
-    return (minex ? s > min : s >= min) && (maxex ? s < max : s <= max);
-  }
+  bool In(double s) const { return (minex ? s > min : s >= min) && (maxex ? s < max : s <= max); }
 };
 
 bool ParseScoreBound(std::string_view s, double* v, bool* ex) {
@@ -244,8 +273,14 @@ struct LexRange {
 
 bool ParseLexBound(std::string_view s, std::string* v, bool* ex, bool* neg, bool* pos) {
   *neg = *pos = *ex = false;
-  if (s == "-") { *neg = true; return true; }
-  if (s == "+") { *pos = true; return true; }
+  if (s == "-") {
+    *neg = true;
+    return true;
+  }
+  if (s == "+") {
+    *pos = true;
+    return true;
+  }
   if (s.empty() || (s[0] != '(' && s[0] != '[')) return false;
   *ex = s[0] == '(';
   v->assign(s.substr(1));
@@ -272,7 +307,9 @@ void CmdZCount(CommandContext& ctx) {
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   int64_t n = 0;
-  if (v) for (const auto& e : v->ordered()) if (r.In(e.first)) ++n;
+  if (v)
+    for (const auto& e : v->ordered())
+      if (r.In(e.first)) ++n;
   ctx.w->Integer(n);
 }
 
@@ -282,7 +319,9 @@ void CmdZLexCount(CommandContext& ctx) {
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   int64_t n = 0;
-  if (v) for (const auto& e : v->ordered()) if (r.In(e.second)) ++n;
+  if (v)
+    for (const auto& e : v->ordered())
+      if (r.In(e.second)) ++n;
   ctx.w->Integer(n);
 }
 
@@ -362,7 +401,8 @@ bool ParseRangeOptions(CommandContext& ctx, size_t from, bool full, RangeSpec* r
     }
   }
   if (rs->has_limit && rs->kind == RangeKind::kRank) {
-    ctx.Error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+    ctx.Error(
+        "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
     return false;
   }
   if (rs->withscores && rs->kind == RangeKind::kLex) {
@@ -413,7 +453,10 @@ void CmdZRevRangeByLex(CommandContext& ctx) {
 void CmdZRangeStore(CommandContext& ctx) {
   RangeSpec rs;
   for (size_t i = 5; i < ctx.argc(); ++i) {
-    if (EqualsIgnoreCase(ctx.argv[i], "withscores")) { ctx.SyntaxError(); return; }
+    if (EqualsIgnoreCase(ctx.argv[i], "withscores")) {
+      ctx.SyntaxError();
+      return;
+    }
   }
   if (!ParseRangeOptions(ctx, 5, true, &rs)) return;
   ZsetValue* v;
@@ -434,17 +477,25 @@ void CmdZRangeStore(CommandContext& ctx) {
 
 void RankGeneric(CommandContext& ctx, bool rev) {
   bool withscore = false;
-  if (ctx.argc() > 4) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 4) {
+    ctx.SyntaxError();
+    return;
+  }
   if (ctx.argc() == 4) {
-    if (!EqualsIgnoreCase(ctx.argv[3], "withscore")) { ctx.SyntaxError(); return; }
+    if (!EqualsIgnoreCase(ctx.argv[3], "withscore")) {
+      ctx.SyntaxError();
+      return;
+    }
     withscore = true;
   }
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   int64_t r = v ? v->Rank(ctx.argv[2]) : -1;
   if (r < 0) {
-    if (withscore) ctx.w->NullArray();
-    else ctx.w->Null();
+    if (withscore)
+      ctx.w->NullArray();
+    else
+      ctx.w->Null();
     return;
   }
   if (rev) r = static_cast<int64_t>(v->size()) - 1 - r;
@@ -473,7 +524,10 @@ std::vector<Entry> PopEntries(ZsetValue* v, bool max, size_t count) {
 void PopGeneric(CommandContext& ctx, bool max) {
   int64_t count = 1;
   bool has_count = ctx.argc() == 3;
-  if (ctx.argc() > 3) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 3) {
+    ctx.SyntaxError();
+    return;
+  }
   if (has_count) {
     if (!ParseStrictInt64(ctx.argv[2], &count) || count < 0) {
       ctx.Error("ERR value is out of range, must be positive");
@@ -521,13 +575,24 @@ void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_
 void CmdZMPop(CommandContext& ctx) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) { ctx.Error("ERR numkeys should be greater than 0"); return; }
-  if (static_cast<size_t>(n) + 3 > ctx.argc()) { ctx.SyntaxError(); return; }
+  if (n <= 0) {
+    ctx.Error("ERR numkeys should be greater than 0");
+    return;
+  }
+  if (static_cast<size_t>(n) + 3 > ctx.argc()) {
+    ctx.SyntaxError();
+    return;
+  }
   size_t pos = 2 + static_cast<size_t>(n);
   bool max;
-  if (EqualsIgnoreCase(ctx.argv[pos], "min")) max = false;
-  else if (EqualsIgnoreCase(ctx.argv[pos], "max")) max = true;
-  else { ctx.SyntaxError(); return; }
+  if (EqualsIgnoreCase(ctx.argv[pos], "min"))
+    max = false;
+  else if (EqualsIgnoreCase(ctx.argv[pos], "max"))
+    max = true;
+  else {
+    ctx.SyntaxError();
+    return;
+  }
   int64_t count = 1;
   bool has_count = false;
   for (size_t i = pos + 1; i < ctx.argc(); ++i) {
@@ -566,17 +631,25 @@ void CmdZMPop(CommandContext& ctx) {
 void CmdZRandMember(CommandContext& ctx) {
   bool has_count = ctx.argc() >= 3, withscores = false;
   int64_t count = 1;
-  if (ctx.argc() > 4) { ctx.SyntaxError(); return; }
+  if (ctx.argc() > 4) {
+    ctx.SyntaxError();
+    return;
+  }
   if (has_count && !ArgInt(ctx, ctx.argv[2], &count)) return;
   if (ctx.argc() == 4) {
-    if (!EqualsIgnoreCase(ctx.argv[3], "withscores")) { ctx.SyntaxError(); return; }
+    if (!EqualsIgnoreCase(ctx.argv[3], "withscores")) {
+      ctx.SyntaxError();
+      return;
+    }
     withscores = true;
   }
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
-    if (has_count) ctx.w->ArrayHeader(0);
-    else ctx.w->Null();
+    if (has_count)
+      ctx.w->ArrayHeader(0);
+    else
+      ctx.w->Null();
     return;
   }
   std::vector<Entry> all(v->ordered().begin(), v->ordered().end());
@@ -590,7 +663,10 @@ void CmdZRandMember(CommandContext& ctx) {
     all.resize(std::min(static_cast<size_t>(count), all.size()));
     pick = std::move(all);
   } else {
-    if (count < -(INT64_MAX / 2)) { ctx.Error("ERR value is out of range"); return; }
+    if (count < -(INT64_MAX / 2)) {
+      ctx.Error("ERR value is out of range");
+      return;
+    }
     for (int64_t i = 0; i < -count; ++i) pick.push_back(all[Rng()() % all.size()]);
   }
   WriteEntries(ctx, pick, withscores);
@@ -612,13 +688,17 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
     ctx.Error(m);
     return false;
   }
-  if (static_cast<size_t>(n) > ctx.argc() - nk - 1) { ctx.SyntaxError(); return false; }
+  if (static_cast<size_t>(n) > ctx.argc() - nk - 1) {
+    ctx.SyntaxError();
+    return false;
+  }
   size_t first = nk + 1, end = nk + 1 + static_cast<size_t>(n);
   std::vector<double> weights(static_cast<size_t>(n), 1.0);
   Agg agg = Agg::kSum;
   for (size_t i = end; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "weights") && op != ZOp::kDiff && i + static_cast<size_t>(n) < ctx.argc()) {
+    if (EqualsIgnoreCase(o, "weights") && op != ZOp::kDiff &&
+        i + static_cast<size_t>(n) < ctx.argc()) {
       for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
         if (!ParseDouble(ctx.argv[i + 1 + k], &weights[k])) {
           ctx.Error("ERR weight value is not a float");
@@ -628,10 +708,16 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
       i += static_cast<size_t>(n);
     } else if (EqualsIgnoreCase(o, "aggregate") && op != ZOp::kDiff && i + 1 < ctx.argc()) {
       std::string_view a = ctx.argv[++i];
-      if (EqualsIgnoreCase(a, "sum")) agg = Agg::kSum;
-      else if (EqualsIgnoreCase(a, "min")) agg = Agg::kMin;
-      else if (EqualsIgnoreCase(a, "max")) agg = Agg::kMax;
-      else { ctx.SyntaxError(); return false; }
+      if (EqualsIgnoreCase(a, "sum"))
+        agg = Agg::kSum;
+      else if (EqualsIgnoreCase(a, "min"))
+        agg = Agg::kMin;
+      else if (EqualsIgnoreCase(a, "max"))
+        agg = Agg::kMax;
+      else {
+        ctx.SyntaxError();
+        return false;
+      }
     } else if (EqualsIgnoreCase(o, "withscores") && allow_withscores) {
       *withscores = true;
     } else {
@@ -664,9 +750,14 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
   }
   auto combine = [agg](double a, double b) {
     switch (agg) {
-      case Agg::kSum: { double r = a + b; return std::isnan(r) ? 0.0 : r; }
-      case Agg::kMin: return std::min(a, b);
-      case Agg::kMax: return std::max(a, b);
+      case Agg::kSum: {
+        double r = a + b;
+        return std::isnan(r) ? 0.0 : r;
+      }
+      case Agg::kMin:
+        return std::min(a, b);
+      case Agg::kMax:
+        return std::max(a, b);
     }
     return a;
   };
@@ -680,19 +771,23 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
       for (const auto& [m, s] : inputs[k]) {
         double ws = weighted(s, weights[k]);
         auto it = res.find(m);
-        if (it == res.end()) res.emplace(m, ws);
-        else it->second = combine(it->second, ws);
+        if (it == res.end())
+          res.emplace(m, ws);
+        else
+          it->second = combine(it->second, ws);
       }
     }
   } else if (op == ZOp::kInter) {
     size_t smallest = 0;
-    for (size_t k = 1; k < inputs.size(); ++k) if (inputs[k].size() < inputs[smallest].size()) smallest = k;
+    for (size_t k = 1; k < inputs.size(); ++k)
+      if (inputs[k].size() < inputs[smallest].size()) smallest = k;
     for (const auto& [m, s0] : inputs[smallest]) {
       bool all = true;
       for (size_t k = 0; k < inputs.size() && all; ++k) all = inputs[k].count(m) > 0;
       if (!all) continue;
       double acc = weighted(inputs[0].at(m), weights[0]);
-      for (size_t k = 1; k < inputs.size(); ++k) acc = combine(acc, weighted(inputs[k].at(m), weights[k]));
+      for (size_t k = 1; k < inputs.size(); ++k)
+        acc = combine(acc, weighted(inputs[k].at(m), weights[k]));
       res.emplace(m, acc);
     }
   } else {
@@ -762,7 +857,8 @@ void CmdZInterCard(CommandContext& ctx) {
     }
   }
   // Reuse the intersection over the key arguments only.
-  std::vector<std::string_view> sub(ctx.argv.begin(), ctx.argv.begin() + static_cast<std::ptrdiff_t>(pos));
+  std::vector<std::string_view> sub(ctx.argv.begin(),
+                                    ctx.argv.begin() + static_cast<std::ptrdiff_t>(pos));
   CommandContext inner = ctx;
   inner.argv = sub;
   bool ws = false;
@@ -782,7 +878,10 @@ void RemRangeGeneric(CommandContext& ctx, RangeKind kind) {
   std::vector<Entry> out;
   if (!ReadZset(ctx, key, &v)) return;
   if (!SelectRange(ctx, v, rs, ctx.argv[2], ctx.argv[3], &out)) return;
-  if (v == nullptr) { ctx.w->Integer(0); return; }
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
   size_t before = v->MemoryUsage();
   for (const auto& e : out) v->Remove(e.second);
   FinishUpdate(ctx, key, v, before);
@@ -817,41 +916,89 @@ void CmdZScan(CommandContext& ctx) {
 void RegisterZsetCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn,
-                 const char* sum, const char* since, KeysFn kf = nullptr) {
+  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn, const char* sum,
+                 const char* since, KeysFn kf = nullptr) {
     t->push_back({n, ar, f, fk, lk, 1, fn, kf, "sorted-set", sum, since});
   };
-  add("zadd", -4, w | kCmdFast, 1, 1, CmdZAdd, "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", "1.2.0");
-  add("zincrby", 4, w | kCmdFast, 1, 1, CmdZIncrBy, "Increments the score of a member in a sorted set.", "1.2.0");
-  add("zrem", -3, kCmdWrite | kCmdFast, 1, 1, CmdZRem, "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", "1.2.0");
-  add("zscore", 3, r | kCmdFast, 1, 1, CmdZScore, "Returns the score of a member in a sorted set.", "1.2.0");
-  add("zmscore", -3, r | kCmdFast, 1, 1, CmdZMScore, "Returns the score of one or more members in a sorted set.", "6.2.0");
-  add("zcard", 2, r | kCmdFast, 1, 1, CmdZCard, "Returns the number of members in a sorted set.", "1.2.0");
-  add("zcount", 4, r | kCmdFast, 1, 1, CmdZCount, "Returns the count of members in a sorted set that have scores within a range.", "2.0.0");
-  add("zlexcount", 4, r | kCmdFast, 1, 1, CmdZLexCount, "Returns the number of members in a sorted set within a lexicographical range.", "2.8.9");
-  add("zrange", -4, r, 1, 1, CmdZRange, "Returns members in a sorted set within a range of indexes.", "1.2.0");
-  add("zrangebyscore", -4, r, 1, 1, CmdZRangeByScore, "Returns members in a sorted set within a range of scores.", "1.0.5");
-  add("zrevrangebyscore", -4, r, 1, 1, CmdZRevRangeByScore, "Returns members in a sorted set within a range of scores in reverse order.", "2.2.0");
-  add("zrangebylex", -4, r, 1, 1, CmdZRangeByLex, "Returns members in a sorted set within a lexicographical range.", "2.8.9");
-  add("zrevrangebylex", -4, r, 1, 1, CmdZRevRangeByLex, "Returns members in a sorted set within a lexicographical range in reverse order.", "2.8.9");
-  add("zrevrange", -4, r, 1, 1, CmdZRevRange, "Returns members in a sorted set within a range of indexes in reverse order.", "1.2.0");
-  add("zrangestore", -5, w, 1, 2, CmdZRangeStore, "Stores a range of members from sorted set in a key.", "6.2.0");
-  add("zrank", -3, r | kCmdFast, 1, 1, CmdZRank, "Returns the index of a member in a sorted set ordered by ascending scores.", "2.0.0");
-  add("zrevrank", -3, r | kCmdFast, 1, 1, CmdZRevRank, "Returns the index of a member in a sorted set ordered by descending scores.", "2.0.0");
-  add("zpopmin", -2, kCmdWrite | kCmdFast, 1, 1, CmdZPopMin, "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0");
-  add("zpopmax", -2, kCmdWrite | kCmdFast, 1, 1, CmdZPopMax, "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "5.0.0");
-  add("zmpop", -4, kCmdWrite, 0, 0, CmdZMPop, "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "7.0.0", NumKeysAt1);
-  add("zrandmember", -2, r, 1, 1, CmdZRandMember, "Returns one or more random members from a sorted set.", "6.2.0");
-  add("zunion", -3, r, 0, 0, CmdZUnion, "Returns the union of multiple sorted sets.", "6.2.0", NumKeysAt1);
-  add("zinter", -3, r, 0, 0, CmdZInter, "Returns the intersect of multiple sorted sets.", "6.2.0", NumKeysAt1);
-  add("zdiff", -3, r, 0, 0, CmdZDiff, "Returns the difference between multiple sorted sets.", "6.2.0", NumKeysAt1);
-  add("zunionstore", -4, w, 1, 1, CmdZUnionStore, "Stores the union of multiple sorted sets in a key.", "2.0.0", DestAndNumKeysAt2);
-  add("zinterstore", -4, w, 1, 1, CmdZInterStore, "Stores the intersect of multiple sorted sets in a key.", "2.0.0", DestAndNumKeysAt2);
-  add("zdiffstore", -4, w, 1, 1, CmdZDiffStore, "Stores the difference of multiple input sorted sets in a key.", "6.2.0", DestAndNumKeysAt2);
-  add("zintercard", -3, r, 0, 0, CmdZInterCard, "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0", NumKeysAt1);
-  add("zremrangebyrank", 4, kCmdWrite, 1, 1, CmdZRemRangeByRank, "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "2.0.0");
-  add("zremrangebyscore", 4, kCmdWrite, 1, 1, CmdZRemRangeByScore, "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "1.2.0");
-  add("zremrangebylex", 4, kCmdWrite, 1, 1, CmdZRemRangeByLex, "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "2.8.9");
+  add("zadd", -4, w | kCmdFast, 1, 1, CmdZAdd,
+      "Adds one or more members to a sorted set, or updates their scores. Creates the key if it "
+      "doesn't exist.",
+      "1.2.0");
+  add("zincrby", 4, w | kCmdFast, 1, 1, CmdZIncrBy,
+      "Increments the score of a member in a sorted set.", "1.2.0");
+  add("zrem", -3, kCmdWrite | kCmdFast, 1, 1, CmdZRem,
+      "Removes one or more members from a sorted set. Deletes the sorted set if all members were "
+      "removed.",
+      "1.2.0");
+  add("zscore", 3, r | kCmdFast, 1, 1, CmdZScore, "Returns the score of a member in a sorted set.",
+      "1.2.0");
+  add("zmscore", -3, r | kCmdFast, 1, 1, CmdZMScore,
+      "Returns the score of one or more members in a sorted set.", "6.2.0");
+  add("zcard", 2, r | kCmdFast, 1, 1, CmdZCard, "Returns the number of members in a sorted set.",
+      "1.2.0");
+  add("zcount", 4, r | kCmdFast, 1, 1, CmdZCount,
+      "Returns the count of members in a sorted set that have scores within a range.", "2.0.0");
+  add("zlexcount", 4, r | kCmdFast, 1, 1, CmdZLexCount,
+      "Returns the number of members in a sorted set within a lexicographical range.", "2.8.9");
+  add("zrange", -4, r, 1, 1, CmdZRange,
+      "Returns members in a sorted set within a range of indexes.", "1.2.0");
+  add("zrangebyscore", -4, r, 1, 1, CmdZRangeByScore,
+      "Returns members in a sorted set within a range of scores.", "1.0.5");
+  add("zrevrangebyscore", -4, r, 1, 1, CmdZRevRangeByScore,
+      "Returns members in a sorted set within a range of scores in reverse order.", "2.2.0");
+  add("zrangebylex", -4, r, 1, 1, CmdZRangeByLex,
+      "Returns members in a sorted set within a lexicographical range.", "2.8.9");
+  add("zrevrangebylex", -4, r, 1, 1, CmdZRevRangeByLex,
+      "Returns members in a sorted set within a lexicographical range in reverse order.", "2.8.9");
+  add("zrevrange", -4, r, 1, 1, CmdZRevRange,
+      "Returns members in a sorted set within a range of indexes in reverse order.", "1.2.0");
+  add("zrangestore", -5, w, 1, 2, CmdZRangeStore,
+      "Stores a range of members from sorted set in a key.", "6.2.0");
+  add("zrank", -3, r | kCmdFast, 1, 1, CmdZRank,
+      "Returns the index of a member in a sorted set ordered by ascending scores.", "2.0.0");
+  add("zrevrank", -3, r | kCmdFast, 1, 1, CmdZRevRank,
+      "Returns the index of a member in a sorted set ordered by descending scores.", "2.0.0");
+  add("zpopmin", -2, kCmdWrite | kCmdFast, 1, 1, CmdZPopMin,
+      "Returns the lowest-scoring members from a sorted set after removing them. Deletes the "
+      "sorted set if the last member was popped.",
+      "5.0.0");
+  add("zpopmax", -2, kCmdWrite | kCmdFast, 1, 1, CmdZPopMax,
+      "Returns the highest-scoring members from a sorted set after removing them. Deletes the "
+      "sorted set if the last member was popped.",
+      "5.0.0");
+  add("zmpop", -4, kCmdWrite, 0, 0, CmdZMPop,
+      "Returns the highest- or lowest-scoring members from one or more sorted sets after removing "
+      "them. Deletes the sorted set if the last member was popped.",
+      "7.0.0", NumKeysAt1);
+  add("zrandmember", -2, r, 1, 1, CmdZRandMember,
+      "Returns one or more random members from a sorted set.", "6.2.0");
+  add("zunion", -3, r, 0, 0, CmdZUnion, "Returns the union of multiple sorted sets.", "6.2.0",
+      NumKeysAt1);
+  add("zinter", -3, r, 0, 0, CmdZInter, "Returns the intersect of multiple sorted sets.", "6.2.0",
+      NumKeysAt1);
+  add("zdiff", -3, r, 0, 0, CmdZDiff, "Returns the difference between multiple sorted sets.",
+      "6.2.0", NumKeysAt1);
+  add("zunionstore", -4, w, 1, 1, CmdZUnionStore,
+      "Stores the union of multiple sorted sets in a key.", "2.0.0", DestAndNumKeysAt2);
+  add("zinterstore", -4, w, 1, 1, CmdZInterStore,
+      "Stores the intersect of multiple sorted sets in a key.", "2.0.0", DestAndNumKeysAt2);
+  add("zdiffstore", -4, w, 1, 1, CmdZDiffStore,
+      "Stores the difference of multiple input sorted sets in a key.", "6.2.0", DestAndNumKeysAt2);
+  add("zintercard", -3, r, 0, 0, CmdZInterCard,
+      "Returns the number of members of the intersect of multiple sorted sets.", "7.0.0",
+      NumKeysAt1);
+  add("zremrangebyrank", 4, kCmdWrite, 1, 1, CmdZRemRangeByRank,
+      "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all "
+      "members were removed.",
+      "2.0.0");
+  add("zremrangebyscore", 4, kCmdWrite, 1, 1, CmdZRemRangeByScore,
+      "Removes members in a sorted set within a range of scores. Deletes the sorted set if all "
+      "members were removed.",
+      "1.2.0");
+  add("zremrangebylex", 4, kCmdWrite, 1, 1, CmdZRemRangeByLex,
+      "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if "
+      "all members were removed.",
+      "2.8.9");
   add("zscan", -3, r, 1, 1, CmdZScan, "Iterates over members and scores of a sorted set.", "2.0.0");
 }
 

@@ -56,8 +56,7 @@ std::vector<std::pair<const std::string*, const std::string*>> HashValue::Entrie
 
 void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
   if (!compact_) return;
-  if (static_cast<int64_t>(m_.size()) > max_entries ||
-      static_cast<int64_t>(longest_) > max_value) {
+  if (static_cast<int64_t>(m_.size()) > max_entries || static_cast<int64_t>(longest_) > max_value) {
     compact_ = false;
     order_.clear();
     order_.shrink_to_fit();
@@ -251,11 +250,16 @@ namespace {
 
 std::unique_ptr<CollectionBase> NewOfType(engine::ValueType t) {
   switch (t) {
-    case engine::ValueType::kList: return std::make_unique<ListValue>();
-    case engine::ValueType::kHash: return std::make_unique<HashValue>();
-    case engine::ValueType::kSet: return std::make_unique<SetValue>();
-    case engine::ValueType::kZset: return std::make_unique<ZsetValue>();
-    case engine::ValueType::kString: break;
+    case engine::ValueType::kList:
+      return std::make_unique<ListValue>();
+    case engine::ValueType::kHash:
+      return std::make_unique<HashValue>();
+    case engine::ValueType::kSet:
+      return std::make_unique<SetValue>();
+    case engine::ValueType::kZset:
+      return std::make_unique<ZsetValue>();
+    case engine::ValueType::kString:
+      break;
   }
   return nullptr;
 }
@@ -268,11 +272,20 @@ std::unique_ptr<CollectionBase> DecodeItem(const engine::ItemRef& it) {
   it.CopyValue(&bytes);
   bool ok = false;
   switch (it.type()) {
-    case engine::ValueType::kList: ok = static_cast<ListValue*>(c.get())->Decode(bytes); break;
-    case engine::ValueType::kHash: ok = static_cast<HashValue*>(c.get())->Decode(bytes); break;
-    case engine::ValueType::kSet: ok = static_cast<SetValue*>(c.get())->Decode(bytes); break;
-    case engine::ValueType::kZset: ok = static_cast<ZsetValue*>(c.get())->Decode(bytes); break;
-    case engine::ValueType::kString: break;
+    case engine::ValueType::kList:
+      ok = static_cast<ListValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kHash:
+      ok = static_cast<HashValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kSet:
+      ok = static_cast<SetValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kZset:
+      ok = static_cast<ZsetValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kString:
+      break;
   }
   if (!ok) c = NewOfType(it.type());
   return c;
@@ -280,13 +293,15 @@ std::unique_ptr<CollectionBase> DecodeItem(const engine::ItemRef& it) {
 
 ScratchEntry* FindScratch(CommandContext& ctx, std::string_view ekey) {
   if (ctx.scratch == nullptr) return nullptr;
-  for (auto& e : *ctx.scratch) if (e.key == ekey) return &e;
+  for (auto& e : *ctx.scratch)
+    if (e.key == ekey) return &e;
   return nullptr;
 }
 
 ScratchEntry* FindScratchObj(CommandContext& ctx, const CollectionBase* v) {
   if (ctx.scratch == nullptr) return nullptr;
-  for (auto& e : *ctx.scratch) if (e.obj == v && v != nullptr) return &e;
+  for (auto& e : *ctx.scratch)
+    if (e.obj == v && v != nullptr) return &e;
   return nullptr;
 }
 
@@ -327,8 +342,8 @@ bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType 
 
 // Moves a scratch object into the engine as a HeapValue; false if that fails.
 bool StoreHeap(CommandContext& ctx, ScratchEntry* e) {
-  engine::AllocOutput a = ctx.engine->AllocateHeap(e->key, e->exptime, e->type,
-                                                   std::move(e->owned), ctx.ts);
+  engine::AllocOutput a =
+      ctx.engine->AllocateHeap(e->key, e->exptime, e->type, std::move(e->owned), ctx.ts);
   if (a.status != engine::AllocStatus::kOk) return false;
   engine::StoreArgs args;
   if (ctx.engine->StoreItemLocked(a.item, args, ctx.ts) != engine::StoreResult::kStored) {

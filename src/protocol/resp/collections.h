@@ -61,19 +61,49 @@ class ListValue final : public CollectionBase {
   bool Decode(std::string_view in);
   size_t size() const override { return d_.size(); }
   const std::deque<std::string>& items() const { return d_; }
-  void PushBack(std::string_view v) { bytes_ += Cost(v); d_.emplace_back(v); }
-  void PushFront(std::string_view v) { bytes_ += Cost(v); d_.emplace_front(v); }
-  std::string PopFront() { std::string s = std::move(d_.front()); d_.pop_front(); bytes_ -= Cost(s); return s; }
-  std::string PopBack() { std::string s = std::move(d_.back()); d_.pop_back(); bytes_ -= Cost(s); return s; }
-  void Set(size_t i, std::string_view v) { bytes_ += Cost(v) - Cost(d_[i]); d_[i].assign(v); }
-  void Insert(size_t i, std::string_view v) { bytes_ += Cost(v); d_.insert(d_.begin() + static_cast<std::ptrdiff_t>(i), std::string(v)); }
-  void Erase(size_t i) { bytes_ -= Cost(d_[i]); d_.erase(d_.begin() + static_cast<std::ptrdiff_t>(i)); }
+  void PushBack(std::string_view v) {
+    bytes_ += Cost(v);
+    d_.emplace_back(v);
+  }
+  void PushFront(std::string_view v) {
+    bytes_ += Cost(v);
+    d_.emplace_front(v);
+  }
+  std::string PopFront() {
+    std::string s = std::move(d_.front());
+    d_.pop_front();
+    bytes_ -= Cost(s);
+    return s;
+  }
+  std::string PopBack() {
+    std::string s = std::move(d_.back());
+    d_.pop_back();
+    bytes_ -= Cost(s);
+    return s;
+  }
+  void Set(size_t i, std::string_view v) {
+    bytes_ += Cost(v) - Cost(d_[i]);
+    d_[i].assign(v);
+  }
+  void Insert(size_t i, std::string_view v) {
+    bytes_ += Cost(v);
+    d_.insert(d_.begin() + static_cast<std::ptrdiff_t>(i), std::string(v));
+  }
+  void Erase(size_t i) {
+    bytes_ -= Cost(d_[i]);
+    d_.erase(d_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
   // Keeps [start, end] (inclusive, already clamped, start <= end < size).
   void Trim(size_t start, size_t end);
-  void Clear() { d_.clear(); bytes_ = 0; }
+  void Clear() {
+    d_.clear();
+    bytes_ = 0;
+  }
 
  private:
-  static int64_t Cost(std::string_view v) { return static_cast<int64_t>(v.size()) + kEntryOverhead; }
+  static int64_t Cost(std::string_view v) {
+    return static_cast<int64_t>(v.size()) + kEntryOverhead;
+  }
   std::deque<std::string> d_;
 };
 
@@ -169,8 +199,8 @@ struct ScratchEntry {
   std::unique_ptr<CollectionBase> owned;  // null once handed to the engine
   CollectionBase* obj = nullptr;          // null after the key was deleted
   engine::ValueType type = engine::ValueType::kList;
-  int64_t exptime = 0;                    // absolute unix seconds, 0 = never
-  bool heap_resident = false;             // now a HeapValue of a linked item
+  int64_t exptime = 0;         // absolute unix seconds, 0 = never
+  bool heap_resident = false;  // now a HeapValue of a linked item
 };
 
 // REQUIRES: ctx.locked. Finds the collection at ekey as type T (kOk) or

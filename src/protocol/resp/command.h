@@ -24,13 +24,13 @@ enum CmdFlag : uint32_t {
   kCmdReadonly = 1u << 1,
   kCmdFast = 1u << 2,
   kCmdAdmin = 1u << 3,
-  kCmdNoAuth = 1u << 4,      // allowed before AUTH
-  kCmdNoQueue = 1u << 5,     // runs at once inside MULTI (EXEC DISCARD MULTI WATCH QUIT RESET)
-  kCmdGlobal = 1u << 6,      // walks the keyspace (KEYS SCAN FLUSHDB ...): no KeyLockSet
+  kCmdNoAuth = 1u << 4,   // allowed before AUTH
+  kCmdNoQueue = 1u << 5,  // runs at once inside MULTI (EXEC DISCARD MULTI WATCH QUIT RESET)
+  kCmdGlobal = 1u << 6,   // walks the keyspace (KEYS SCAN FLUSHDB ...): no KeyLockSet
   kCmdDenyOom = 1u << 7,
   kCmdLoading = 1u << 8,
   kCmdStale = 1u << 9,
-  kCmdNoMulti = 1u << 10,    // refused inside MULTI
+  kCmdNoMulti = 1u << 10,  // refused inside MULTI
   kCmdMovableKeys = 1u << 11,
   kCmdPubsub = 1u << 12,
 };
@@ -44,7 +44,7 @@ using KeysFn = void (*)(std::span<const std::string_view> argv, std::vector<size
 // last < 0 counts from the end).
 struct CommandSpec {
   const char* name;
-  int arity;          // > 0 exact, < 0 at least -arity
+  int arity;  // > 0 exact, < 0 at least -arity
   uint32_t flags;
   int first_key;
   int last_key;
@@ -54,7 +54,7 @@ struct CommandSpec {
   const char* group = "generic";
   const char* summary = "";
   const char* since = "1.0.0";
-  int id = -1;        // index in the table (filled by CommandTable)
+  int id = -1;  // index in the table (filled by CommandTable)
 };
 
 // What a handler sees for one call.

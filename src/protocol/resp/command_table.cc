@@ -5,7 +5,8 @@ namespace trove::resp {
 
 std::string ToLower(std::string_view s) {
   std::string r(s);
-  for (char& c : r) if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  for (char& c : r)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return r;
 }
 

@@ -26,12 +26,21 @@ class Identity {
   const std::string& user() const { return user_; }
   bool authenticated() const { return authenticated_; }
 
-  void Init(uint64_t id, std::string addr) { id_ = id; addr_ = std::move(addr); }
+  void Init(uint64_t id, std::string addr) {
+    id_ = id;
+    addr_ = std::move(addr);
+  }
   void SetName(std::string_view n) { name_.assign(n); }
   void SetProto(int p) { proto_ = p; }
   void SelectDb(int db) { db_ = db; }
-  void Authenticate(std::string_view user) { user_.assign(user); authenticated_ = true; }
-  void Deauthenticate(bool auth_required) { user_ = "default"; authenticated_ = !auth_required; }
+  void Authenticate(std::string_view user) {
+    user_.assign(user);
+    authenticated_ = true;
+  }
+  void Deauthenticate(bool auth_required) {
+    user_ = "default";
+    authenticated_ = !auth_required;
+  }
   // RESET: back to the state of a new connection (keeps id and address).
   void Reset(bool auth_required) {
     name_.clear();
@@ -52,11 +61,11 @@ class Identity {
 
 // One WATCHed key and the version seen at WATCH time.
 struct WatchedKey {
-  std::string key;           // engine key (database-encoded)
-  uint64_t cas = 0;          // 0 = missing at WATCH time
+  std::string key;                 // engine key (database-encoded)
+  uint64_t cas = 0;                // 0 = missing at WATCH time
   const void* identity = nullptr;  // the item seen (identity check when CAS is off)
-  uint64_t heap_version = 0; // in-place collection version
-  int64_t expiry = 0;        // EXPIRE/PERSIST keep the CAS, so compare the expiry too
+  uint64_t heap_version = 0;       // in-place collection version
+  int64_t expiry = 0;              // EXPIRE/PERSIST keep the CAS, so compare the expiry too
 };
 
 // MULTI queue and WATCHed keys.
@@ -66,15 +75,26 @@ class TransactionState {
  public:
   bool active() const { return active_; }
   bool dirty() const { return dirty_; }
-  void Begin() { active_ = true; dirty_ = false; queue_.clear(); }
+  void Begin() {
+    active_ = true;
+    dirty_ = false;
+    queue_.clear();
+  }
   void Queue(std::vector<std::string> argv) { queue_.push_back(std::move(argv)); }
-  void MarkDirty() { if (active_) dirty_ = true; }
+  void MarkDirty() {
+    if (active_) dirty_ = true;
+  }
   const std::vector<std::vector<std::string>>& queued() const { return queue_; }
   // Ends MULTI (EXEC/DISCARD); watches are cleared separately.
-  void End() { active_ = false; dirty_ = false; queue_.clear(); }
+  void End() {
+    active_ = false;
+    dirty_ = false;
+    queue_.clear();
+  }
 
   void Watch(WatchedKey w) {
-    for (const WatchedKey& k : watched_) if (k.key == w.key) return;
+    for (const WatchedKey& k : watched_)
+      if (k.key == w.key) return;
     watched_.push_back(std::move(w));
   }
   void Unwatch() { watched_.clear(); }
@@ -93,7 +113,11 @@ class PubSubState {
  public:
   size_t count() const { return channels_.size() + patterns_.size() + shard_channels_.size(); }
   bool active() const { return count() > 0; }
-  void Clear() { channels_.clear(); patterns_.clear(); shard_channels_.clear(); }
+  void Clear() {
+    channels_.clear();
+    patterns_.clear();
+    shard_channels_.clear();
+  }
 
  private:
   std::set<std::string> channels_;
@@ -128,11 +152,26 @@ class ConnState {
  public:
   ConnState() : owner_(std::this_thread::get_id()) {}
 
-  Identity& identity() { DCHECK(OnOwnerThread()); return identity_; }
-  TransactionState& txn() { DCHECK(OnOwnerThread()); return txn_; }
-  PubSubState& pubsub() { DCHECK(OnOwnerThread()); return pubsub_; }
-  TrackingState& tracking() { DCHECK(OnOwnerThread()); return tracking_; }
-  BlockedState& blocked() { DCHECK(OnOwnerThread()); return blocked_; }
+  Identity& identity() {
+    DCHECK(OnOwnerThread());
+    return identity_;
+  }
+  TransactionState& txn() {
+    DCHECK(OnOwnerThread());
+    return txn_;
+  }
+  PubSubState& pubsub() {
+    DCHECK(OnOwnerThread());
+    return pubsub_;
+  }
+  TrackingState& tracking() {
+    DCHECK(OnOwnerThread());
+    return tracking_;
+  }
+  BlockedState& blocked() {
+    DCHECK(OnOwnerThread());
+    return blocked_;
+  }
 
   // The NORMAL / TRANSACTION / PUB-SUB / BLOCKED views.
   bool in_transaction() const { return txn_.active(); }

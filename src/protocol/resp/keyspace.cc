@@ -6,12 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/str_append.h"
 #include "protocol/resp/collections.h"
+#include "protocol/resp/command_table.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/session.h"
-#include "common/str_append.h"
-#include "protocol/resp/command_table.h"
 
 namespace trove::resp {
 
@@ -60,11 +60,16 @@ int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms) {
 
 const char* TypeName(engine::ValueType t) {
   switch (t) {
-    case engine::ValueType::kString: return "string";
-    case engine::ValueType::kList: return "list";
-    case engine::ValueType::kHash: return "hash";
-    case engine::ValueType::kSet: return "set";
-    case engine::ValueType::kZset: return "zset";
+    case engine::ValueType::kString:
+      return "string";
+    case engine::ValueType::kList:
+      return "list";
+    case engine::ValueType::kHash:
+      return "hash";
+    case engine::ValueType::kSet:
+      return "set";
+    case engine::ValueType::kZset:
+      return "zset";
   }
   return "none";
 }
@@ -182,7 +187,10 @@ bool Match(const char* p, size_t plen, const char* s, size_t slen, bool nocase, 
   while (plen > 0) {
     switch (*p) {
       case '*':
-        while (plen > 1 && p[1] == '*') { ++p; --plen; }
+        while (plen > 1 && p[1] == '*') {
+          ++p;
+          --plen;
+        }
         if (plen == 1) return true;
         for (size_t i = 0; i <= slen; ++i) {
           if (Match(p + 1, plen - 1, s + i, slen - i, nocase, depth + 1)) return true;
@@ -190,43 +198,58 @@ bool Match(const char* p, size_t plen, const char* s, size_t slen, bool nocase, 
         return false;
       case '?':
         if (slen == 0) return false;
-        ++s; --slen;
+        ++s;
+        --slen;
         break;
       case '[': {
-        ++p; --plen;
+        ++p;
+        --plen;
         bool neg = false;
-        if (plen > 0 && *p == '^') { neg = true; ++p; --plen; }
+        if (plen > 0 && *p == '^') {
+          neg = true;
+          ++p;
+          --plen;
+        }
         bool found = false;
         while (plen > 0 && *p != ']') {
           if (*p == '\\' && plen >= 2) {
-            ++p; --plen;
+            ++p;
+            --plen;
             if (slen > 0 && Fold(*p, nocase) == Fold(*s, nocase)) found = true;
           } else if (plen >= 3 && p[1] == '-') {
             char a = Fold(p[0], nocase), b = Fold(p[2], nocase);
             if (a > b) std::swap(a, b);
             char c = slen > 0 ? Fold(*s, nocase) : '\0';
             if (slen > 0 && c >= a && c <= b) found = true;
-            p += 2; plen -= 2;
+            p += 2;
+            plen -= 2;
           } else if (slen > 0 && Fold(*p, nocase) == Fold(*s, nocase)) {
             found = true;
           }
-          ++p; --plen;
+          ++p;
+          --plen;
         }
         if (neg) found = !found;
         if (!found || slen == 0) return false;
-        ++s; --slen;
+        ++s;
+        --slen;
         if (plen == 0) return slen == 0;  // unterminated class
         break;
       }
       case '\\':
-        if (plen >= 2) { ++p; --plen; }
+        if (plen >= 2) {
+          ++p;
+          --plen;
+        }
         [[fallthrough]];
       default:
         if (slen == 0 || Fold(*p, nocase) != Fold(*s, nocase)) return false;
-        ++s; --slen;
+        ++s;
+        --slen;
         break;
     }
-    ++p; --plen;
+    ++p;
+    --plen;
   }
   return slen == 0;
 }

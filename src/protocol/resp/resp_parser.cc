@@ -70,12 +70,23 @@ bool SplitInlineArgs(std::string_view line, std::vector<std::string>* out) {
         } else if (c == '\\' && i + 1 < n) {
           char e = line[++i];
           switch (e) {
-            case 'n': e = '\n'; break;
-            case 'r': e = '\r'; break;
-            case 't': e = '\t'; break;
-            case 'b': e = '\b'; break;
-            case 'a': e = '\a'; break;
-            default: break;
+            case 'n':
+              e = '\n';
+              break;
+            case 'r':
+              e = '\r';
+              break;
+            case 't':
+              e = '\t';
+              break;
+            case 'b':
+              e = '\b';
+              break;
+            case 'a':
+              e = '\a';
+              break;
+            default:
+              break;
           }
           cur.push_back(e);
         } else if (c == '"') {

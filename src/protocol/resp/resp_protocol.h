@@ -13,7 +13,7 @@ namespace trove::resp {
 
 struct RespOptions {
   int databases = 16;
-  std::string requirepass;      // empty = default user without password
+  std::string requirepass;  // empty = default user without password
   int port = 6379;
 };
 

@@ -33,7 +33,8 @@ WorkerStats* RespServer::StatsFor(int worker) {
 
 void RespServer::ForEachWorkerStats(const std::function<void(const WorkerStats&)>& fn) const {
   MutexLock l(&mu_);
-  for (const auto& s : stats_) if (s) fn(*s);
+  for (const auto& s : stats_)
+    if (s) fn(*s);
 }
 
 void RespServer::ResetStats() {

@@ -18,7 +18,7 @@ namespace trove::resp {
 
 // Counters of one command on one worker.
 struct CommandCounters {
-  std::atomic<uint64_t> calls{0};      // relaxed: statistics only
+  std::atomic<uint64_t> calls{0};  // relaxed: statistics only
   std::atomic<uint64_t> usec{0};
   std::atomic<uint64_t> rejected{0};
   std::atomic<uint64_t> failed{0};
@@ -28,7 +28,7 @@ struct CommandCounters {
 struct WorkerStats {
   explicit WorkerStats(size_t ncmds) : cmds(ncmds) {}
   std::vector<CommandCounters> cmds;
-  std::atomic<uint64_t> keyspace_hits{0};     // relaxed: statistics only
+  std::atomic<uint64_t> keyspace_hits{0};  // relaxed: statistics only
   std::atomic<uint64_t> keyspace_misses{0};
   std::atomic<uint64_t> total_commands{0};
   std::atomic<uint64_t> total_connections{0};

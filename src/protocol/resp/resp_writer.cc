@@ -82,19 +82,25 @@ void RespWriter::BulkItem(engine::ItemRef item) {
 }
 
 void RespWriter::Null() {
-  if (proto_ == 3) out_->Append("_\r\n", 3);
-  else out_->Append("$-1\r\n", 5);
+  if (proto_ == 3)
+    out_->Append("_\r\n", 3);
+  else
+    out_->Append("$-1\r\n", 5);
 }
 
 void RespWriter::NullArray() {
-  if (proto_ == 3) out_->Append("_\r\n", 3);
-  else out_->Append("*-1\r\n", 5);
+  if (proto_ == 3)
+    out_->Append("_\r\n", 3);
+  else
+    out_->Append("*-1\r\n", 5);
 }
 
 void RespWriter::ArrayHeader(size_t n) { Header('*', n); }
 void RespWriter::MapHeader(size_t pairs) {
-  if (proto_ == 3) Header('%', pairs);
-  else Header('*', pairs * 2);
+  if (proto_ == 3)
+    Header('%', pairs);
+  else
+    Header('*', pairs * 2);
 }
 void RespWriter::SetHeader(size_t n) { Header(proto_ == 3 ? '~' : '*', n); }
 void RespWriter::PushHeader(size_t n) { Header(proto_ == 3 ? '>' : '*', n); }
@@ -133,8 +139,10 @@ void RespWriter::Double(double d) {
 }
 
 void RespWriter::Bool(bool b) {
-  if (proto_ == 3) out_->Append(b ? "#t\r\n" : "#f\r\n", 4);
-  else Integer(b ? 1 : 0);
+  if (proto_ == 3)
+    out_->Append(b ? "#t\r\n" : "#f\r\n", 4);
+  else
+    Integer(b ? 1 : 0);
 }
 
 void RespWriter::Verbatim(std::string_view s, std::string_view fmt) {

@@ -29,7 +29,7 @@ class RespWriter {
   int proto() const { return proto_; }
   net::OutputBuffer* out() { return out_; }
 
-  void Simple(std::string_view s);     // "+s"
+  void Simple(std::string_view s);  // "+s"
   void Ok() { Simple("OK"); }
   // msg is "CODE text" ("ERR syntax error", "WRONGTYPE ..."); CR/LF become spaces.
   void Error(std::string_view msg);
@@ -38,14 +38,14 @@ class RespWriter {
   // Sends an item's value straight from item memory (the reference moves into
   // the output buffer and is dropped once written).
   void BulkItem(engine::ItemRef item);
-  void Null();                         // missing bulk: $-1 / _
-  void NullArray();                    // missing aggregate: *-1 / _
+  void Null();       // missing bulk: $-1 / _
+  void NullArray();  // missing aggregate: *-1 / _
   void ArrayHeader(size_t n);
-  void MapHeader(size_t pairs);        // %n / *2n
-  void SetHeader(size_t n);            // ~n / *n
-  void PushHeader(size_t n);           // >n / *n
-  void Double(double d);               // ,d / bulk "%.17g" (Redis 7.0)
-  void Bool(bool b);                   // #t/#f / :1/:0
+  void MapHeader(size_t pairs);  // %n / *2n
+  void SetHeader(size_t n);      // ~n / *n
+  void PushHeader(size_t n);     // >n / *n
+  void Double(double d);         // ,d / bulk "%.17g" (Redis 7.0)
+  void Bool(bool b);             // #t/#f / :1/:0
   void Verbatim(std::string_view s, std::string_view fmt = "txt");
   void BigNumber(std::string_view digits);
   // Several bulk strings as an array.

@@ -15,12 +15,14 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
       worker_id_(worker_id),
       ts_(server->ThreadStatsFor(worker_id)),
       stats_(server->StatsFor(worker_id)) {
-  uint64_t id = conn.id != 0 ? conn.id
-                             : static_cast<uint64_t>(server->next_client_id.fetch_add(
-                                   1, std::memory_order_relaxed));
+  uint64_t id =
+      conn.id != 0
+          ? conn.id
+          : static_cast<uint64_t>(server->next_client_id.fetch_add(1, std::memory_order_relaxed));
   conn_.identity().Init(id, conn.peer);
   conn_.identity().Deauthenticate(server->auth_required());
-  parser_.set_max_bulk(static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
+  parser_.set_max_bulk(
+      static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
   created_unix_ = server->engine()->clock()->UnixSeconds();
   stats_->connected_clients.fetch_add(1, std::memory_order_relaxed);
   stats_->total_connections.fetch_add(1, std::memory_order_relaxed);
@@ -109,8 +111,8 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   Run(*spec, argv, w, /*locked=*/false, /*in_exec=*/false);
 }
 
-void Session::Run(const CommandSpec& spec, std::span<const std::string_view> argv,
-                  RespWriter* w, bool locked, bool in_exec) {
+void Session::Run(const CommandSpec& spec, std::span<const std::string_view> argv, RespWriter* w,
+                  bool locked, bool in_exec) {
   CommandContext ctx;
   ctx.session = this;
   ctx.server = server_;
@@ -154,8 +156,10 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
     }
   }
   if (stage) {
-    if (write_failed) w->Error("OOM command not allowed when used memory > 'maxmemory'.");
-    else w->out()->Append(staged.ToString());
+    if (write_failed)
+      w->Error("OOM command not allowed when used memory > 'maxmemory'.");
+    else
+      w->out()->Append(staged.ToString());
   }
   int64_t t1 = clock->MonoNanos();
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];
@@ -207,8 +211,8 @@ void Session::Exec(CommandContext& ctx) {
   lock.emplace(ctx.engine, views);
   for (const WatchedKey& wk : txn.watched()) {
     WatchedKey now = WatchVersionLocked(ctx, wk.key);
-    if (now.cas != wk.cas || now.identity != wk.identity ||
-        now.heap_version != wk.heap_version || now.expiry != wk.expiry) {
+    if (now.cas != wk.cas || now.identity != wk.identity || now.heap_version != wk.heap_version ||
+        now.expiry != wk.expiry) {
       lock.reset();
       txn.End();
       txn.Unwatch();
@@ -286,8 +290,7 @@ void RegisterTxnCommands(std::vector<CommandSpec>* t) {
   t->push_back({"discard", 1, base, 0, 0, 0, CmdDiscard, nullptr, "transactions",
                 "Discards a transaction.", "2.0.0"});
   t->push_back({"watch", -2, base, 1, -1, 1, CmdWatch, nullptr, "transactions",
-                "Monitors changes to keys to determine the execution of a transaction.",
-                "2.2.0"});
+                "Monitors changes to keys to determine the execution of a transaction.", "2.2.0"});
   t->push_back({"unwatch", 1, base, 0, 0, 0, CmdUnwatch, nullptr, "transactions",
                 "Forgets about watched keys of a transaction.", "2.2.0"});
 }

@@ -112,7 +112,8 @@ HeapValue* ItemRef::heap() const {
 }
 
 Engine::Engine(const EngineOptions& opts)
-    : opts_(opts), clock_(opts.clock ? opts.clock : SystemClock::Default()),
+    : opts_(opts),
+      clock_(opts.clock ? opts.clock : SystemClock::Default()),
       impl_(std::make_unique<Impl>()) {}
 Engine::~Engine() {
   for (auto& [k, it] : impl_->items) {
@@ -241,7 +242,10 @@ uint64_t Engine::Scan(uint64_t cursor, size_t count,
   MutexLock l(&impl_->mu);
   auto it = impl_->items.begin();
   uint64_t pos = 0;
-  while (it != impl_->items.end() && pos < cursor) { ++it; ++pos; }
+  while (it != impl_->items.end() && pos < cursor) {
+    ++it;
+    ++pos;
+  }
   size_t n = 0;
   while (it != impl_->items.end() && n < count) {
     Item* item = it->second;

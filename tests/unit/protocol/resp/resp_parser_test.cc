@@ -3,7 +3,6 @@
 #include "protocol/resp/resp_parser.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 

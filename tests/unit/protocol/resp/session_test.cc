@@ -20,7 +20,8 @@ TEST_F(SessionTest, PingEchoAndInline) {
 }
 
 TEST_F(SessionTest, UnknownCommandAndArity) {
-  EXPECT_EQ(h_.Send("foo a b\r\n"), "-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n");
+  EXPECT_EQ(h_.Send("foo a b\r\n"),
+            "-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n");
   EXPECT_EQ(h_.Send("get\r\n"), "-ERR wrong number of arguments for 'get' command\r\n");
   EXPECT_EQ(h_.Send("ping a b\r\n"), "-ERR wrong number of arguments for 'ping' command\r\n");
 }
@@ -33,7 +34,8 @@ TEST_F(SessionTest, SetGetAndOptions) {
   EXPECT_EQ(h_.Cmd({"GET", "k"}), "$1\r\nw\r\n");
   EXPECT_EQ(h_.Cmd({"SET", "k", "w", "NX", "XX"}), "-ERR syntax error\r\n");
   EXPECT_EQ(h_.Cmd({"SET", "k", "w", "EX", "0"}), "-ERR invalid expire time in 'set' command\r\n");
-  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "EX", "x"}), "-ERR value is not an integer or out of range\r\n");
+  EXPECT_EQ(h_.Cmd({"SET", "k", "w", "EX", "x"}),
+            "-ERR value is not an integer or out of range\r\n");
   EXPECT_EQ(h_.Cmd({"GET", "missing"}), "$-1\r\n");
 }
 
@@ -267,7 +269,8 @@ TEST_F(SessionTest, WatchSeesCompactCollectionChange) {
 
 TEST_F(SessionTest, WatchSeesInPlaceHeapCollectionChange) {
   auto other = h_.NewConn();
-  for (int i = 0; i < 300; ++i) ASSERT_EQ(h_.Cmd({"SADD", "big", "m" + std::to_string(i)}), ":1\r\n");
+  for (int i = 0; i < 300; ++i)
+    ASSERT_EQ(h_.Cmd({"SADD", "big", "m" + std::to_string(i)}), ":1\r\n");
   EXPECT_EQ(h_.Cmd({"OBJECT", "ENCODING", "big"}), "$9\r\nhashtable\r\n");
   EXPECT_EQ(h_.Cmd({"WATCH", "big"}), "+OK\r\n");
   EXPECT_EQ(h_.SendOn(other.get(), "SADD big extra\r\n"), ":1\r\n");

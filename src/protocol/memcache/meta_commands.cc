@@ -38,6 +38,15 @@ char* PutOpaque(char* p, std::string_view tok) {
 
 bool OpaqueTooLong(const MetaFlags& f) { return f.opaque.size() > kMetaMaxOpaque; }
 
+// True when the key could have been sent as plain text (no base64 needed).
+bool IsPrintableKey(std::string_view key) {
+  for (char ch : key) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c <= ' ' || c >= 127) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 char* MemcacheHandler::PutKey(char* p, std::string_view key, bool binary) {
@@ -124,6 +133,8 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
         p = PutOpaque(p, pl.tokens[i]);
         break;
       case 'k':
+        // memcached returns a hit's key in the form it was stored (a per-item
+        // mark the engine lacks); the request's form is the best guess.
         p = PutKey(p, f.key, f.key_binary);
         break;
       default:
@@ -196,7 +207,9 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     return line_len + Swallow(total, after_len);
   }
   if (f.has_cas) {
-    args.compare_cas = f.compare_cas;
+    // memcached never matches a compare against CAS 0 (even with -C); the
+    // engine would read 0 as "no compare".
+    args.compare_cas = f.compare_cas == 0 ? kNeverCas : f.compare_cas;
     // A compared set or replace is memcached's "cas".
     if (args.mode == engine::StoreMode::kSet || args.mode == engine::StoreMode::kReplace) {
       args.mode = engine::StoreMode::kCas;
@@ -288,7 +301,7 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
     return;
   }
   MetaFlags f;
-  if (ParseMetaFlags(pl, 2, key_buf_, &f) != nullptr) {
+  if (ParseMetaFlags(pl, 2, key_buf_, &f, /*allow_x=*/true) != nullptr) {
     // memcached gives md and ma one text for every flag error.
     w.ClientError("invalid or duplicate flag");
     return;
@@ -299,6 +312,9 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
   }
   engine::DeleteArgs args;
   if (f.has_cas) args.compare_cas = f.compare_cas;
+  // The engine reads 0 as "no compare"; memcached compares it like any CAS,
+  // so with CAS on (no item has CAS 0) C0 must never match.
+  if (f.has_cas && f.compare_cas == 0 && ctx_->opts.cas_enabled) args.compare_cas = kNeverCas;
   args.invalidate = f.Has('I');
   if (args.invalidate && f.has_ttl) args.stale_exptime = f.ttl;
   args.remove_value = f.Has('x');
@@ -466,12 +482,7 @@ void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
   char* p = PutBytes(start, "ME ");
   // memcached re-encodes only keys stored as binary (with ms b). The engine
   // keeps no such mark, so a key that could not be sent as text counts as one.
-  bool printable = true;
-  for (char ch : key) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c <= ' ' || c >= 127) printable = false;
-  }
-  if (binary && !printable) {
+  if (binary && !IsPrintableKey(key)) {
     p += Base64Encode(key, p);
   } else {
     p = PutBytes(p, key);

@@ -72,7 +72,8 @@ size_t Base64Encode(std::string_view in, char* out) {
   return n;
 }
 
-const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, MetaFlags* out) {
+const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, MetaFlags* out,
+                           bool allow_x) {
   out->key = line.tokens[1];
   const char* err = nullptr;
   for (size_t i = first; i < line.count; ++i) {
@@ -149,7 +150,9 @@ const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, 
       case 'u':
       case 'q':
       case 'I':
+        break;
       case 'x':
+        if (!allow_x) return "invalid flag";
         break;
       default:
         return "invalid flag";

@@ -453,6 +453,18 @@ TEST_F(DispatchTest, MetaArithQuietStillAnswersAVivify) {
 }
 #endif
 
+TEST_F(DispatchTest, CompareCasZeroNeverMatches) {
+  EXPECT_EQ(Send("set a 0 0 1\r\nx\r\ncas a 0 0 1 0\r\ny\r\nms a 1 C0\r\ny\r\nmd a C0\r\n"
+                 "cas zz 0 0 1 0\r\ny\r\nmd zz C0\r\nget a\r\n"),
+            "STORED\r\nEXISTS\r\nEX\r\nEX\r\nNOT_FOUND\r\nNF\r\nVALUE a 0 1\r\nx\r\nEND\r\n");
+}
+
+TEST_F(DispatchTest, OnlyMetaDeleteTakesX) {
+  EXPECT_EQ(Send("mg a v x\r\nms a 1 x\r\ny\r\nma a x\r\nmd a x\r\n"),
+            "CLIENT_ERROR invalid flag\r\nCLIENT_ERROR invalid flag\r\n"
+            "CLIENT_ERROR invalid or duplicate flag\r\nNF\r\n");
+}
+
 TEST_F(DispatchTest, MetaDebugAndNoop) {
   EXPECT_EQ(Send("set a 0 0 2\r\nhi\r\n"), "STORED\r\n");
   clock_.AdvanceSeconds(3);

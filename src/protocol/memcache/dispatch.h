@@ -17,6 +17,10 @@
 
 namespace trove::memcache {
 
+// Reply for a memcached read of a key that holds a RESP collection (list, hash,
+// set, sorted set): the value is not a byte string, so it is never sent.
+inline constexpr const char* kWrongTypeError = "wrong type: key holds a RESP collection";
+
 // What every handler of one factory shares (read-only after creation).
 struct HandlerContext {
   engine::Engine* engine = nullptr;

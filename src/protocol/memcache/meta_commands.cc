@@ -100,6 +100,11 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
     w.Commit(static_cast<size_t>(PutCrlf(p) - start));
     return;
   }
+  if (o.item.type() != engine::ValueType::kString) {
+    w.ClientError(kWrongTypeError);
+    return;
+  }
+
   const engine::ItemRef& it = o.item;
   char* start = w.Reserve(kMetaLineMax);
   char* p = start;

@@ -43,6 +43,11 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
   while (it.Next(&key)) {
     engine::ItemRef ref = touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
     if (!ref) continue;
+    if (ref.type() != engine::ValueType::kString) {
+      // Like memcached's other mid-multiget errors: the error ends the reply.
+      w.ClientError(kWrongTypeError);
+      return;
+    }
     // "VALUE <key> <flags> <bytes>[ <cas>]\r\n"
     char* start = w.Reserve(6 + key.size() + 3 * 21 + 2);
     char* p = start;

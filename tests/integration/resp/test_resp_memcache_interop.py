@@ -43,3 +43,37 @@ def test_watch_sees_memcached_write(trove, raw):
     c.cmd("SET", "wk", "3")
     assert c.cmd("EXEC") == b"*-1\r\n"
     mc.close()
+
+
+def _mc_roundtrip(port, request):
+    import socket
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(request + b"mn\r\n")
+    buf = b""
+    while not buf.endswith(b"MN\r\n"):
+        chunk = s.recv(65536)
+        assert chunk, "connection closed"
+        buf += chunk
+    s.close()
+    return buf[:-4]
+
+
+@pytest.mark.parametrize("size", [3, 2000])  # compact encoding and heap value
+def test_memcached_reads_of_a_collection_get_client_error(trove, rd, size):
+    key = "coll:list:%d" % size
+    rd.rpush(key, *[str(i) for i in range(size)])
+    err = b"CLIENT_ERROR wrong type: key holds a RESP collection\r\n"
+    k = key.encode()
+    assert _mc_roundtrip(trove.port, b"get " + k + b"\r\n") == err
+    assert _mc_roundtrip(trove.port, b"gets " + k + b"\r\n") == err
+    assert _mc_roundtrip(trove.port, b"gat 0 " + k + b"\r\n") == err
+    assert _mc_roundtrip(trove.port, b"mg " + k + b" v\r\n") == err
+    assert _mc_roundtrip(trove.port, b"incr " + k + b" 1\r\n") == (
+        b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n")
+    assert _mc_roundtrip(trove.port, b"append " + k + b" 0 0 1\r\nx\r\n") == b"NOT_STORED\r\n"
+    # The collection is intact after all of that.
+    assert rd.llen(key) == size
+    assert rd.lindex(key, -1) == str(size - 1)
+    # delete works on any type, as Redis DEL does.
+    assert _mc_roundtrip(trove.port, b"delete " + k + b"\r\n") == b"DELETED\r\n"
+    assert rd.exists(key) == 0

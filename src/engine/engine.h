@@ -103,6 +103,7 @@ class ItemRef {
   ValueType type() const;
   bool is_heap() const;            // value is a HeapValue*
   bool is_chunked() const;         // value spans several chunks
+  bool key_is_binary() const;      // stored with a base64 key (meta b)
   // Absolute expiry as unix seconds; 0 = never.
   int64_t expires_at_unix() const;
 
@@ -143,6 +144,7 @@ struct StoreArgs {
   std::optional<int64_t> vivify_exptime;  // ms N in append/prepend: create on miss
   bool keep_ttl = false;            // RESP SET KEEPTTL: keep the old expiry
   bool bump = true;
+  bool key_binary = false;          // ms b: the key arrived in base64 (ItemRef::key_is_binary)
 };
 
 struct ArithArgs {

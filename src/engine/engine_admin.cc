@@ -1,5 +1,6 @@
 // Engine admin: stats in memcached's names and order, stats reset/detail,
 // memory limit, slab reassign, LRU crawler control and metadump.
+#include <cstdio>
 #include <string>
 
 #include "common/str_append.h"
@@ -114,9 +115,8 @@ StatList Engine::SettingsStats() const {
   StatList l;
   Add(&l, "maxbytes", impl_->slabs.mem_limit());
   AddStr(&l, "evictions", o.evict_to_free ? "on" : "off");
-  std::string f = std::to_string(o.factor);
-  f.erase(f.find_last_not_of('0') + 1);
-  if (!f.empty() && f.back() == '.') f.pop_back();
+  char f[32];  // memcached prints the factor with "%.2f"
+  std::snprintf(f, sizeof(f), "%.2f", o.factor);
   AddStr(&l, "growth_factor", f);
   Add(&l, "chunk_size", o.chunk_size_min);
   AddStr(&l, "cas_enabled", o.use_cas ? "yes" : "no");

@@ -273,6 +273,7 @@ uint32_t ItemRef::value_length() const { return item_->nbytes; }
 ValueType ItemRef::type() const { return static_cast<ValueType>(item_->type); }
 bool ItemRef::is_heap() const { return HasFlag(item_, kItemHeap); }
 bool ItemRef::is_chunked() const { return HasFlag(item_, kItemChunked); }
+bool ItemRef::key_is_binary() const { return HasFlag(item_, kItemKeyBinary); }
 
 int64_t ItemRef::expires_at_unix() const {
   uint32_t e = item_->exptime.load(std::memory_order_relaxed);

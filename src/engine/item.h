@@ -26,6 +26,7 @@ enum ItemFlag : uint16_t {
   kItemStale = 1 << 8,      // invalidated (meta ms I / md I)
   kItemTokenSent = 1 << 9,  // a client holds the recache (win) token
   kItemSetAside = 1 << 10,  // free chunk of a page being moved (slabs lock)
+  kItemKeyBinary = 1 << 11, // key was given in base64 (meta b): mg k returns it so
 };
 
 enum class Segment : uint8_t { kHot = 0, kWarm = 1, kCold = 2, kTemp = 3 };

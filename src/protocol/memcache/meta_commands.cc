@@ -138,9 +138,8 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
         p = PutOpaque(p, pl.tokens[i]);
         break;
       case 'k':
-        // memcached returns a hit's key in the form it was stored (a per-item
-        // mark the engine lacks); the request's form is the best guess.
-        p = PutKey(p, f.key, f.key_binary);
+        // memcached returns a hit's key in the form it was stored.
+        p = PutKey(p, f.key, o.item.key_is_binary());
         break;
       default:
         break;
@@ -181,6 +180,7 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
   const char* err = ParseMetaFlags(pl, 3, key_buf_, &f);
   if (err == nullptr && OpaqueTooLong(f)) err = "opaque token too long";
   engine::StoreArgs args;
+  args.key_binary = f.key_binary;
   switch (f.mode) {
     case 0:
     case 'S':

@@ -573,11 +573,15 @@ KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys) :
   CHECK(!t_keylockset_live);
   t_keylockset_live = true;
   ItemLocks& locks = engine_->impl_->locks;
-  stripes_.reserve(keys.size());
-  for (std::string_view k : keys) stripes_.push_back(locks.StripeOf(HashKey(k)));
-  std::sort(stripes_.begin(), stripes_.end());
-  stripes_.erase(std::unique(stripes_.begin(), stripes_.end()), stripes_.end());
-  for (uint32_t s : stripes_) locks.Lock(s);  // ascending: no deadlock between sets
+  if (keys.size() > kInline) {
+    spill_.resize(keys.size());
+    stripes_ = spill_.data();
+  }
+  for (size_t i = 0; i < keys.size(); ++i) stripes_[i] = locks.StripeOf(HashKey(keys[i]));
+  std::sort(stripes_, stripes_ + keys.size());
+  count_ = static_cast<size_t>(std::unique(stripes_, stripes_ + keys.size()) - stripes_);
+  // ascending: no deadlock between sets
+  for (size_t i = 0; i < count_; ++i) locks.Lock(stripes_[i]);
 }
 
 KeyLockSet::KeyLockSet(Engine* engine, std::string_view key)
@@ -585,7 +589,7 @@ KeyLockSet::KeyLockSet(Engine* engine, std::string_view key)
 
 KeyLockSet::~KeyLockSet() {
   ItemLocks& locks = engine_->impl_->locks;
-  for (size_t i = stripes_.size(); i-- > 0;) locks.Unlock(stripes_[i]);
+  for (size_t i = count_; i-- > 0;) locks.Unlock(stripes_[i]);
   t_keylockset_live = false;
 }
 

@@ -331,7 +331,13 @@ class KeyLockSet {
 
  private:
   Engine* engine_;
-  std::vector<uint32_t> stripes_;  // ascending
+  // Ascending, deduplicated. Up to kInline stripes live in the object, so a
+  // single-key command allocates nothing; more spill to the vector.
+  static constexpr size_t kInline = 8;
+  uint32_t inline_[kInline];
+  std::vector<uint32_t> spill_;
+  uint32_t* stripes_ = inline_;
+  size_t count_ = 0;
 };
 
 }  // namespace trove::engine

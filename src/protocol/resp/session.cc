@@ -43,9 +43,9 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
       close_ = true;
       return len;
     }
-    // Copy the views: Execute may re-enter the parser state (never), but the
-    // args vector is reused by the next Parse.
-    std::vector<std::string_view> argv = parser_.args();
+    // The parser's args vector stays valid until the next Parse, which
+    // happens only after Execute returns.
+    const std::vector<std::string_view>& argv = parser_.args();
     size_t consumed = parser_.consumed();
     if (!argv.empty()) {
       w.set_proto(conn_.identity().proto());
@@ -132,34 +132,47 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   std::string_view group = spec.group;
   bool stage = (spec.flags & kCmdWrite) != 0 &&
                (group == "list" || group == "hash" || group == "set" || group == "sorted-set");
-  net::OutputBuffer staged;
-  RespWriter staged_writer(&staged, w->proto());
-  if (stage) ctx.w = &staged_writer;
+  std::optional<net::OutputBuffer> staged;
+  std::optional<RespWriter> staged_writer;
+  if (stage) {
+    staged.emplace();
+    staged_writer.emplace(&*staged, w->proto());
+    ctx.w = &*staged_writer;
+  }
   const Clock* clock = server_->engine()->clock();
   int64_t t0 = clock->MonoNanos();
   if (locked || (spec.flags & kCmdGlobal) != 0) {
     ctx.locked = locked;
     spec.fn(ctx);
   } else {
-    std::vector<size_t> idx;
+    std::vector<size_t> idx = std::move(idx_buf_);
     CommandTable::KeyIndexes(spec, argv, &idx);
     if (idx.empty()) {
       spec.fn(ctx);
     } else {
-      std::vector<std::string> keys;
-      keys.reserve(idx.size());
-      for (size_t i : idx) keys.push_back(ctx.Key(i));
-      std::vector<std::string_view> views(keys.begin(), keys.end());
-      engine::KeyLockSet lock(ctx.engine, views);
-      ctx.locked = true;
-      spec.fn(ctx);
+      std::vector<std::string> keys = std::move(key_buf_);
+      std::vector<std::string_view> views = std::move(view_buf_);
+      keys.resize(idx.size());
+      views.clear();
+      for (size_t j = 0; j < idx.size(); ++j) {
+        keys[j] = ctx.Key(idx[j]);
+        views.push_back(keys[j]);
+      }
+      {
+        engine::KeyLockSet lock(ctx.engine, views);
+        ctx.locked = true;
+        spec.fn(ctx);
+      }
+      key_buf_ = std::move(keys);
+      view_buf_ = std::move(views);
     }
+    idx_buf_ = std::move(idx);
   }
   if (stage) {
     if (write_failed)
       w->Error("OOM command not allowed when used memory > 'maxmemory'.");
     else
-      w->out()->Append(staged.ToString());
+      w->out()->Append(staged->ToString());
   }
   int64_t t1 = clock->MonoNanos();
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];

@@ -56,6 +56,11 @@ class Session final : public net::ProtocolHandler {
   WorkerStats* stats_;
   ConnState conn_;
   RespParser parser_;
+  // Reused per command so the hot path allocates nothing (moved out while in
+  // use, so a nested Run simply starts with empty ones).
+  std::vector<size_t> idx_buf_;
+  std::vector<std::string> key_buf_;
+  std::vector<std::string_view> view_buf_;
   bool close_ = false;
   int64_t created_unix_;
 };

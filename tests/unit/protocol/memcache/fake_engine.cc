@@ -94,6 +94,9 @@ void ItemRef::Reset() {
 std::string_view ItemRef::key() const { return item_->key; }
 uint32_t ItemRef::client_flags() const { return item_->flags; }
 uint64_t ItemRef::cas() const { return item_->cas; }
+// The stand-in holds strings only, and keeps no base64 mark.
+ValueType ItemRef::type() const { return ValueType::kString; }
+bool ItemRef::key_is_binary() const { return false; }
 uint32_t ItemRef::value_length() const { return static_cast<uint32_t>(item_->value.size() - 2); }
 std::string_view ItemRef::value() const {
   return std::string_view(item_->value).substr(0, item_->value.size() - 2);

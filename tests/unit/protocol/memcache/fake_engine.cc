@@ -23,6 +23,7 @@ struct Item {
   bool stale = false;
   bool token_sent = false;
   bool linked = true;
+  bool key_binary = false;  // stored through a base64 key (ms b)
   int refs = 0;
 };
 
@@ -94,9 +95,9 @@ void ItemRef::Reset() {
 std::string_view ItemRef::key() const { return item_->key; }
 uint32_t ItemRef::client_flags() const { return item_->flags; }
 uint64_t ItemRef::cas() const { return item_->cas; }
-// The stand-in holds strings only, and keeps no base64 mark.
+// The stand-in holds strings only.
 ValueType ItemRef::type() const { return ValueType::kString; }
-bool ItemRef::key_is_binary() const { return false; }
+bool ItemRef::key_is_binary() const { return item_->key_binary; }
 uint32_t ItemRef::value_length() const { return static_cast<uint32_t>(item_->value.size() - 2); }
 std::string_view ItemRef::value() const {
   return std::string_view(item_->value).substr(0, item_->value.size() - 2);
@@ -201,6 +202,7 @@ StoreResult Engine::Impl::StoreAbs(const Clock* clock_, std::string_view key, ui
   Item* it = impl_->Link(clock_, key, v, flags, abs);
   if (args.explicit_cas) it->cas = args.explicit_cas;
   it->stale = mark_stale;
+  it->key_binary = args.key_binary;
   if (cas_out) *cas_out = it->cas;
   if (stored) *stored = it;
   return StoreResult::kStored;

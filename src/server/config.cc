@@ -591,6 +591,7 @@ memcache::ProtocolOptions Config::ToProtocolOptions() const {
   o.cas_enabled = use_cas;
   o.item_size_max = item_size_max;
   o.binary_refused = true;
+  o.flush_enabled = !disable_flush_all;
   return o;
 }
 

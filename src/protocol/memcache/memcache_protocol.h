@@ -17,6 +17,7 @@ struct ProtocolOptions {
   bool cas_enabled = true;                 // -C turns off
   size_t item_size_max = 1u << 20;         // -I, for "object too large" checks
   bool binary_refused = true;              // -B ascii/auto: binary gets an error
+  bool flush_enabled = true;               // -F turns flush_all off
 };
 
 // engine and services outlive the factory and every handler it creates.

@@ -224,6 +224,10 @@ void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
 void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
   bool noreply = LastIsNoreply(pl);
   w.set_quiet(noreply);
+  if (!ctx_->opts.flush_enabled) {  // -F, memcached's reply
+    w.ClientError("flush_all not allowed");
+    return;
+  }
   int64_t exptime = 0;
   if (pl.ntokens() != (noreply ? 3u : 2u) && !ParseInt(pl.tokens[1], &exptime)) {
     w.ClientError("invalid exptime argument");

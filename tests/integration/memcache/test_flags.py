@@ -381,6 +381,16 @@ def test_o_slab_chunk_max_chunks_large_items(make_server):
     c.close()
 
 
+def test_F_disables_flush_all(make_server):
+    srv = make_server("-F")
+    c = Conn.to(srv)
+    assert c.rt(b"set f 0 0 1\r\nx\r\n") == b"STORED\r\n"
+    assert c.rt(b"flush_all\r\n") == b"CLIENT_ERROR flush_all not allowed\r\n"
+    assert c.get("f") == b"x"  # nothing was flushed
+    assert settings(srv)["flush_enabled"] == "no"
+    c.close()
+
+
 def test_o_hashpower_sets_table_size(make_server):
     assert general(make_server("-o", "hashpower=20"))["hash_power_level"] == "20"
 

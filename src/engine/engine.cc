@@ -295,7 +295,7 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
   prefix.RecordSet(key);
   StoreMode mode = args.mode;
   // ms semantics: a CAS with set or replace is a cas.
-  if (args.compare_cas != 0 && (mode == StoreMode::kSet || mode == StoreMode::kReplace)) {
+  if (args.compare_cas.has_value() && (mode == StoreMode::kSet || mode == StoreMode::kReplace)) {
     mode = StoreMode::kCas;
   }
   Item* old = PeekLocked(key, hv, now, ts);
@@ -308,11 +308,12 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
   if (old != nullptr) {
     const uint64_t old_cas = CasOf(old);
     enum { kNone, kMatch, kStale, kBad } cas_res = kNone;
-    if (args.compare_cas == 0 && mode != StoreMode::kCas) {
+    const uint64_t want = args.compare_cas.value_or(0);  // 0 never matches
+    if (!args.compare_cas.has_value() && mode != StoreMode::kCas) {
       cas_res = kNone;
-    } else if (args.compare_cas == old_cas) {
+    } else if (want != 0 && want == old_cas) {
       cas_res = kMatch;
-    } else if (args.invalidate && args.compare_cas < old_cas) {
+    } else if (args.invalidate && want != 0 && want < old_cas) {
       cas_res = kStale;
     } else {
       cas_res = kBad;
@@ -427,7 +428,7 @@ DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, Thread
     ts->delete_misses.Add();
     return DeleteResult::kNotFound;
   }
-  if (args.compare_cas != 0 && CasOf(it) != args.compare_cas) {
+  if (args.compare_cas.has_value() && CasOf(it) != *args.compare_cas) {
     ts->delete_misses.Add();
     return DeleteResult::kExists;
   }

@@ -137,7 +137,10 @@ class ItemRef {
 
 struct StoreArgs {
   StoreMode mode = StoreMode::kSet;
-  uint64_t compare_cas = 0;         // kCas / ms C: must equal the item's CAS
+  // kCas / ms C: the item's CAS must equal it. Given with set or replace it
+  // turns the store into a cas. A value of 0 never matches (memcached treats a
+  // zero unique as "no CAS", so `cas k 0 0 1 0` and `ms k 1 C0` answer EXISTS).
+  std::optional<uint64_t> compare_cas;
   uint64_t explicit_cas = 0;        // ms E: CAS to give the new item (0 = next)
   bool invalidate = false;          // ms I: a CAS older than the item's marks
                                     // the stored item stale instead of failing
@@ -150,7 +153,7 @@ struct StoreArgs {
 struct ArithArgs {
   bool incr = true;                 // false = decr (floors at 0); incr wraps at 2^64
   uint64_t delta = 1;
-  uint64_t compare_cas = 0;         // ma C
+  uint64_t compare_cas = 0;         // ma C; 0 = no compare (memcached ignores ma C0)
   uint64_t explicit_cas = 0;        // ma E
   std::optional<int64_t> vivify_exptime;  // ma N: create on miss with `initial`
   uint64_t initial = 0;             // ma J
@@ -166,7 +169,9 @@ struct ArithOutput {
 };
 
 struct DeleteArgs {
-  uint64_t compare_cas = 0;         // md C / RESP internal
+  // md C: the item's CAS must equal it. Plain equality, so with -C (items
+  // carry CAS 0) C0 matches, and with CAS on it never does (memcached).
+  std::optional<uint64_t> compare_cas;
   bool invalidate = false;          // md I: mark stale (CAS bumped) instead of removing
   std::optional<int64_t> stale_exptime;  // md T with I: new TTL of the stale item
   bool remove_value = false;        // md x: empty the value, keep the item and flags 0

@@ -81,9 +81,6 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // straight into item memory (Engine::Allocate) as they come, so the input
   // buffer need not grow to hold them; smaller ones wait in the buffer.
   static constexpr size_t kDirectValueMin = 16 * 1024;
-  // A compare value no item's CAS reaches, for memcached's "C0 never
-  // matches" where the engine reads 0 as "no compare".
-  static constexpr uint64_t kNeverCas = ~uint64_t{0};
 
   // Allocates the item for a storage request and copies in the value bytes
   // already here (`after`). `line` is the meta request line (its flags shape

@@ -211,15 +211,8 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     (void)engine_->Delete(f.key, engine::DeleteArgs{}, ts_);
     return line_len + Swallow(total, after_len);
   }
-  if (f.has_cas) {
-    // memcached never matches a compare against CAS 0 (even with -C); the
-    // engine would read 0 as "no compare".
-    args.compare_cas = f.compare_cas == 0 ? kNeverCas : f.compare_cas;
-    // A compared set or replace is memcached's "cas".
-    if (args.mode == engine::StoreMode::kSet || args.mode == engine::StoreMode::kReplace) {
-      args.mode = engine::StoreMode::kCas;
-    }
-  }
+  // A compared set or replace is memcached's "cas"; the engine decides that.
+  if (f.has_cas) args.compare_cas = f.compare_cas;
   args.invalidate = f.Has('I');
   if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
   if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
@@ -317,9 +310,6 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
   }
   engine::DeleteArgs args;
   if (f.has_cas) args.compare_cas = f.compare_cas;
-  // The engine reads 0 as "no compare"; memcached compares it like any CAS,
-  // so with CAS on (no item has CAS 0) C0 must never match.
-  if (f.has_cas && f.compare_cas == 0 && ctx_->opts.cas_enabled) args.compare_cas = kNeverCas;
   args.invalidate = f.Has('I');
   if (args.invalidate && f.has_ttl) args.stale_exptime = f.ttl;
   args.remove_value = f.Has('x');

@@ -100,9 +100,7 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
   }
   engine::StoreArgs args;
   args.mode = mode;
-  // memcached never matches "cas ... 0" (even with -C); the engine would read
-  // 0 as "no compare".
-  args.compare_cas = (mode == engine::StoreMode::kCas && cas == 0) ? kNeverCas : cas;
+  if (mode == engine::StoreMode::kCas) args.compare_cas = cas;
   if (after_len < total) {
     if (n < kDirectValueMin) {
       wanted_ = line_len + total;

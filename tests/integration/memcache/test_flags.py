@@ -91,6 +91,13 @@ def test_C_disables_cas(make_server):
     assert c.rt(b"gets a\r\n") == b"VALUE a 0 1 0\r\n1\r\nEND\r\n"
     assert c.rt(b"mg a c\r\n") == b"HD c0\r\n"
     assert c.rt(b"cas a 0 0 1 0\r\nx\r\n") == b"EXISTS\r\n"
+    # Meta compares with CAS off, as memcached: ms C0 still fails, md C0
+    # matches the CAS-less item, ma ignores C0.
+    assert c.rt(b"ms a 1 C0\r\nx\r\n") == b"EX\r\n"
+    c.set("n", "5")
+    assert c.rt(b"ma n C0 v\r\n") == b"VA 1\r\n6\r\n"
+    assert c.rt(b"md a C0\r\n") == b"HD\r\n"
+    assert c.rt(b"mg a v\r\n") == b"EN\r\n"
     c.close()
 
 

@@ -33,7 +33,7 @@ class EngineTest : public ::testing::Test {
   StoreResult StoreMode_(StoreMode m, std::string_view k, std::string_view v, uint64_t cas = 0) {
     StoreArgs a;
     a.mode = m;
-    a.compare_cas = cas;
+    if (m == StoreMode::kCas || cas != 0) a.compare_cas = cas;
     return e_->Store(k, 0, 0, v, a, ts_);
   }
   std::string GetV(std::string_view k) {
@@ -275,6 +275,38 @@ TEST_F(EngineTest, DeleteAndDeleteWithCas) {
   EXPECT_EQ(e_->Delete("k", DeleteArgs{}, ts_), DeleteResult::kNotFound);
   EXPECT_EQ(GetV("k"), "<miss>");
   EXPECT_EQ(e_->curr_items(), 0u);
+}
+
+TEST_F(EngineTest, CompareAgainstCasZeroNeverStores) {
+  // memcached: a zero unique is "no CAS", so a compared store with it fails,
+  // with CAS on or off; a compared set turns into a cas.
+  for (bool use_cas : {true, false}) {
+    EngineOptions o;
+    o.use_cas = use_cas;
+    Reset(o);
+    ASSERT_EQ(Set("k", "v"), StoreResult::kStored);
+    EXPECT_EQ(StoreMode_(StoreMode::kCas, "k", "x", 0), StoreResult::kExists);
+    StoreArgs a;
+    a.compare_cas = 0;  // ms k C0 (mode S)
+    EXPECT_EQ(e_->Store("k", 0, 0, "x", a, ts_), StoreResult::kExists);
+    a.compare_cas = 12345;  // a compared set on a missing key is a cas miss
+    EXPECT_EQ(e_->Store("absent", 0, 0, "x", a, ts_), StoreResult::kNotFound);
+    EXPECT_EQ(GetV("k"), "v");
+  }
+}
+
+TEST_F(EngineTest, DeleteCompareIsPlainEquality) {
+  // md C0: never matches with CAS on; matches the CAS-less item with -C.
+  ASSERT_EQ(Set("k", "v"), StoreResult::kStored);
+  DeleteArgs d;
+  d.compare_cas = 0;
+  EXPECT_EQ(e_->Delete("k", d, ts_), DeleteResult::kExists);
+  EngineOptions o;
+  o.use_cas = false;
+  Reset(o);
+  ASSERT_EQ(Set("k", "v"), StoreResult::kStored);
+  EXPECT_EQ(e_->Delete("k", d, ts_), DeleteResult::kDeleted);
+  EXPECT_EQ(GetV("k"), "<miss>");
 }
 
 TEST_F(EngineTest, ChunkedValuesAroundSlabChunkMax) {

@@ -168,7 +168,13 @@ StoreResult Engine::Impl::StoreAbs(const Clock* clock_, std::string_view key, ui
   Item* old = impl_->Find(clock_, key);
   std::string v(value);
   bool mark_stale = false;
-  switch (args.mode) {
+  // As the engine: a compared set or replace is a cas, and 0 never matches.
+  StoreMode mode = args.mode;
+  if (args.compare_cas && (mode == StoreMode::kSet || mode == StoreMode::kReplace)) {
+    mode = StoreMode::kCas;
+  }
+  const uint64_t want = args.compare_cas.value_or(0);
+  switch (mode) {
     case StoreMode::kSet:
       break;
     case StoreMode::kAdd:
@@ -179,8 +185,8 @@ StoreResult Engine::Impl::StoreAbs(const Clock* clock_, std::string_view key, ui
       break;
     case StoreMode::kCas:
       if (!old) return StoreResult::kNotFound;
-      if (old->cas != args.compare_cas) {
-        if (!(args.invalidate && args.compare_cas < old->cas)) return StoreResult::kExists;
+      if (want == 0 || old->cas != want) {
+        if (!(args.invalidate && want != 0 && want < old->cas)) return StoreResult::kExists;
         mark_stale = true;
       }
       break;
@@ -191,7 +197,7 @@ StoreResult Engine::Impl::StoreAbs(const Clock* clock_, std::string_view key, ui
         abs = impl_->Abs(clock_, *args.vivify_exptime);
         break;
       }
-      if (args.compare_cas && old->cas != args.compare_cas) return StoreResult::kExists;
+      if (args.compare_cas && (want == 0 || old->cas != want)) return StoreResult::kExists;
       std::string cur = old->value.substr(0, old->value.size() - 2);
       v = args.mode == StoreMode::kAppend ? cur + v : v + cur;
       flags = old->flags;
@@ -293,7 +299,7 @@ DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, Thread
   MutexLock l(&impl_->mu);
   Item* it = impl_->Find(clock_, key);
   if (it == nullptr) return DeleteResult::kNotFound;
-  if (args.compare_cas && it->cas != args.compare_cas) return DeleteResult::kExists;
+  if (args.compare_cas && it->cas != *args.compare_cas) return DeleteResult::kExists;
   if (args.invalidate) {
     it->stale = true;
     it->token_sent = false;

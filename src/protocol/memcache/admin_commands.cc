@@ -11,12 +11,6 @@
 namespace trove::memcache {
 namespace {
 
-constexpr const char* kBadFormat = "bad command line format";
-
-bool LastIsNoreply(const ParsedLine& pl) {
-  return pl.count > 0 && !pl.truncated() && pl.tokens[pl.count - 1] == "noreply";
-}
-
 void WriteStats(const engine::StatList& stats, ReplyWriter& w) {
   for (const auto& [name, value] : stats) w.Stat(name, value);
 }
@@ -145,7 +139,7 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
 }
 
 void MemcacheHandler::Verbosity(const ParsedLine& pl, ReplyWriter& w) {
-  w.set_quiet(LastIsNoreply(pl));
+  w.set_quiet(pl.noreply());
   uint32_t level = 0;
   if (!ParseFlags(pl.tokens[1], &level)) {
     w.ClientError(kBadFormat);
@@ -156,7 +150,7 @@ void MemcacheHandler::Verbosity(const ParsedLine& pl, ReplyWriter& w) {
 }
 
 void MemcacheHandler::CacheMemlimit(const ParsedLine& pl, ReplyWriter& w) {
-  w.set_quiet(LastIsNoreply(pl));
+  w.set_quiet(pl.noreply());
   uint32_t mb = 0;
   if (!ParseFlags(pl.tokens[1], &mb)) {
     w.Error();
@@ -204,7 +198,7 @@ void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
     return;
   }
   if (nt >= 4 && pl.tokens[1] == "automove") {
-    w.set_quiet(LastIsNoreply(pl));
+    w.set_quiet(pl.noreply());
     if (pl.tokens[2] == "ratio") {
       // Accepted for compatibility; the engine fixes the ratio at start.
       char* end = nullptr;

@@ -17,10 +17,6 @@
 
 namespace trove::memcache {
 
-// Reply for a memcached read of a key that holds a RESP collection (list, hash,
-// set, sorted set): the value is not a byte string, so it is never sent.
-inline constexpr const char* kWrongTypeError = "wrong type: key holds a RESP collection";
-
 // What every handler of one factory shares (read-only after creation).
 struct HandlerContext {
   engine::Engine* engine = nullptr;
@@ -112,6 +108,9 @@ class MemcacheHandler final : public net::ProtocolHandler {
   uint32_t SlabClassFor(size_t total) const;
   // Writes " k<key>" (base64 and " b" when binary) at p; returns the end.
   static char* PutKey(char* p, std::string_view key, bool binary);
+  // A meta reply line with no value: `code`, then the O (opaque) and k (key,
+  // in the request's form) flags the request asked for, echoed in its order.
+  void StatusLine(const char* code, const ParsedLine& pl, const MetaFlags& f, ReplyWriter& w);
 
   // A storage request whose value is being read into item memory.
   struct PendingValue {

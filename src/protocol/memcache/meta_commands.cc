@@ -10,7 +10,6 @@
 namespace trove::memcache {
 namespace {
 
-constexpr const char* kBadFormat = "bad command line format";
 constexpr const char* kFlagsTooLong = "options flags too long";
 // Room for the longest meta reply line: code, size, 19 flags with numbers, a
 // base64 key (336 bytes) and an opaque token.
@@ -56,6 +55,18 @@ char* MemcacheHandler::PutKey(char* p, std::string_view key, bool binary) {
   return PutChar(p, 'b');
 }
 
+void MemcacheHandler::StatusLine(const char* code, const ParsedLine& pl, const MetaFlags& f,
+                                 ReplyWriter& w) {
+  char* start = w.Reserve(kMetaLineMax);
+  char* p = PutBytes(start, code);
+  for (size_t i = 2; i < pl.count; ++i) {
+    char c = pl.tokens[i][0];
+    if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
+    if (c == 'k') p = PutKey(p, f.key, f.key_binary);
+  }
+  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+}
+
 void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   const size_t nt = pl.ntokens();
   if (nt < 3) {
@@ -90,14 +101,7 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
 
   if (!o.item) {
     if (f.Has('q')) return;  // quiet mode hides a miss
-    char* start = w.Reserve(kMetaLineMax);
-    char* p = PutBytes(start, "EN");
-    for (size_t i = 2; i < pl.count; ++i) {
-      char c = pl.tokens[i][0];
-      if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
-      if (c == 'k') p = PutKey(p, f.key, f.key_binary);
-    }
-    w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+    StatusLine("EN", pl, f, w);
     return;
   }
   if (o.item.type() != engine::ValueType::kString) {
@@ -327,14 +331,7 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
       code = "EX";
       break;
   }
-  char* start = w.Reserve(kMetaLineMax);
-  char* p = PutBytes(start, code);
-  for (size_t i = 2; i < pl.count; ++i) {
-    char c = pl.tokens[i][0];
-    if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
-    if (c == 'k') p = PutKey(p, f.key, f.key_binary);
-  }
-  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+  StatusLine(code, pl, f, w);
 }
 
 void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
@@ -401,17 +398,8 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
       w.ServerError("out of memory");
       return;
   }
-  char* start = nullptr;
-  char* p = nullptr;
   if (code != nullptr) {
-    start = w.Reserve(kMetaLineMax);
-    p = PutBytes(start, code);
-    for (size_t i = 2; i < pl.count; ++i) {
-      char c = pl.tokens[i][0];
-      if (c == 'O') p = PutOpaque(p, pl.tokens[i]);
-      if (c == 'k') p = PutKey(p, f.key, f.key_binary);
-    }
-    w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+    StatusLine(code, pl, f, w);
     return;
   }
   // Quiet hides the whole success reply, value too, but not the reply of an
@@ -419,8 +407,8 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   if (f.Has('q') && !o.vivified) return;
   char num[20];
   size_t num_len = static_cast<size_t>(FormatU64(num, o.value) - num);
-  start = w.Reserve(kMetaLineMax + 24);
-  p = start;
+  char* start = w.Reserve(kMetaLineMax + 24);
+  char* p = start;
   if (f.Has('v')) {
     p = FormatU64(PutBytes(p, "VA "), num_len);
   } else {

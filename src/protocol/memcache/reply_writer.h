@@ -11,6 +11,12 @@
 
 namespace trove::memcache {
 
+// Error texts more than one command file sends (memcached's wording).
+inline constexpr const char* kBadFormat = "bad command line format";
+// A memcached read of a key that holds a RESP collection (list, hash, set,
+// sorted set): the value is not a byte string, so it is never sent.
+inline constexpr const char* kWrongTypeError = "wrong type: key holds a RESP collection";
+
 // Appends replies to a connection's OutputBuffer. Any text that did not come
 // from a fixed reply (error details, stat values, echoed tokens) passes
 // through Sanitize, which replaces CR and LF with spaces so that no reply can

@@ -8,15 +8,6 @@
 #include "protocol/memcache/dispatch.h"
 
 namespace trove::memcache {
-namespace {
-
-bool LastIsNoreply(const ParsedLine& pl) {
-  return pl.count > 0 && !pl.truncated() && pl.tokens[pl.count - 1] == "noreply";
-}
-
-constexpr const char* kBadFormat = "bad command line format";
-
-}  // namespace
 
 void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch, ReplyWriter& w) {
   WordIterator it(args);
@@ -73,7 +64,7 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
 
 size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len,
                                 const char* after, size_t after_len, ReplyWriter& w) {
-  w.set_quiet(LastIsNoreply(pl));
+  w.set_quiet(pl.noreply());
   std::string_view key = pl.tokens[1];
   if (key.size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
@@ -141,7 +132,7 @@ void MemcacheHandler::StoreReply(engine::StoreResult r, ReplyWriter& w) {
 }
 
 void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
-  w.set_quiet(LastIsNoreply(pl));
+  w.set_quiet(pl.noreply());
   std::string_view key = pl.tokens[1];
   if (key.size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
@@ -178,7 +169,7 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
   if (nt > 3) {
     // memcached accepts only "delete <key> [0] [noreply]".
     bool hold_is_zero = pl.tokens[2] == "0";
-    bool noreply = LastIsNoreply(pl);
+    bool noreply = pl.noreply();
     w.set_quiet(noreply);
     bool valid = (nt == 4 && (hold_is_zero || noreply)) || (nt == 5 && hold_is_zero && noreply);
     if (!valid) {
@@ -205,7 +196,7 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
 }
 
 void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
-  w.set_quiet(LastIsNoreply(pl));
+  w.set_quiet(pl.noreply());
   std::string_view key = pl.tokens[1];
   if (key.size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
@@ -220,7 +211,7 @@ void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
 }
 
 void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
-  bool noreply = LastIsNoreply(pl);
+  bool noreply = pl.noreply();
   w.set_quiet(noreply);
   if (!ctx_->opts.flush_enabled) {  // -F, memcached's reply
     w.ClientError("flush_all not allowed");

@@ -46,6 +46,8 @@ struct ParsedLine {
   // are written against this number so they read like memcached's.
   size_t ntokens() const { return count + 1; }
   bool truncated() const { return !rest.empty(); }
+  // The text protocol's trailing "noreply" token.
+  bool noreply() const { return count > 0 && !truncated() && tokens[count - 1] == "noreply"; }
 };
 
 // Splits `line` into words. Never reads outside `line`.

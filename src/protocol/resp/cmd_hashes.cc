@@ -1,13 +1,13 @@
 // Hash commands; run on the connection's worker with the keys' stripes held.
 #include <climits>
 #include <cmath>
-#include <random>
 #include <string>
 
 #include "common/str_append.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/random_pick.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/scan_util.h"
@@ -207,27 +207,10 @@ void CmdHIncrByFloat(CommandContext& ctx) {
   ctx.w->Bulk(s);
 }
 
-std::mt19937_64& Rng() {
-  static thread_local std::mt19937_64 rng(0x5eed);
-  return rng;
-}
-
 void CmdHRandField(CommandContext& ctx) {
-  bool has_count = ctx.argc() >= 3;
-  bool withvalues = false;
+  bool has_count, withvalues;
   int64_t count = 1;
-  if (ctx.argc() > 4) {
-    ctx.SyntaxError();
-    return;
-  }
-  if (has_count && !ArgInt(ctx, ctx.argv[2], &count)) return;
-  if (ctx.argc() == 4) {
-    if (!EqualsIgnoreCase(ctx.argv[3], "withvalues")) {
-      ctx.SyntaxError();
-      return;
-    }
-    withvalues = true;
-  }
+  if (!ParseRandomArgs(ctx, "withvalues", &has_count, &count, &withvalues)) return;
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
@@ -239,21 +222,11 @@ void CmdHRandField(CommandContext& ctx) {
   }
   auto all = v->Entries();
   if (!has_count) {
-    ctx.w->Bulk(*all[Rng()() % all.size()].first);
+    ctx.w->Bulk(*all[CommandRng()() % all.size()].first);
     return;
   }
   decltype(all) pick;
-  if (count >= 0) {
-    std::shuffle(all.begin(), all.end(), Rng());
-    size_t n = std::min(static_cast<size_t>(count), all.size());
-    pick.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n));
-  } else {
-    if (count < -(INT64_MAX / 2)) {
-      ctx.Error("ERR value is out of range");
-      return;
-    }
-    for (int64_t i = 0; i < -count; ++i) pick.push_back(all[Rng()() % all.size()]);
-  }
+  if (!PickRandom(ctx, std::move(all), count, &pick)) return;
   bool resp3_pairs = withvalues && ctx.w->proto() == 3;
   ctx.w->ArrayHeader(withvalues && !resp3_pairs ? pick.size() * 2 : pick.size());
   for (const auto& e : pick) {

@@ -1,13 +1,13 @@
 // Generic key commands (DEL EXPIRE RENAME SCAN ...); run on the connection's
 // worker, with the keys' stripes held except for the keyspace walks.
 #include <climits>
-#include <random>
 #include <string>
 
 #include "common/str_append.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/random_pick.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 
@@ -364,8 +364,7 @@ void CmdRandomKey(CommandContext& ctx) {
     ctx.w->Null();
     return;
   }
-  static thread_local std::mt19937_64 rng(0x7120e5);
-  ctx.w->Bulk(keys[rng() % keys.size()]);
+  ctx.w->Bulk(keys[CommandRng()() % keys.size()]);
 }
 
 void KeysFrom1Last2(std::span<const std::string_view>, std::vector<size_t>* out) {

@@ -1,12 +1,12 @@
 // Set commands; run on the connection's worker with the keys' stripes held.
 #include <algorithm>
-#include <random>
 #include <string>
 
 #include "common/str_append.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/random_pick.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/scan_util.h"
@@ -25,11 +25,6 @@ bool ReadSet(CommandContext& ctx, const std::string& key, SetValue** v) {
 void Finish(CommandContext& ctx, const std::string& key, SetValue* v, size_t before) {
   v->CheckEncoding(ctx.server->set_max_intset_entries.load(std::memory_order_relaxed));
   FinishUpdate(ctx, key, v, before);
-}
-
-std::mt19937_64& Rng() {
-  static thread_local std::mt19937_64 rng(0x5e75);
-  return rng;
 }
 
 void WriteMembers(CommandContext& ctx, const std::vector<std::string>& m) {
@@ -118,7 +113,7 @@ void CmdSPop(CommandContext& ctx) {
     return;
   }
   std::vector<std::string> all(v->members().begin(), v->members().end());
-  std::shuffle(all.begin(), all.end(), Rng());
+  std::shuffle(all.begin(), all.end(), CommandRng());
   size_t n = count < 0 ? 1 : std::min(static_cast<size_t>(count), all.size());
   all.resize(n);
   size_t before = v->MemoryUsage();
@@ -132,12 +127,8 @@ void CmdSPop(CommandContext& ctx) {
 
 void CmdSRandMember(CommandContext& ctx) {
   int64_t count = 0;
-  bool has_count = ctx.argc() == 3;
-  if (ctx.argc() > 3) {
-    ctx.SyntaxError();
-    return;
-  }
-  if (has_count && !ArgInt(ctx, ctx.argv[2], &count)) return;
+  bool has_count, unused_with;
+  if (!ParseRandomArgs(ctx, nullptr, &has_count, &count, &unused_with)) return;
   SetValue* v;
   if (!ReadSet(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
@@ -149,22 +140,13 @@ void CmdSRandMember(CommandContext& ctx) {
   }
   std::vector<std::string> all(v->members().begin(), v->members().end());
   if (!has_count) {
-    ctx.w->Bulk(all[Rng()() % all.size()]);
+    ctx.w->Bulk(all[CommandRng()() % all.size()]);
     return;
   }
-  if (count >= 0) {
-    std::shuffle(all.begin(), all.end(), Rng());
-    all.resize(std::min(static_cast<size_t>(count), all.size()));
-    ctx.w->ArrayHeader(all.size());
-    for (const auto& m : all) ctx.w->Bulk(m);
-  } else {
-    if (count < -(INT64_MAX / 2)) {
-      ctx.Error("ERR value is out of range");
-      return;
-    }
-    ctx.w->ArrayHeader(static_cast<size_t>(-count));
-    for (int64_t i = 0; i < -count; ++i) ctx.w->Bulk(all[Rng()() % all.size()]);
-  }
+  std::vector<std::string> pick;
+  if (!PickRandom(ctx, std::move(all), count, &pick)) return;
+  ctx.w->ArrayHeader(pick.size());
+  for (const auto& m : pick) ctx.w->Bulk(m);
 }
 
 void CmdSMove(CommandContext& ctx) {

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 
 #include "common/str_append.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/random_pick.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/scan_util.h"
@@ -31,11 +31,6 @@ void Finish(CommandContext& ctx, const std::string& key, ZsetValue* v, size_t be
   v->CheckEncoding(ctx.server->zset_max_listpack_entries.load(std::memory_order_relaxed),
                    ctx.server->zset_max_listpack_value.load(std::memory_order_relaxed));
   FinishUpdate(ctx, key, v, before);
-}
-
-std::mt19937_64& Rng() {
-  static thread_local std::mt19937_64 rng(0x25e7);
-  return rng;
 }
 
 // Writes entries as members, or member/score (flat in RESP2, pairs in RESP3).
@@ -629,20 +624,9 @@ void CmdZMPop(CommandContext& ctx) {
 }
 
 void CmdZRandMember(CommandContext& ctx) {
-  bool has_count = ctx.argc() >= 3, withscores = false;
+  bool has_count, withscores;
   int64_t count = 1;
-  if (ctx.argc() > 4) {
-    ctx.SyntaxError();
-    return;
-  }
-  if (has_count && !ArgInt(ctx, ctx.argv[2], &count)) return;
-  if (ctx.argc() == 4) {
-    if (!EqualsIgnoreCase(ctx.argv[3], "withscores")) {
-      ctx.SyntaxError();
-      return;
-    }
-    withscores = true;
-  }
+  if (!ParseRandomArgs(ctx, "withscores", &has_count, &count, &withscores)) return;
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
@@ -654,21 +638,11 @@ void CmdZRandMember(CommandContext& ctx) {
   }
   std::vector<Entry> all(v->ordered().begin(), v->ordered().end());
   if (!has_count) {
-    ctx.w->Bulk(all[Rng()() % all.size()].second);
+    ctx.w->Bulk(all[CommandRng()() % all.size()].second);
     return;
   }
   std::vector<Entry> pick;
-  if (count >= 0) {
-    std::shuffle(all.begin(), all.end(), Rng());
-    all.resize(std::min(static_cast<size_t>(count), all.size()));
-    pick = std::move(all);
-  } else {
-    if (count < -(INT64_MAX / 2)) {
-      ctx.Error("ERR value is out of range");
-      return;
-    }
-    for (int64_t i = 0; i < -count; ++i) pick.push_back(all[Rng()() % all.size()]);
-  }
+  if (!PickRandom(ctx, std::move(all), count, &pick)) return;
   WriteEntries(ctx, pick, withscores);
 }
 

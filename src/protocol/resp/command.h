@@ -55,6 +55,9 @@ struct CommandSpec {
   const char* summary = "";
   const char* since = "1.0.0";
   int id = -1;  // index in the table (filled by CommandTable)
+  // A collection write: it stores its result after replying, so its reply is
+  // staged and replaced by -OOM if that store fails (filled by CommandTable).
+  bool stages_reply = false;
 };
 
 // What a handler sees for one call.

@@ -31,8 +31,12 @@ CommandTable::CommandTable() {
   RegisterSetCommands(&specs_);
   RegisterZsetCommands(&specs_);
   for (size_t i = 0; i < specs_.size(); ++i) {
-    specs_[i].id = static_cast<int>(i);
-    by_name_.emplace(specs_[i].name, i);
+    CommandSpec& s = specs_[i];
+    s.id = static_cast<int>(i);
+    std::string_view group = s.group;
+    s.stages_reply = (s.flags & kCmdWrite) != 0 && (group == "list" || group == "hash" ||
+                                                    group == "set" || group == "sorted-set");
+    by_name_.emplace(s.name, i);
   }
 }
 

@@ -125,13 +125,9 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   ctx.in_exec = in_exec;
   std::vector<ScratchEntry> scratch;  // decoded collections, for this command only
   ctx.scratch = &scratch;
-  // Collection writes store their result after the handler has replied, so
-  // their reply is staged and replaced by -OOM if the store fails.
   bool write_failed = false;
   ctx.write_failed = &write_failed;
-  std::string_view group = spec.group;
-  bool stage = (spec.flags & kCmdWrite) != 0 &&
-               (group == "list" || group == "hash" || group == "set" || group == "sorted-set");
+  const bool stage = spec.stages_reply;
   std::optional<net::OutputBuffer> staged;
   std::optional<RespWriter> staged_writer;
   if (stage) {

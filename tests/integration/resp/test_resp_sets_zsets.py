@@ -156,3 +156,15 @@ def test_zremrange_zscan(r):
     assert cur == 0 and got == [(b"bb", 1.5), (b"b", 2.0)]
     assert r.zrem("z", "b", "bb", "zz") == 2
     assert r.exists("z") == 0
+
+
+def test_random_member_commands_reject_extra_arguments(r):
+    r.sadd("rnd:s", "1", "2")
+    r.hset("rnd:h", mapping={"a": "1"})
+    r.zadd("rnd:z", {"a": 1})
+    err(lambda: r.execute_command("SRANDMEMBER", "rnd:s", 1, 2), match="syntax error")
+    err(lambda: r.execute_command("HRANDFIELD", "rnd:h", 1, "bogus"), match="syntax error")
+    err(lambda: r.execute_command("ZRANDMEMBER", "rnd:z", 1, "withvalues"), match="syntax error")
+    err(lambda: r.execute_command("HRANDFIELD", "rnd:h", "x"), match="value is not an integer or out of range")
+    # The option word is case-insensitive.
+    assert r.execute_command("ZRANDMEMBER", "rnd:z", 1, "WithScores") == [b"a", b"1"]

@@ -370,45 +370,11 @@ void CmdLMove(CommandContext& ctx) {
 }
 void CmdRPopLPush(CommandContext& ctx) { MoveGeneric(ctx, false, true); }
 
-void LmpopKeys(std::span<const std::string_view> argv, std::vector<size_t>* out) {
-  int64_t n;
-  if (argv.size() < 2 || !ParseStrictInt64(argv[1], &n) || n <= 0) return;
-  for (int64_t i = 0; i < n && static_cast<size_t>(2 + i) < argv.size(); ++i) {
-    out->push_back(static_cast<size_t>(2 + i));
-  }
-}
-
 void CmdLMPop(CommandContext& ctx) {
-  int64_t n;
-  if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) {
-    ctx.Error("ERR numkeys should be greater than 0");
-    return;
-  }
-  if (static_cast<size_t>(n) + 3 > ctx.argc()) {
-    ctx.SyntaxError();
-    return;
-  }
-  size_t pos = 2 + static_cast<size_t>(n);
+  size_t pos;
   bool left;
-  if (!ParseSide(ctx.argv[pos], &left)) {
-    ctx.SyntaxError();
-    return;
-  }
-  int64_t count = 1;
-  bool has_count = false;
-  for (size_t i = pos + 1; i < ctx.argc(); ++i) {
-    if (EqualsIgnoreCase(ctx.argv[i], "count") && i + 1 < ctx.argc() && !has_count) {
-      if (!ParseStrictInt64(ctx.argv[++i], &count) || count <= 0) {
-        ctx.Error("ERR count should be greater than 0");
-        return;
-      }
-      has_count = true;
-    } else {
-      ctx.SyntaxError();
-      return;
-    }
-  }
+  int64_t count;
+  if (!ParseMpopArgs(ctx, "left", "right", &pos, &left, &count)) return;
   for (size_t k = 2; k < pos; ++k) {
     std::string key = ctx.Key(k);
     ListValue* v;
@@ -476,7 +442,7 @@ void RegisterListCommands(std::vector<CommandSpec>* t) {
   add("lmpop", -4, kCmdWrite, 0, 0, 0, CmdLMPop,
       "Returns multiple elements from a list after removing them. Deletes the list if the last "
       "element was popped.",
-      "7.0.0", LmpopKeys);
+      "7.0.0", NumKeysAt1);
 }
 
 }  // namespace trove::resp

@@ -248,14 +248,6 @@ void CmdSInterStore(CommandContext& ctx) { StoreGeneric(ctx, SetOp::kInter); }
 void CmdSUnionStore(CommandContext& ctx) { StoreGeneric(ctx, SetOp::kUnion); }
 void CmdSDiffStore(CommandContext& ctx) { StoreGeneric(ctx, SetOp::kDiff); }
 
-void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out) {
-  int64_t n;
-  if (argv.size() < 2 || !ParseStrictInt64(argv[1], &n) || n <= 0) return;
-  for (int64_t i = 0; i < n && static_cast<size_t>(2 + i) < argv.size(); ++i) {
-    out->push_back(static_cast<size_t>(2 + i));
-  }
-}
-
 void CmdSInterCard(CommandContext& ctx) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[1], &n)) return;

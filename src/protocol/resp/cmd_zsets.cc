@@ -552,56 +552,12 @@ void PopGeneric(CommandContext& ctx, bool max) {
 void CmdZPopMin(CommandContext& ctx) { PopGeneric(ctx, false); }
 void CmdZPopMax(CommandContext& ctx) { PopGeneric(ctx, true); }
 
-void NumKeysAt(size_t at, std::span<const std::string_view> argv, std::vector<size_t>* out) {
-  int64_t n;
-  if (argv.size() <= at || !ParseStrictInt64(argv[at], &n) || n <= 0) return;
-  for (int64_t i = 0; i < n && at + 1 + static_cast<size_t>(i) < argv.size(); ++i) {
-    out->push_back(at + 1 + static_cast<size_t>(i));
-  }
-}
-void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out) {
-  NumKeysAt(1, argv, out);
-}
-void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out) {
-  out->push_back(1);
-  NumKeysAt(2, argv, out);
-}
-
 void CmdZMPop(CommandContext& ctx) {
-  int64_t n;
-  if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) {
-    ctx.Error("ERR numkeys should be greater than 0");
-    return;
-  }
-  if (static_cast<size_t>(n) + 3 > ctx.argc()) {
-    ctx.SyntaxError();
-    return;
-  }
-  size_t pos = 2 + static_cast<size_t>(n);
-  bool max;
-  if (EqualsIgnoreCase(ctx.argv[pos], "min"))
-    max = false;
-  else if (EqualsIgnoreCase(ctx.argv[pos], "max"))
-    max = true;
-  else {
-    ctx.SyntaxError();
-    return;
-  }
-  int64_t count = 1;
-  bool has_count = false;
-  for (size_t i = pos + 1; i < ctx.argc(); ++i) {
-    if (EqualsIgnoreCase(ctx.argv[i], "count") && i + 1 < ctx.argc() && !has_count) {
-      if (!ParseStrictInt64(ctx.argv[++i], &count) || count <= 0) {
-        ctx.Error("ERR count should be greater than 0");
-        return;
-      }
-      has_count = true;
-    } else {
-      ctx.SyntaxError();
-      return;
-    }
-  }
+  size_t pos;
+  bool min;
+  int64_t count;
+  if (!ParseMpopArgs(ctx, "min", "max", &pos, &min, &count)) return;
+  const bool max = !min;
   for (size_t k = 2; k < pos; ++k) {
     std::string key = ctx.Key(k);
     ZsetValue* v;

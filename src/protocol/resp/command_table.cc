@@ -1,6 +1,8 @@
 // CommandTable construction and key extraction; any thread.
 #include "protocol/resp/command_table.h"
 
+#include "protocol/resp/resp_parser.h"
+
 namespace trove::resp {
 
 std::string ToLower(std::string_view s) {
@@ -49,6 +51,21 @@ const CommandSpec* CommandTable::Find(std::string_view name) const {
   if (name.size() > 64) return nullptr;
   auto it = by_name_.find(ToLower(name));
   return it == by_name_.end() ? nullptr : &specs_[it->second];
+}
+
+void NumKeysAt(size_t at, std::span<const std::string_view> argv, std::vector<size_t>* out) {
+  int64_t n;
+  if (argv.size() <= at || !ParseStrictInt64(argv[at], &n) || n <= 0) return;
+  for (int64_t i = 0; i < n && at + 1 + static_cast<size_t>(i) < argv.size(); ++i) {
+    out->push_back(at + 1 + static_cast<size_t>(i));
+  }
+}
+void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out) {
+  NumKeysAt(1, argv, out);
+}
+void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out) {
+  out->push_back(1);
+  NumKeysAt(2, argv, out);
 }
 
 void CommandTable::KeyIndexes(const CommandSpec& spec, std::span<const std::string_view> argv,

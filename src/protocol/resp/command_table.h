@@ -2,6 +2,7 @@
 // key positions. Built once, immutable afterwards; read by any worker.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -31,6 +32,14 @@ class CommandTable {
   std::vector<CommandSpec> specs_;
   std::unordered_map<std::string, size_t> by_name_;
 };
+
+// Key positions of "numkeys key [key ...]" with numkeys at argv[at]
+// (LMPOP, ZMPOP, SINTERCARD, ZUNION ...); nothing when numkeys is not a
+// positive integer (the command itself then replies with the error).
+void NumKeysAt(size_t at, std::span<const std::string_view> argv, std::vector<size_t>* out);
+// KeysFn forms: numkeys at argv[1]; or a destination at argv[1] and numkeys at argv[2].
+void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out);
+void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out);
 
 // Lower-cases ASCII.
 std::string ToLower(std::string_view s);

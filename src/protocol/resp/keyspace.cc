@@ -143,6 +143,45 @@ bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out) {
   return true;
 }
 
+bool ParseMpopArgs(CommandContext& ctx, const char* first, const char* second,
+                   size_t* where_pos, bool* is_first, int64_t* count) {
+  int64_t n;
+  // Redis gives a non-integer numkeys the same reply as a non-positive one.
+  if (!ParseStrictInt64(ctx.argv[1], &n) || n <= 0) {
+    ctx.Error("ERR numkeys should be greater than 0");
+    return false;
+  }
+  if (static_cast<size_t>(n) + 3 > ctx.argc()) {
+    ctx.SyntaxError();
+    return false;
+  }
+  const size_t pos = 2 + static_cast<size_t>(n);
+  if (EqualsIgnoreCase(ctx.argv[pos], first)) {
+    *is_first = true;
+  } else if (EqualsIgnoreCase(ctx.argv[pos], second)) {
+    *is_first = false;
+  } else {
+    ctx.SyntaxError();
+    return false;
+  }
+  *where_pos = pos;
+  *count = 1;
+  bool has_count = false;
+  for (size_t i = pos + 1; i < ctx.argc(); ++i) {
+    if (EqualsIgnoreCase(ctx.argv[i], "count") && i + 1 < ctx.argc() && !has_count) {
+      if (!ParseStrictInt64(ctx.argv[++i], count) || *count <= 0) {
+        ctx.Error("ERR count should be greater than 0");
+        return false;
+      }
+      has_count = true;
+    } else {
+      ctx.SyntaxError();
+      return false;
+    }
+  }
+  return true;
+}
+
 bool ParseLongDouble(std::string_view s, long double* out) {
   if (s.empty() || s.size() > 5000) return false;
   if (std::isspace(static_cast<unsigned char>(s[0]))) return false;

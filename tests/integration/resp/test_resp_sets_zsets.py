@@ -168,3 +168,20 @@ def test_random_member_commands_reject_extra_arguments(r):
     err(lambda: r.execute_command("HRANDFIELD", "rnd:h", "x"), match="value is not an integer or out of range")
     # The option word is case-insensitive.
     assert r.execute_command("ZRANDMEMBER", "rnd:z", 1, "WithScores") == [b"a", b"1"]
+
+
+def test_zmpop_and_lmpop_argument_errors(r):
+    r.zadd("mp:z", {"a": 1, "b": 2})
+    r.rpush("mp:l", "x")
+    for cmd, where in (("ZMPOP", "MIN"), ("LMPOP", "LEFT")):
+        key = "mp:z" if cmd == "ZMPOP" else "mp:l"
+        err(r.execute_command, cmd, 0, key, where, match="numkeys should be greater than 0")
+        err(r.execute_command, cmd, "x", key, where, match="numkeys should be greater than 0")
+        err(r.execute_command, cmd, 2, key, where, match="syntax error")
+        err(r.execute_command, cmd, 1, key, "middle", match="syntax error")
+        err(r.execute_command, cmd, 1, key, where, "COUNT", 0,
+            match="count should be greater than 0")
+        err(r.execute_command, cmd, 1, key, where, "COUNT", 1, "COUNT", 1, match="syntax error")
+    # The where word is case-insensitive; COUNT takes several.
+    assert r.execute_command("ZMPOP", 1, "mp:z", "min", "count", 2) == [
+        b"mp:z", [[b"a", b"1"], [b"b", b"2"]]]

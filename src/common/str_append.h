@@ -2,7 +2,9 @@
 // std::format; to_chars is also cheaper). Any thread.
 #pragma once
 
+#include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,6 +35,20 @@ inline bool ParseI64(std::string_view s, int64_t* out) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
+// Parses a whole string as strtod does (leading spaces, sign, exponent, inf,
+// nan, hex); false on empty input or trailing junk. errno is left as strtod
+// set it (cleared first), so callers can check ERANGE.
+inline bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  std::string tmp(s);  // strtod needs a terminator
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size()) return false;
+  *out = v;
+  return true;
+}
+
 inline bool ParseU32(std::string_view s, uint32_t* out) {
   if (s.empty()) return false;
   auto r = std::from_chars(s.data(), s.data() + s.size(), *out);

@@ -26,16 +26,6 @@ bool ParseInt(std::string_view s, int64_t lo, int64_t hi, int64_t* out) {
   return true;
 }
 
-bool ParseDouble(std::string_view s, double* out) {
-  if (s.empty()) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  double v = std::strtod(tmp.c_str(), &end);
-  if (end != tmp.c_str() + tmp.size()) return false;
-  *out = v;
-  return true;
-}
-
 // "1048576", "1024k", "1m", "1g" (memcached's -I units).
 bool ParseSize(std::string_view s, uint64_t* out) {
   if (s.empty()) return false;

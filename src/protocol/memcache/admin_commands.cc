@@ -201,10 +201,8 @@ void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
     w.set_quiet(pl.noreply());
     if (pl.tokens[2] == "ratio") {
       // Accepted for compatibility; the engine fixes the ratio at start.
-      char* end = nullptr;
-      std::string v(nt >= 5 ? pl.tokens[3] : std::string_view());
-      double ratio = std::strtod(v.c_str(), &end);
-      if (nt < 5 || v.empty() || *end != '\0' || ratio < 0) {
+      double ratio = 0;
+      if (nt < 5 || !ParseDouble(pl.tokens[3], &ratio) || ratio < 0) {
         w.Error();
         return;
       }

@@ -196,12 +196,9 @@ bool ParseLongDouble(std::string_view s, long double* out) {
 
 bool ParseDouble(std::string_view s, double* out) {
   if (s.empty() || s.size() > 5000) return false;
-  if (std::isspace(static_cast<unsigned char>(s[0]))) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(tmp.c_str(), &end);
-  if (end != tmp.c_str() + tmp.size() || std::isnan(v)) return false;
+  if (std::isspace(static_cast<unsigned char>(s[0]))) return false;  // Redis: no leading space
+  double v;
+  if (!trove::ParseDouble(s, &v) || std::isnan(v)) return false;
   if (errno == ERANGE && !std::isinf(v) && v != 0) return false;
   *out = v;
   return true;

@@ -44,6 +44,19 @@ TEST(StrAppendTest, ParsesAndFormats) {
   EXPECT_EQ(s, "42-7");
 }
 
+TEST(StrAppendTest, ParseDoubleTakesWholeStringsOnly) {
+  double d = 0;
+  EXPECT_TRUE(ParseDouble("1.25", &d));
+  EXPECT_EQ(d, 1.25);
+  EXPECT_TRUE(ParseDouble("-2e3", &d));
+  EXPECT_EQ(d, -2000.0);
+  EXPECT_FALSE(ParseDouble("", &d));
+  EXPECT_FALSE(ParseDouble("1.5x", &d));
+  EXPECT_FALSE(ParseDouble("abc", &d));
+  EXPECT_TRUE(ParseDouble("1e999", &d));  // overflow: inf, with errno set
+  EXPECT_EQ(errno, ERANGE);
+}
+
 TEST(ClockTest, ManualClockMovesOnlyWhenTold) {
   ManualClock c(1000);
   EXPECT_EQ(c.UnixSeconds(), 1000);

@@ -128,6 +128,36 @@ def test_curr_items_and_bytes(fresh):
     assert c.get("k1") is None
 
 
+def _conns(c):
+    """stats conns as {id: {field: value}}."""
+    out = {}
+    for line in c.rt(b"stats conns\r\n").split(b"\r\n"):
+        m = re.match(rb"STAT (\d+):(\w+) (.*)", line)
+        if m:
+            out.setdefault(m.group(1), {})[m.group(2).decode()] = m.group(3).decode()
+    return out
+
+
+def test_stats_conns_lists_each_client(fresh):
+    srv, c = fresh
+    idle = Conn.to(srv)
+    idle.rt(b"")
+    idle_addr = "tcp:127.0.0.1:%d" % idle.sock.getsockname()[1]
+    own_addr = "tcp:127.0.0.1:%d" % c.sock.getsockname()[1]
+    conns = _conns(c)
+    by_addr = {f.get("addr"): f for f in conns.values()}
+    assert idle_addr in by_addr and own_addr in by_addr, conns
+    for addr in (idle_addr, own_addr):
+        f = by_addr[addr]
+        assert f["state"].startswith("conn_"), f
+        assert int(f["secs_since_last_cmd"]) >= 0
+        assert f["listen_addr"].startswith("tcp:"), f
+    # The asking connection is parsing its command.
+    assert by_addr[own_addr]["state"] == "conn_parse_cmd"
+    idle.close()
+    assert wait_for(lambda: idle_addr not in {f.get("addr") for f in _conns(c).values()})
+
+
 def test_connection_stats(fresh):
     srv, c = fresh
 

@@ -4,11 +4,16 @@
 #include "protocol/resp/resp_parser.h"
 
 namespace trove::resp {
+namespace {
+void LowerAscii(std::string* s) {
+  for (char& c : *s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+}
+}  // namespace
 
 std::string ToLower(std::string_view s) {
   std::string r(s);
-  for (char& c : r)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  LowerAscii(&r);
   return r;
 }
 
@@ -49,7 +54,12 @@ const CommandTable& CommandTable::Get() {
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
   if (name.size() > 64) return nullptr;
-  auto it = by_name_.find(ToLower(name));
+  // Lower-cased into a reused per-thread buffer: names like
+  // "zremrangebyscore" pass the small-string size and would allocate per call.
+  thread_local std::string lower;
+  lower.assign(name);
+  LowerAscii(&lower);
+  auto it = by_name_.find(lower);
   return it == by_name_.end() ? nullptr : &specs_[it->second];
 }
 

@@ -446,12 +446,9 @@ TEST_F(DispatchTest, MetaArith) {
             "VA 1 t100\r\n3\r\n");
 }
 
-#ifdef TROVE_FAKE_ENGINE
-// Needs ArithOutput::vivified from the engine.
 TEST_F(DispatchTest, MetaArithQuietStillAnswersAVivify) {
   EXPECT_EQ(Send("ma nv N0 q\r\nma nv q v\r\nmg nv v\r\nmn\r\n"), "HD\r\nVA 1\r\n1\r\nMN\r\n");
 }
-#endif
 
 TEST_F(DispatchTest, CompareCasZeroNeverMatches) {
   EXPECT_EQ(Send("set a 0 0 1\r\nx\r\ncas a 0 0 1 0\r\ny\r\nms a 1 C0\r\ny\r\nmd a C0\r\n"

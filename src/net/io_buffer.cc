@@ -183,6 +183,13 @@ void OutputBuffer::Clear() {
   last_is_copy_ = false;
 }
 
+void OutputBuffer::AppendCopyOf(const OutputBuffer& other) {
+  for (size_t i = other.head_; i < other.entries_.size(); ++i) {
+    size_t off = i == other.head_ ? other.head_off_ : 0;
+    Append(other.entries_[i].base + off, other.entries_[i].len - off);
+  }
+}
+
 std::string OutputBuffer::ToString() const {
   std::string s;
   for (size_t i = head_; i < entries_.size(); ++i) {

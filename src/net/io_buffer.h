@@ -76,6 +76,9 @@ class OutputBuffer {
   bool empty() const { return pending_ == 0; }
   // Drops all pending output, running every releaser.
   void Clear();
+  // Copies everything pending in `other` to the end of this buffer (a staged
+  // reply being committed); `other` is unchanged.
+  void AppendCopyOf(const OutputBuffer& other);
   // Everything pending, copied out (tests).
   std::string ToString() const;
 

@@ -168,7 +168,7 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
     if (write_failed)
       w->Error("OOM command not allowed when used memory > 'maxmemory'.");
     else
-      w->out()->Append(staged->ToString());
+      w->out()->AppendCopyOf(*staged);
   }
   int64_t t1 = clock->MonoNanos();
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];

@@ -42,6 +42,24 @@ TEST(OutputBufferTest, ExternalSpansAreReleasedAfterWrite) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(OutputBufferTest, AppendCopyOfCopiesOnlyWhatIsPending) {
+  OutputBuffer staged;
+  Counter c;
+  std::string value = "abc\r\n";
+  iovec span{value.data(), value.size()};
+  staged.Append("$3\r\n");
+  staged.AppendExternal(&span, 1, Releaser{&Counter::Release, &c, nullptr});
+  staged.Advance(1);  // a consumed prefix is not copied
+  OutputBuffer out;
+  out.Append("+OK\r\n");
+  out.AppendCopyOf(staged);
+  EXPECT_EQ(out.ToString(), "+OK\r\n3\r\nabc\r\n");
+  EXPECT_EQ(staged.ToString(), "3\r\nabc\r\n");  // unchanged
+  staged.Clear();
+  EXPECT_EQ(c.released, 1);
+  EXPECT_EQ(out.ToString(), "+OK\r\n3\r\nabc\r\n");  // owns its copy
+}
+
 TEST(OutputBufferTest, ClearRunsReleasers) {
   OutputBuffer out;
   Counter c;

@@ -77,3 +77,10 @@ def test_memcached_reads_of_a_collection_get_client_error(trove, rd, size):
     # delete works on any type, as Redis DEL does.
     assert _mc_roundtrip(trove.port, b"delete " + k + b"\r\n") == b"DELETED\r\n"
     assert rd.exists(key) == 0
+
+
+def test_memcached_set_replaces_a_collection(trove, rd):
+    rd.sadd("coll:set", "a", "b")
+    assert _mc_roundtrip(trove.port, b"set coll:set 0 0 2\r\nhi\r\n") == b"STORED\r\n"
+    assert rd.type("coll:set") == "string"
+    assert rd.get("coll:set") == "hi"

@@ -117,7 +117,9 @@ def test_flush_all(make_server):
 
 def test_quit(server):
     c = Client(("127.0.0.1", server.port), timeout=5)
-    c.set("q", b"1")
+    # Wait for STORED: with pymemcache's default noreply the set could still be
+    # unprocessed on its worker when the new connection's get runs elsewhere.
+    assert c.set("q", b"1", noreply=False) is True
     c.quit()
     # The client reconnects on next use.
     assert c.get("q") == b"1"

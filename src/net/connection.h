@@ -35,6 +35,8 @@ struct NewConn {
 //     ready list.
 //  4. After handler->WantsClose() no more input is parsed; the connection
 //     closes as soon as `out` is empty.
+//  5. flush_queued implies the connection appears exactly once in the
+//     worker's flush list.
 struct Connection {
   int fd = -1;
   uint64_t id = 0;
@@ -50,6 +52,7 @@ struct Connection {
   bool closed = false;
   bool in_ready = false;          // queued to parse buffered input again
   bool close_requested = false;   // CloseConnection by id: closes at a safe point
+  bool flush_queued = false;      // output waits for the end of the loop turn
   int64_t last_active_ns = 0;     // Clock::MonoNanos of the last input
 };
 

@@ -111,6 +111,7 @@ void Worker::Run() {
       CHECK(errno == EINTR);
       n = 0;
     }
+    turn_now_ns_ = Now();
     for (int i = 0; i < n; ++i) {
       void* p = events[i].data.ptr;
       if (p == &kInboxTag) {
@@ -121,8 +122,10 @@ void Worker::Run() {
         OnEvent(static_cast<Connection*>(p), events[i].events);
       }
     }
-    RunDeferredCloses();
     ProcessReady();
+    // Replies first: a connection closed by request still gets what it was
+    // sent before the close (its own "close" reply included).
+    FlushQueued();
     RunDeferredCloses();
     if (opts_.idle_timeout_s > 0) CheckIdle();
   }
@@ -132,6 +135,7 @@ void Worker::Run() {
   for (Connection* c : all) Close(c);
   graveyard_.clear();
   ready_.clear();
+  flush_.clear();
   tls_worker = nullptr;
 }
 
@@ -193,7 +197,7 @@ void Worker::AcceptNew() {
     c->is_unix = nc.is_unix;
     c->peer = std::move(nc.peer);
     c->listen_name = std::move(nc.listen_name);
-    c->last_active_ns = Now();
+    c->last_active_ns = TurnNow();
     ConnInfoView view;
     view.id = c->id;
     view.worker_id = opts_.id;
@@ -250,7 +254,7 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
 }
 
 void Worker::Serve(Connection* c, bool from_socket) {
-  if (c->closed || c->closing || c->read_paused) return;
+  if (c->closed || c->closing || c->read_paused || c->close_requested) return;
   if (from_socket) {
     size_t have = c->in.size();
     size_t need = have < limits::kReadChunk ? limits::kReadChunk - have : 0;
@@ -272,7 +276,7 @@ void Worker::Serve(Connection* c, bool from_socket) {
       return;
     }
     c->in.Commit(static_cast<size_t>(n));
-    c->last_active_ns = Now();
+    c->last_active_ns = TurnNow();
     bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
                       std::memory_order_relaxed);
   }
@@ -294,22 +298,47 @@ void Worker::Serve(Connection* c, bool from_socket) {
     c->closing = true;
     c->in.Consume(c->in.size());
   }
-  if (!c->out.empty() && !FlushOut(c)) {
-    Close(c);
-    return;
-  }
   if (c->closing && c->out.empty()) {
     Close(c);
     return;
   }
   if (c->in.size() == 0) c->in.ShrinkIfIdle(limits::kReadChunk);
-  AfterIo(c);
+  if (c->out.empty()) {
+    AfterIo(c);
+  } else {
+    QueueFlush(c);  // AfterIo runs once the output is written
+  }
   // The handler stopped early (-R) with complete requests possibly left:
   // parse again after the worker's other ready connections.
   if (consumed > 0 && c->in.size() > 0 && !c->read_paused && !c->closing && !c->in_ready) {
     c->in_ready = true;
     ready_.push_back(c);
   }
+}
+
+void Worker::QueueFlush(Connection* c) {
+  if (c->flush_queued) return;
+  c->flush_queued = true;
+  flush_.push_back(c);
+}
+
+void Worker::FlushQueued() {
+  // Close() adds nothing to flush_, and closed connections stay allocated
+  // until the next turn (graveyard_), so walking the list is safe.
+  for (Connection* c : flush_) {
+    c->flush_queued = false;
+    if (c->closed) continue;
+    if (!c->out.empty() && !FlushOut(c)) {
+      Close(c);
+      continue;
+    }
+    if (c->closing && c->out.empty()) {
+      Close(c);
+      continue;
+    }
+    AfterIo(c);
+  }
+  flush_.clear();
 }
 
 bool Worker::FlushOut(Connection* c) {

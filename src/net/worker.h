@@ -70,7 +70,10 @@ struct WorkerOptions {
 // limits::kWorkerInboxCapacity). epoll is level-triggered: each readiness
 // event gets one read() of up to 16 KiB, so one busy client cannot starve the
 // others; input left over after the handler's -R limit is parsed again from
-// the ready list after the other connections' events.
+// the ready list after the other connections' events. Replies are written at
+// the end of the loop turn, one writev per connection, after every ready
+// connection has been parsed: a client woken by its first reply then finds
+// the rest already sent (Redis writes in beforeSleep for the same reason).
 //
 // Thread safety: Start/Stop from the owning (server) thread; SendNewConn and
 // Post from any thread; everything else runs on the worker thread. The
@@ -81,7 +84,7 @@ struct WorkerOptions {
 //     counters->curr_connections until it is closed.
 //  2. A closed connection is removed from conns_ at once and freed only at the
 //     top of the next loop turn (graveyard_), after which no pointer to it
-//     remains in the ready list or an epoll event.
+//     remains in the ready list, the flush list or an epoll event.
 //  3. Messages are never dropped: a full channel makes the sender wait.
 class Worker {
  public:
@@ -123,8 +126,12 @@ class Worker {
   void HandleMsg(WorkerMsg& m);
   void AcceptNew();
   void OnEvent(Connection* c, uint32_t events);
-  // Reads once (if from_socket) then parses, executes and flushes.
+  // Reads once (if from_socket) then parses and executes; the output is
+  // queued for FlushQueued.
   void Serve(Connection* c, bool from_socket);
+  void QueueFlush(Connection* c);
+  // Writes every queued connection's output (end of a loop turn).
+  void FlushQueued();
   void AfterIo(Connection* c);
   void SetMask(Connection* c, uint32_t mask);
   void Close(Connection* c);
@@ -133,6 +140,8 @@ class Worker {
   void CheckIdle();
   ServerServices::ConnInfo Describe(const Connection& c) const;
   int64_t Now() const { return clock_->MonoNanos(); }
+  // The clock read once per loop turn, for activity stamps.
+  int64_t TurnNow() const { return turn_now_ns_; }
   bool Verbose(int level) const {
     return opts_.verbosity && opts_.verbosity->load(std::memory_order_relaxed) >= level;
   }
@@ -152,10 +161,12 @@ class Worker {
   std::vector<std::unique_ptr<Connection>> graveyard_;
   std::vector<Connection*> ready_;
   std::vector<Connection*> ready_swap_;
+  std::vector<Connection*> flush_;
   std::vector<uint64_t> deferred_close_;
   std::vector<NewConn> new_batch_;
   std::vector<WorkerMsg> msg_batch_;
   int64_t last_idle_check_ns_ = 0;
+  int64_t turn_now_ns_ = 0;
   bool stop_ = false;
 
   std::atomic<size_t> num_conns_{0};  // relaxed: a gauge for stats and tests

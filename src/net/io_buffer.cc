@@ -109,6 +109,23 @@ void OutputBuffer::AppendExternal(const iovec* spans, int n, Releaser rel) {
   last_is_copy_ = false;
 }
 
+void OutputBuffer::AppendValue(const iovec* spans, int n, Releaser rel) {
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += spans[i].iov_len;
+  if (total > kCopyValueMax) {
+    AppendExternal(spans, n, rel);
+    return;
+  }
+  char* p = Reserve(total);
+  size_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    std::memcpy(p + off, spans[i].iov_base, spans[i].iov_len);
+    off += spans[i].iov_len;
+  }
+  Commit(total);
+  if (rel.fn) rel.fn(rel.ctx, rel.obj);
+}
+
 int OutputBuffer::PendingIov(iovec* out, int max) const {
   int k = 0;
   for (size_t i = head_; i < entries_.size() && k < max; ++i) {

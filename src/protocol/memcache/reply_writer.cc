@@ -79,7 +79,7 @@ void ReplyWriter::ItemValue(engine::ItemRef ref) {
   iovec spans[64];
   int n = ref.ValueSpans(spans, 64, true);
   engine::Engine* e = ref.engine();
-  out_->AppendExternal(spans, n, net::Releaser{&engine::Engine::ReleaseRaw, e, ref.Detach()});
+  out_->AppendValue(spans, n, net::Releaser{&engine::Engine::ReleaseRaw, e, ref.Detach()});
 }
 
 }  // namespace trove::memcache

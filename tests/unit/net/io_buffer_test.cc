@@ -42,6 +42,35 @@ TEST(OutputBufferTest, ExternalSpansAreReleasedAfterWrite) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(OutputBufferTest, SmallValuesAreCopiedAndReleasedAtOnce) {
+  OutputBuffer out;
+  Counter c;
+  std::string a = "hel", b = "lo\r\n";
+  iovec spans[2] = {{a.data(), a.size()}, {b.data(), b.size()}};
+  out.Append("$5\r\n");
+  out.AppendValue(spans, 2, Releaser{&Counter::Release, &c, nullptr});
+  EXPECT_EQ(c.released, 1);  // nothing refers to the item any more
+  a = "XXX";                 // the buffer holds its own copy
+  out.Append("+OK\r\n");
+  iovec iov[4];
+  EXPECT_EQ(out.PendingIov(iov, 4), 1);  // one coalesced copy
+  EXPECT_EQ(out.ToString(), "$5\r\nhello\r\n+OK\r\n");
+}
+
+TEST(OutputBufferTest, LargeValuesAreReferencedUntilWritten) {
+  OutputBuffer out;
+  Counter c;
+  std::string value(OutputBuffer::kCopyValueMax + 1, 'v');
+  iovec span{value.data(), value.size()};
+  out.AppendValue(&span, 1, Releaser{&Counter::Release, &c, nullptr});
+  EXPECT_EQ(c.released, 0);
+  iovec iov[4];
+  ASSERT_EQ(out.PendingIov(iov, 4), 1);
+  EXPECT_EQ(iov[0].iov_base, value.data());  // sent from the caller's memory
+  out.Advance(value.size());
+  EXPECT_EQ(c.released, 1);
+}
+
 TEST(OutputBufferTest, AppendCopyOfCopiesOnlyWhatIsPending) {
   OutputBuffer staged;
   Counter c;

@@ -476,6 +476,15 @@ void Engine::FlushAll(int64_t delay_seconds) {
 
 // --- RESP: locked access ---
 
+uint64_t Engine::KeyHash(std::string_view key) { return HashKey(key); }
+
+void Engine::PrefetchKey(uint64_t hv) const {
+  impl_->table.PrefetchSlot(hv);
+  impl_->locks.Prefetch(impl_->locks.StripeOf(hv));
+}
+
+void Engine::PrefetchItem(uint64_t hv) const { impl_->table.PrefetchHead(hv); }
+
 ItemRef Engine::GetLocked(std::string_view key, ThreadStats* ts, bool bump) {
   Impl* m = impl_.get();
   ts = m->Ts(ts);

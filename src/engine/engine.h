@@ -258,6 +258,15 @@ class Engine {
   // --- meta protocol ---
   MetaGetOutput MetaGet(std::string_view key, const MetaGetArgs& args, ThreadStats* ts);
 
+  // --- batch hints ---
+  // A worker that holds several parsed requests calls PrefetchKey for each
+  // request some way ahead of running it, and PrefetchItem a little later:
+  // the bucket, the stripe lock and the first item of the bucket are then in
+  // the cache when the request runs. Any thread; no lock; no effect on state.
+  static uint64_t KeyHash(std::string_view key);
+  void PrefetchKey(uint64_t hv) const;
+  void PrefetchItem(uint64_t hv) const;
+
   // --- RESP: locked multi-key access and collections ---
   // Engine operations named *Locked REQUIRE the key's stripe held by a live
   // KeyLockSet on this thread; they never take a stripe lock themselves.

@@ -2,6 +2,8 @@
 // Workers call the *Locked functions; the expander thread runs Grow().
 #include "engine/hash_table.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
 namespace trove::engine {
@@ -28,6 +30,11 @@ inline uint32_t Read32(const char* p) {
 }
 inline uint64_t Round(uint64_t acc, uint64_t in) { return Rotl(acc + in * kP2, 31) * kP1; }
 inline uint64_t Merge(uint64_t acc, uint64_t v) { return (acc ^ Round(0, v)) * kP1 + kP4; }
+
+// Bucket slots may be read by PrefetchHead without the stripe (class comment).
+inline void StoreSlot(Item** slot, Item* v) {
+  std::atomic_ref<Item*>(*slot).store(v, std::memory_order_relaxed);
+}
 
 inline uint64_t ReverseBits(uint64_t v) {
   v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
@@ -81,14 +88,49 @@ uint64_t HashKey(std::string_view key) {
 }
 
 HashTable::HashTable(ItemLocks* locks, int hashpower)
-    : locks_(locks), primary_(new Item*[size_t{1} << hashpower]()), hashpower_(hashpower) {
+    : locks_(locks), primary_(MapTable(hashpower)), hashpower_(hashpower) {
   CHECK(locks_->power() <= hashpower);
 }
 
 HashTable::~HashTable() {
   StopExpander();
-  delete[] primary_;
-  delete[] old_;
+  ::munmap(primary_.load(std::memory_order_relaxed), (size_t{1} << hashpower()) * sizeof(Item*));
+  if (old_ != nullptr) ::munmap(old_, (size_t{1} << (hashpower() - 1)) * sizeof(Item*));
+  for (auto& [t, hp] : retired_) ::munmap(t, (size_t{1} << hp) * sizeof(Item*));
+}
+
+Item** HashTable::MapTable(int hashpower) {
+  // Anonymous mappings start zeroed: every bucket empty.
+  void* p = ::mmap(nullptr, (size_t{1} << hashpower) * sizeof(Item*), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(p != MAP_FAILED);
+  return static_cast<Item**>(p);
+}
+
+void HashTable::RetireTable(Item** t, int hashpower) {
+  ::madvise(t, (size_t{1} << hashpower) * sizeof(Item*), MADV_DONTNEED);
+  retired_.emplace_back(t, hashpower);
+}
+
+void HashTable::PrefetchSlot(uint64_t hv) const {
+  int hp = hashpower_.load(std::memory_order_acquire);
+  Item** t = primary_.load(std::memory_order_acquire);
+  __builtin_prefetch(&t[hv & ((uint64_t{1} << hp) - 1)]);
+}
+
+void HashTable::PrefetchHead(uint64_t hv) const {
+  int hp = hashpower_.load(std::memory_order_acquire);
+  Item** t = primary_.load(std::memory_order_acquire);
+  Item* head =
+      std::atomic_ref<Item*>(t[hv & ((uint64_t{1} << hp) - 1)]).load(std::memory_order_relaxed);
+  // The item may be unlinked or freed by now: a prefetch never faults, and
+  // slab memory stays mapped anyway.
+  if (head != nullptr) {
+    // The header and, for most small items, the key and value: slab chunks
+    // are not line-aligned, so the key often starts in the second line.
+    __builtin_prefetch(head);
+    __builtin_prefetch(reinterpret_cast<const char*>(head) + 64);
+  }
 }
 
 Item** HashTable::BucketLocked(uint64_t hv) const {
@@ -97,7 +139,7 @@ Item** HashTable::BucketLocked(uint64_t hv) const {
     uint64_t ob = hv & ((uint64_t{1} << (hp - 1)) - 1);
     if (ob >= expand_bucket_.load(std::memory_order_relaxed)) return &old_[ob];
   }
-  return &primary_[hv & ((uint64_t{1} << hp) - 1)];
+  return &primary_.load(std::memory_order_relaxed)[hv & ((uint64_t{1} << hp) - 1)];
 }
 
 Item* HashTable::FindLocked(std::string_view key, uint64_t hv) const {
@@ -112,7 +154,7 @@ void HashTable::InsertLocked(Item* it, uint64_t hv) {
   DCHECK(locks_->HeldByMe(locks_->StripeOf(hv)));
   Item** b = BucketLocked(hv);
   it->h_next = *b;
-  *b = it;
+  StoreSlot(b, it);
   items_.fetch_add(1, std::memory_order_relaxed);
   if (NeedsGrowth() && !grow_pending_.exchange(true, std::memory_order_relaxed)) {
     wake_.fetch_add(1, std::memory_order_relaxed);
@@ -124,7 +166,7 @@ void HashTable::RemoveLocked(Item* it, uint64_t hv) {
   DCHECK(locks_->HeldByMe(locks_->StripeOf(hv)));
   for (Item** p = BucketLocked(hv); *p != nullptr; p = &(*p)->h_next) {
     if (*p == it) {
-      *p = it->h_next;
+      StoreSlot(p, it->h_next);
       it->h_next = nullptr;
       items_.fetch_sub(1, std::memory_order_relaxed);
       return;
@@ -142,11 +184,11 @@ bool HashTable::NeedsGrowth() const {
 
 void HashTable::Grow() {
   int hp = hashpower();
-  auto* bigger = new Item*[size_t{1} << (hp + 1)]();
+  Item** bigger = MapTable(hp + 1);
   locks_->LockAll();
-  old_ = primary_;
-  primary_ = bigger;
-  hashpower_.store(hp + 1, std::memory_order_relaxed);
+  old_ = primary_.load(std::memory_order_relaxed);
+  primary_.store(bigger, std::memory_order_release);
+  hashpower_.store(hp + 1, std::memory_order_release);
   expand_bucket_.store(0, std::memory_order_relaxed);
   expanding_.store(true, std::memory_order_relaxed);
   locks_->UnlockAll();
@@ -158,20 +200,21 @@ void HashTable::Grow() {
     Item* it = old_[ob];
     while (it != nullptr) {
       Item* next = it->h_next;
-      Item** nb = &primary_[HashKey(KeyOf(it)) & new_mask];
+      Item** nb = &bigger[HashKey(KeyOf(it)) & new_mask];
       it->h_next = *nb;
-      *nb = it;
+      StoreSlot(nb, it);
       it = next;
     }
-    old_[ob] = nullptr;
+    StoreSlot(&old_[ob], nullptr);
     expand_bucket_.store(ob + 1, std::memory_order_relaxed);
   }
 
   locks_->LockAll();
-  delete[] old_;
+  Item** done = old_;
   old_ = nullptr;
   expanding_.store(false, std::memory_order_relaxed);
   locks_->UnlockAll();
+  RetireTable(done, hp);
   expansions_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -220,12 +263,13 @@ uint64_t HashTable::ScanStep(uint64_t cursor, const std::function<void(Item*)>& 
     if (ob >= expand_bucket_.load(std::memory_order_relaxed)) {
       walk(old_[ob]);
     } else {
-      walk(primary_[ob]);
-      walk(primary_[ob + mask + 1]);
+      Item** t = primary_.load(std::memory_order_relaxed);
+      walk(t[ob]);
+      walk(t[ob + mask + 1]);
     }
   } else {
     mask = (uint64_t{1} << hp) - 1;
-    walk(primary_[cursor & mask]);
+    walk(primary_.load(std::memory_order_relaxed)[cursor & mask]);
   }
   return NextCursor(cursor, mask);
 }

@@ -9,6 +9,8 @@
 #include <functional>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "engine/item.h"
 #include "engine/item_locks.h"
@@ -25,6 +27,13 @@ uint64_t HashKey(std::string_view key);
 // primary_/old_/hashpower_ change only while every stripe is held
 // (LockAll), so any one stripe is enough to read them. expand_bucket_ moves
 // bucket b's items under stripe(b) before it passes b.
+//
+// The one unlocked reader is PrefetchHead, a hint: it reads a bucket slot
+// with a relaxed atomic load, so every slot store is a relaxed atomic store
+// (same code as a plain one on x86), and bucket arrays are never unmapped
+// while the table lives: a replaced array's pages go back to the kernel
+// (MADV_DONTNEED, reads then see zeros) and the mapping stays until ~HashTable.
+// Retired arrays add up to less than the live one, in address space only.
 // Invariants:
 //  1. when expanding_, an old bucket ob < expand_bucket_ has been moved into
 //     primary buckets ob and ob + old size; ob >= expand_bucket_ still lives
@@ -48,6 +57,13 @@ class HashTable {
   size_t hash_bytes() const { return (size_t{1} << hashpower()) * sizeof(Item*); }
   uint64_t expansions() const { return expansions_.load(std::memory_order_relaxed); }
 
+  // Batch hints; any thread, no lock, no effect but on the cache.
+  // The bucket slot of hv.
+  void PrefetchSlot(uint64_t hv) const;
+  // The first item of hv's bucket (reads the slot: call it a few requests
+  // after PrefetchSlot, when the slot is likely cached).
+  void PrefetchHead(uint64_t hv) const;
+
   // Growth, run by the expander thread (or a test, synchronously).
   bool NeedsGrowth() const;
   void Grow();
@@ -63,11 +79,18 @@ class HashTable {
  private:
   Item** BucketLocked(uint64_t hv) const;
   void ExpanderLoop();
+  static Item** MapTable(int hashpower);
+  // Returns the array's pages to the kernel; the mapping stays (see above).
+  void RetireTable(Item** t, int hashpower);
 
   ItemLocks* locks_;
-  Item** primary_;                    // all stripes to swap; one stripe to use
+  // Swapped under all stripes; one stripe to use. Atomic only for
+  // PrefetchHead: stored (release) before hashpower_, so a reader that
+  // loads hashpower_ then primary_ (acquire) indexes an array at least that big.
+  std::atomic<Item**> primary_;
   Item** old_ = nullptr;              // same guard
   std::atomic<int> hashpower_;        // written under all stripes; relaxed reads for stats
+  std::vector<std::pair<Item**, int>> retired_;  // expander thread (or ~HashTable)
   std::atomic<bool> expanding_{false};      // same as hashpower_
   std::atomic<uint64_t> expand_bucket_{0};  // see class comment
   std::atomic<uint64_t> items_{0};

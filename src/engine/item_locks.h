@@ -44,6 +44,8 @@ class ItemLocks {
   // Never waits. False when busy or already held by this thread.
   bool TryLock(uint32_t stripe) NO_THREAD_SAFETY_ANALYSIS;
   bool HeldByMe(uint32_t stripe) const;
+  // A hint: brings the stripe's lock into this core's cache, for writing.
+  void Prefetch(uint32_t stripe) const { __builtin_prefetch(&locks_[stripe], 1); }
   void AssertHeld(uint32_t stripe) const;
   // Every stripe in ascending order: a barrier against all table users.
   void LockAll() NO_THREAD_SAFETY_ANALYSIS;

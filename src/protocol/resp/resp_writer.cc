@@ -78,7 +78,7 @@ void RespWriter::BulkItem(engine::ItemRef item) {
   rel.fn = &engine::Engine::ReleaseRaw;
   rel.ctx = item.engine();
   rel.obj = item.Detach();
-  out_->AppendExternal(spans, n, rel);
+  out_->AppendValue(spans, n, rel);
 }
 
 void RespWriter::Null() {

@@ -24,6 +24,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
   parser_.set_max_bulk(
       static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
   created_unix_ = server->engine()->clock()->UnixSeconds();
+  cmd_clock_ns_ = server->engine()->clock()->MonoNanos();
   stats_->connected_clients.fetch_add(1, std::memory_order_relaxed);
   stats_->total_connections.fetch_add(1, std::memory_order_relaxed);
 }
@@ -33,6 +34,8 @@ Session::~Session() { stats_->connected_clients.fetch_sub(1, std::memory_order_r
 size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   RespWriter w(&out, conn_.identity().proto());
   size_t used = 0;
+  prefetch_.Reset();
+  cmd_clock_ns_ = server_->engine()->clock()->MonoNanos();
   while (!close_ && used < len) {
     ParseStatus st = parser_.Parse(data + used, len - used);
     if (st == ParseStatus::kNeedMore) break;
@@ -48,6 +51,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     const std::vector<std::string_view>& argv = parser_.args();
     size_t consumed = parser_.consumed();
     if (!argv.empty()) {
+      prefetch_.Before(server_->engine(), conn_.identity().db(), data, len, used + consumed);
       w.set_proto(conn_.identity().proto());
       Execute(argv, &w);
     }
@@ -135,8 +139,10 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
     staged_writer.emplace(&*staged, w->proto());
     ctx.w = &*staged_writer;
   }
+  // One clock read per command: a command's start is the previous one's end
+  // (or the start of the input batch), so parse time counts toward it.
   const Clock* clock = server_->engine()->clock();
-  int64_t t0 = clock->MonoNanos();
+  int64_t t0 = cmd_clock_ns_;
   if (locked || (spec.flags & kCmdGlobal) != 0) {
     ctx.locked = locked;
     spec.fn(ctx);
@@ -171,6 +177,7 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
       w->out()->AppendCopyOf(*staged);
   }
   int64_t t1 = clock->MonoNanos();
+  cmd_clock_ns_ = t1;
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];
   c.calls.fetch_add(1, std::memory_order_relaxed);
   c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);

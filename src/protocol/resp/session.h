@@ -12,6 +12,7 @@
 #include "net/protocol_handler.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/conn_state.h"
+#include "protocol/resp/key_prefetcher.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 
@@ -56,6 +57,7 @@ class Session final : public net::ProtocolHandler {
   WorkerStats* stats_;
   ConnState conn_;
   RespParser parser_;
+  KeyPrefetcher prefetch_;
   // Reused per command so the hot path allocates nothing (moved out while in
   // use, so a nested Run simply starts with empty ones).
   std::vector<size_t> idx_buf_;
@@ -63,6 +65,7 @@ class Session final : public net::ProtocolHandler {
   std::vector<std::string_view> view_buf_;
   bool close_ = false;
   int64_t created_unix_;
+  int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
 };
 
 }  // namespace trove::resp

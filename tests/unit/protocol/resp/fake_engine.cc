@@ -198,6 +198,10 @@ AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueTyp
 
 void Engine::AdjustHeapBytes(int64_t delta) { impl_->heap_bytes += delta; }
 
+uint64_t Engine::KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+void Engine::PrefetchKey(uint64_t) const {}
+void Engine::PrefetchItem(uint64_t) const {}
+
 ItemRef Engine::GetLocked(std::string_view key, ThreadStats*, bool) {
   CHECK(t_lockset_held);
   Item* it = impl_->Find(clock_, key);

@@ -1,0 +1,94 @@
+// KeyPrefetcher: the look-ahead scan over pipelined RESP requests.
+#include "protocol/resp/key_prefetcher.h"
+
+#include <cstring>
+#include <string_view>
+
+namespace trove::resp {
+namespace {
+
+// Reads "<prefix><digits>\r\n" at data[*pos, len); false if incomplete or
+// not that shape.
+bool ReadCount(const char* data, size_t len, size_t* pos, char prefix, size_t* n) {
+  size_t p = *pos;
+  if (p >= len || data[p] != prefix) return false;
+  ++p;
+  size_t v = 0;
+  size_t digits = 0;
+  while (p < len && data[p] >= '0' && data[p] <= '9') {
+    v = v * 10 + static_cast<size_t>(data[p] - '0');
+    ++p;
+    if (++digits > 9) return false;
+  }
+  if (digits == 0 || p + 1 >= len || data[p] != '\r' || data[p + 1] != '\n') return false;
+  *pos = p + 2;
+  *n = v;
+  return true;
+}
+
+constexpr size_t kMaxArgs = 64;       // longer requests are not worth scanning
+constexpr size_t kMaxPrefixedKey = 250;  // keys encoded on the stack for db != 0
+
+}  // namespace
+
+bool KeyPrefetcher::ScanRequest(int db, const char* data, size_t len, size_t start, size_t* end,
+                                uint64_t* hv) {
+  size_t pos = start;
+  size_t argc = 0;
+  if (!ReadCount(data, len, &pos, '*', &argc) || argc < 2 || argc > kMaxArgs) return false;
+  std::string_view key;
+  for (size_t i = 0; i < argc; ++i) {
+    size_t n = 0;
+    if (!ReadCount(data, len, &pos, '$', &n)) return false;
+    if (n > len || pos + n + 2 > len) return false;
+    if (i == 1) key = std::string_view(data + pos, n);
+    pos += n + 2;
+  }
+  *end = pos;
+  // The engine key as CommandContext::Key encodes it (keyspace.cc).
+  if (db == 0 && (key.empty() || key[0] != '\0')) {
+    *hv = engine::Engine::KeyHash(key);
+    return true;
+  }
+  if (key.size() > kMaxPrefixedKey) return false;
+  char buf[kMaxPrefixedKey + 2];
+  buf[0] = '\0';
+  buf[1] = static_cast<char>(db);
+  std::memcpy(buf + 2, key.data(), key.size());
+  *hv = engine::Engine::KeyHash(std::string_view(buf, key.size() + 2));
+  return true;
+}
+
+void KeyPrefetcher::Before(const engine::Engine* e, int db, const char* data, size_t len,
+                           size_t end) {
+  // Drop the running request and anything before it.
+  while (count_ > 0 && ring_[head_].end <= end) {
+    head_ = (head_ + 1) % kAhead;
+    --count_;
+  }
+  if (scan_ < end) {  // behind (first call, or the scan lost step): restart here
+    scan_ = end;
+    count_ = 0;
+  }
+  while (!stopped_ && count_ < kAhead) {
+    Slot s;
+    if (!ScanRequest(db, data, len, scan_, &s.end, &s.hv)) {
+      stopped_ = true;
+      break;
+    }
+    s.item_done = false;
+    e->PrefetchKey(s.hv);
+    ring_[(head_ + count_) % kAhead] = s;
+    ++count_;
+    scan_ = s.end;
+  }
+  for (size_t i = 0; i < count_ && i < kItemLag; ++i) {
+    Slot& s = ring_[(head_ + i) % kAhead];
+    if (!s.item_done) {
+      e->PrefetchItem(s.hv);
+      s.item_done = true;
+    }
+  }
+}
+
+}  // namespace trove::resp

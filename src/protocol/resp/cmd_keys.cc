@@ -35,13 +35,13 @@ void CmdExists(CommandContext& ctx) {
 void CmdTouch(CommandContext& ctx) {
   int64_t n = 0;
   for (size_t i = 1; i < ctx.argc(); ++i) {
-    if (ctx.engine->GetLocked(ctx.Key(i), ctx.ts, true)) ++n;
+    if (LookupLocked(ctx, ctx.Key(i), true)) ++n;
   }
   ctx.w->Integer(n);
 }
 
 void CmdType(CommandContext& ctx) {
-  ItemRef it = ctx.engine->GetLocked(ctx.Key(1), ctx.ts, false);
+  ItemRef it = LookupLocked(ctx, ctx.Key(1), false);
   ctx.w->Simple(it ? TypeName(it.type()) : "none");
 }
 
@@ -132,7 +132,7 @@ void CmdPExpireAt(CommandContext& ctx) { ExpireGeneric(ctx, true, true); }
 
 // TTL family: mode 0 TTL, 1 PTTL, 2 EXPIRETIME, 3 PEXPIRETIME.
 void TtlGeneric(CommandContext& ctx, int mode) {
-  ItemRef it = ctx.engine->GetLocked(ctx.Key(1), ctx.ts, false);
+  ItemRef it = LookupLocked(ctx, ctx.Key(1), false);
   if (!it) {
     ctx.w->Integer(-2);
     return;
@@ -237,6 +237,7 @@ void CmdCopy(CommandContext& ctx) {
   std::string_view keys[2] = {src, dst};
   engine::KeyLockSet lock(ctx.engine, keys);
   ItemRef it = ctx.engine->GetLocked(src, ctx.ts, false);
+  CountKeyspace(ctx, static_cast<bool>(it));  // the source is read, the target not
   if (!it) {
     ctx.w->Integer(0);
     return;

@@ -707,6 +707,7 @@ void CmdObject(CommandContext& ctx) {
   std::string key = ctx.Key(2);
   engine::KeyLockSet lock(ctx.engine, key);
   ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
+  CountKeyspace(ctx, static_cast<bool>(it));
   if (!it) {
     ctx.w->Null();
     return;

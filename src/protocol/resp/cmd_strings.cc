@@ -104,7 +104,14 @@ void CmdSet(CommandContext& ctx) {
     }
   }
   std::string key = ctx.Key(1);
-  ItemRef old = LookupLocked(ctx, key);
+  // As Redis: only GET reads the old value (and counts a keyspace hit or
+  // miss); NX, XX and KEEPTTL look without counting; a plain SET never looks.
+  ItemRef old;
+  if (get) {
+    old = LookupLocked(ctx, key);
+    CountKeyspace(ctx, static_cast<bool>(old));  // SET is a write: counted here
+  } else if (nx || xx || e.keepttl)
+    old = ctx.engine->GetLocked(key, ctx.ts, /*bump=*/false);
   if (get && old && old.type() != ValueType::kString) {
     ctx.WrongType();
     return;

@@ -366,6 +366,7 @@ LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, Collect
     }
   }
   engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts);
+  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(it));
   if (!it) return LoadStatus::kMissing;
   if (it.type() == engine::ValueType::kString) return LoadStatus::kWrongType;
   *type = it.type();

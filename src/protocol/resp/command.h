@@ -58,6 +58,9 @@ struct CommandSpec {
   // A collection write: it stores its result after replying, so its reply is
   // staged and replaced by -OOM if that store fails (filled by CommandTable).
   bool stages_reply = false;
+  // A write command whose lookups of its source keys count as keyspace
+  // hits/misses, as Redis's lookupKeyRead does (GETSET, *STORE, COPY ...).
+  bool reads_keys = false;
 };
 
 // What a handler sees for one call.
@@ -75,6 +78,8 @@ struct CommandContext {
   const CommandSpec* spec = nullptr;
   bool locked = false;
   bool in_exec = false;
+  // Lookups count keyspace hits/misses: read commands and reads_keys ones.
+  bool count_keyspace = false;
   // Collections decoded or created by this command (see collections.h).
   std::vector<ScratchEntry>* scratch = nullptr;
   // Set when a collection write could not be stored (no memory under -M);

@@ -43,6 +43,12 @@ CommandTable::CommandTable() {
     std::string_view group = s.group;
     s.stages_reply = (s.flags & kCmdWrite) != 0 && (group == "list" || group == "hash" ||
                                                     group == "set" || group == "sorted-set");
+    static constexpr std::string_view kReadsKeys[] = {
+        "getset", "getdel", "getex", "copy", "sinterstore", "sunionstore", "sdiffstore",
+        "zunionstore", "zinterstore", "zdiffstore", "zrangestore"};
+    for (std::string_view n : kReadsKeys) {
+      if (n == s.name) s.reads_keys = true;
+    }
     by_name_.emplace(s.name, i);
   }
 }

@@ -74,13 +74,16 @@ const char* TypeName(engine::ValueType t) {
   return "none";
 }
 
+void CountKeyspace(CommandContext& ctx, bool hit) {
+  if (ctx.session == nullptr) return;
+  WorkerStats* st = ctx.session->stats();
+  (hit ? st->keyspace_hits : st->keyspace_misses).fetch_add(1, std::memory_order_relaxed);
+}
+
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump) {
   DCHECK(ctx.locked);
   engine::ItemRef r = ctx.engine->GetLocked(ekey, ctx.ts, bump);
-  if (ctx.session != nullptr) {
-    WorkerStats* st = ctx.session->stats();
-    (r ? st->keyspace_hits : st->keyspace_misses).fetch_add(1, std::memory_order_relaxed);
-  }
+  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(r));
   return r;
 }
 

@@ -29,7 +29,10 @@ int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms);
 
 const char* TypeName(engine::ValueType t);
 
-// REQUIRES: ctx.locked. Looks ekey up; counts a keyspace hit or miss.
+// INFO's keyspace_hits / keyspace_misses.
+void CountKeyspace(CommandContext& ctx, bool hit);
+// REQUIRES: ctx.locked. Looks ekey up; counts a keyspace hit or miss when
+// ctx.count_keyspace (Redis counts read lookups only).
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump = true);
 
 // REQUIRES: ctx.locked. Stores a string with the given engine exptime

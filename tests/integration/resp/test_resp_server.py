@@ -68,6 +68,65 @@ def test_info_sections(r):
     assert "redis_version" not in r.info("stats")
 
 
+# Which commands count INFO keyspace_hits / keyspace_misses, as Redis 7
+# counts them: read lookups only (lookupKeyRead), so writes never count, but
+# GETSET, SET ... GET, COPY and the *STORE commands count the keys they read.
+KEYSPACE_CASES = [
+    ("set", lambda r: r.set("a", "1"), 0, 0),
+    ("setnx", lambda r: r.setnx("a", "1"), 0, 0),
+    ("set get", lambda r: r.set("a", "1", get=True), 1, 0),
+    ("incr", lambda r: r.incr("n"), 0, 0),
+    ("append", lambda r: r.append("a", "x"), 0, 0),
+    ("getset", lambda r: r.getset("a", "2"), 1, 0),
+    ("getdel", lambda r: r.getdel("a"), 1, 0),
+    ("getex miss", lambda r: r.getex("zz"), 0, 1),
+    ("lpush", lambda r: r.lpush("l", "y"), 0, 0),
+    ("lpop", lambda r: r.lpop("l"), 0, 0),
+    ("hset", lambda r: r.hset("h", "g", "1"), 0, 0),
+    ("hget", lambda r: r.hget("h", "g"), 1, 0),
+    ("hincrby", lambda r: r.hincrby("h", "n", 1), 0, 0),
+    ("sadd", lambda r: r.sadd("s", "n"), 0, 0),
+    ("zincrby", lambda r: r.zincrby("z", 1, "n"), 0, 0),
+    ("exists", lambda r: r.exists("s"), 1, 0),
+    ("expire", lambda r: r.expire("s", 100), 0, 0),
+    ("ttl", lambda r: r.ttl("s"), 1, 0),
+    ("type", lambda r: r.type("s"), 1, 0),
+    ("lrange", lambda r: r.lrange("l", 0, -1), 1, 0),
+    ("mget", lambda r: r.mget("l", "q"), 1, 1),
+    ("sinterstore", lambda r: r.sinterstore("d", ["s", "q"]), 1, 1),
+    ("zunionstore", lambda r: r.zunionstore("d2", ["z", "q"]), 1, 1),
+    ("lmove", lambda r: r.lmove("l", "l2"), 0, 0),
+    ("strlen", lambda r: r.strlen("k"), 0, 1),
+    ("touch", lambda r: r.touch("s"), 1, 0),
+    ("copy", lambda r: r.copy("s", "s9"), 1, 0),
+    ("object", lambda r: r.object("encoding", "s"), 1, 0),
+    ("hgetall miss", lambda r: r.hgetall("nohash"), 0, 1),
+    ("sunion", lambda r: r.sunion(["s", "q"]), 1, 1),
+    ("del", lambda r: r.delete("h"), 0, 0),
+]
+
+
+def test_keyspace_hits_count_reads_only(r):
+    r.set("a", "1")
+    r.rpush("l", "x")
+    r.hset("h", "f", "v")
+    r.sadd("s", "m")
+    r.zadd("z", {"m": 1})
+
+    def counts():
+        i = r.info("stats")
+        return i["keyspace_hits"], i["keyspace_misses"]
+
+    wrong = []
+    for name, fn, hits, misses in KEYSPACE_CASES:
+        h0, m0 = counts()
+        fn(r)
+        h1, m1 = counts()
+        if (h1 - h0, m1 - m0) != (hits, misses):
+            wrong.append((name, h1 - h0, m1 - m0, hits, misses))
+    assert wrong == []
+
+
 def test_config(r):
     assert r.config_get("hash-max-listpack-entries") == {"hash-max-listpack-entries": "512"}
     got = r.config_get("zset-max-*")

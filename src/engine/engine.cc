@@ -345,9 +345,10 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
         }
         if (HasFlag(old, kItemHeap) || old->type != it->type) break;
         AllocStatus st;
-        made = AllocItem(key, old->client_flags, old->exptime.load(std::memory_order_relaxed),
-                         size_t{old->nbytes} + it->nbytes, static_cast<ValueType>(old->type), &st);
+        made = AllocItem(key, ClientFlagsOf(old), 0, size_t{old->nbytes} + it->nbytes,
+                         static_cast<ValueType>(old->type), &st);
         if (made == nullptr) break;  // memcached answers NOT_STORED on OOM here
+        CopyExpiry(made, old);
         const Item* first = mode == StoreMode::kAppend ? old : it;
         const Item* second = mode == StoreMode::kAppend ? it : old;
         // Copy through a bounded buffer: either side may be chunked.
@@ -373,7 +374,7 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
     }
     if (do_store) {
       if (args.keep_ttl) {
-        to_link->exptime.store(old->exptime.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        CopyExpiry(to_link, old);
       }
       uint64_t cas = stale ? old_cas : (args.explicit_cas != 0 ? args.explicit_cas : NextCas());
       if (stale) SetFlag(to_link, kItemStale);
@@ -447,9 +448,9 @@ DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, Thread
   if (args.remove_value) {
     // md x: an empty value with client flags 0 replaces the item.
     AllocStatus st;
-    Item* empty = m->AllocItem(key, 0, it->exptime.load(std::memory_order_relaxed), 0,
-                               static_cast<ValueType>(it->type), &st);
+    Item* empty = m->AllocItem(key, 0, 0, 0, static_cast<ValueType>(it->type), &st);
     if (empty != nullptr) {
+      CopyExpiry(empty, it);
       m->ReplaceLocked(it, empty, hv, ts,
                        args.explicit_cas != 0 ? args.explicit_cas : m->NextCas());
       m->Release(empty);
@@ -506,19 +507,19 @@ bool Engine::UnlinkLocked(std::string_view key, ThreadStats* ts) {
   return true;
 }
 
-bool Engine::SetExpiryLocked(std::string_view key, int64_t exptime_unix_or_zero, ThreadStats* ts) {
+bool Engine::SetExpiryMsLocked(std::string_view key, int64_t unix_ms_or_zero, ThreadStats* ts) {
   Impl* m = impl_.get();
   const uint64_t hv = HashKey(key);
   m->locks.AssertHeld(m->locks.StripeOf(hv));
   Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
   if (it == nullptr) return false;
-  uint32_t rel = 0;
-  if (exptime_unix_or_zero != 0) {
-    int64_t r = exptime_unix_or_zero - m->started;
-    rel = r <= 1 ? 1 : static_cast<uint32_t>(std::min<int64_t>(r, UINT32_MAX));
-  }
-  it->exptime.store(rel, std::memory_order_relaxed);
+  m->SetExpiryMs(it, unix_ms_or_zero);
   return true;
+}
+
+void Engine::SetNewItemExpiryMs(ItemRef& item, int64_t unix_ms_or_zero) {
+  DCHECK(!HasFlag(item.raw(), kItemLinked));
+  impl_->SetExpiryMs(item.raw(), unix_ms_or_zero);
 }
 
 AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueType type,

@@ -104,8 +104,10 @@ class ItemRef {
   bool is_heap() const;            // value is a HeapValue*
   bool is_chunked() const;         // value spans several chunks
   bool key_is_binary() const;      // stored with a base64 key (meta b)
-  // Absolute expiry as unix seconds; 0 = never.
+  // Absolute expiry as unix seconds (the second it falls in); 0 = never.
   int64_t expires_at_unix() const;
+  // The same in unix milliseconds (exact for RESP's millisecond expiries).
+  int64_t expires_at_unix_ms() const;
 
   // The value as iovecs straight from item memory (1 span unless chunked);
   // with_crlf appends the "\r\n" the engine stores after every value.
@@ -274,8 +276,13 @@ class Engine {
   StoreResult StoreItemLocked(ItemRef& item, const StoreArgs& args, ThreadStats* ts,
                               uint64_t* cas_out = nullptr);
   bool UnlinkLocked(std::string_view key, ThreadStats* ts);
-  // Changes the expiry of a linked item (RESP EXPIRE family, PERSIST).
-  bool SetExpiryLocked(std::string_view key, int64_t exptime_unix_or_zero, ThreadStats* ts);
+  // Changes the expiry of a linked item (RESP EXPIRE family, PERSIST) to a
+  // unix time in milliseconds, 0 = never. Millisecond precision needs client
+  // flags 0 (always so for RESP writes); an item with memcached flags rounds
+  // up to the next second. memcached's touch/gat keep the millisecond part.
+  bool SetExpiryMsLocked(std::string_view key, int64_t unix_ms_or_zero, ThreadStats* ts);
+  // The same for an item from Allocate / AllocateHeap not yet stored.
+  void SetNewItemExpiryMs(ItemRef& item, int64_t unix_ms_or_zero);
   // Allocates an item whose value is a HeapValue (the pointer is stored).
   AllocOutput AllocateHeap(std::string_view key, int64_t exptime, ValueType type,
                            std::unique_ptr<HeapValue> value, ThreadStats* ts);

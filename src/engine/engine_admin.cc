@@ -266,7 +266,7 @@ std::vector<DumpEntry> Engine::MetaDump(std::string_view classes) {
       e.fetched = HasFlag(it, kItemFetched);
       e.slab_class = cls;
       e.size = m->Ntotal(it);
-      e.flags = it->client_flags;
+      e.flags = ClientFlagsOf(it);
       out.push_back(std::move(e));
     });
   } while (cursor != 0);

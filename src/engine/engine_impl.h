@@ -49,8 +49,19 @@ struct Engine::Impl {
   uint32_t RelTime(int64_t exptime) const;
   bool IsExpired(const Item* it, uint32_t now) const {
     uint32_t e = it->exptime.load(std::memory_order_relaxed);
-    return e != 0 && e <= now;
+    if (e == 0) return false;
+    if (!HasFlag(it, kItemExpMs)) return e <= now;
+    // A millisecond expiry: `now` is a cached second that may lag, so only
+    // an item due this second or the next reads the clock.
+    if (e < now) return true;
+    if (e > now + 1) return false;
+    return NowRelMs() >= int64_t{e} * 1000 + ExpiryMsPart(it);
   }
+  // Milliseconds since `started`, read from the clock.
+  int64_t NowRelMs() const { return clock->UnixMicros() / 1000 - started * 1000; }
+  // Sets the expiry of `it` (under its stripe, or not yet linked) to a unix
+  // time in ms (0 never; at or before now: already expired).
+  void SetExpiryMs(Item* it, int64_t unix_ms) const;
   bool IsFlushed(const Item* it, uint32_t now) const;
   bool IsDead(const Item* it, uint32_t now) const { return IsExpired(it, now) || IsFlushed(it, now); }
   uint64_t NextCas() { return opts.use_cas ? cas_id.fetch_add(1, std::memory_order_relaxed) + 1 : 0; }

@@ -165,12 +165,12 @@ ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadSta
       result = it;
     } else {
       AllocStatus st;
-      result = m->AllocItem(key, it->client_flags, it->exptime.load(std::memory_order_relaxed), len,
-                            ValueType::kString, &st);
+      result = m->AllocItem(key, ClientFlagsOf(it), 0, len, ValueType::kString, &st);
       if (result == nullptr) {
         out.result = ArithResult::kNoMemory;
         return out;
       }
+      CopyExpiry(result, it);
       WritePayload(result, 0, buf, len);
       m->ReplaceLocked(it, result, hv, ts, cas);
     }

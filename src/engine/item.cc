@@ -56,6 +56,31 @@ void ReadPayload(const Item* it, size_t off, char* dst, size_t len) {
 
 // --- Engine::Impl item life-cycle ---
 
+void Engine::Impl::SetExpiryMs(Item* it, int64_t unix_ms) const {
+  uint32_t sec = 0;
+  uint32_t ms = 0;
+  if (unix_ms != 0) {
+    int64_t rel = unix_ms - started * 1000;
+    if (rel < 1000) {
+      sec = 1;  // rel time 1 is always in the past
+    } else {
+      sec = static_cast<uint32_t>(std::min<int64_t>(rel / 1000, UINT32_MAX));
+      ms = static_cast<uint32_t>(rel % 1000);
+    }
+  }
+  if (ms != 0) {
+    if (HasFlag(it, kItemExpMs) || it->client_flags.load(std::memory_order_relaxed) == 0) {
+      SetFlag(it, kItemExpMs);  // before the milliseconds: see ClientFlagsOf
+      it->client_flags.store(ms, std::memory_order_release);
+    } else {
+      ++sec;  // memcached flags hold the slot: round up to the next second
+    }
+  } else if (HasFlag(it, kItemExpMs)) {
+    it->client_flags.store(0, std::memory_order_relaxed);
+  }
+  it->exptime.store(sec, std::memory_order_relaxed);
+}
+
 uint32_t Engine::Impl::RelTime(int64_t exptime) const {
   if (exptime == 0) return 0;
   if (exptime < 0) return 1;  // rel time 1 is always in the past
@@ -150,7 +175,7 @@ Item* Engine::Impl::AllocItem(std::string_view key, uint32_t flags, uint32_t exp
   it->h_next = nullptr;
   it->nkey = static_cast<uint16_t>(key.size());
   it->nbytes = static_cast<uint32_t>(nbytes);
-  it->client_flags = flags;
+  it->client_flags.store(flags, std::memory_order_relaxed);
   it->type = static_cast<uint8_t>(type);
   it->exptime.store(exptime, std::memory_order_relaxed);
   it->time.store(Now(), std::memory_order_relaxed);
@@ -267,7 +292,7 @@ void ItemRef::Reset() {
 }
 
 std::string_view ItemRef::key() const { return KeyOf(item_); }
-uint32_t ItemRef::client_flags() const { return item_->client_flags; }
+uint32_t ItemRef::client_flags() const { return ClientFlagsOf(item_); }
 uint64_t ItemRef::cas() const { return CasOf(item_); }
 uint32_t ItemRef::value_length() const { return item_->nbytes; }
 ValueType ItemRef::type() const { return static_cast<ValueType>(item_->type); }
@@ -278,6 +303,12 @@ bool ItemRef::key_is_binary() const { return HasFlag(item_, kItemKeyBinary); }
 int64_t ItemRef::expires_at_unix() const {
   uint32_t e = item_->exptime.load(std::memory_order_relaxed);
   return e == 0 ? 0 : engine_->impl_->started + e;
+}
+
+int64_t ItemRef::expires_at_unix_ms() const {
+  uint32_t e = item_->exptime.load(std::memory_order_relaxed);
+  if (e == 0) return 0;
+  return (engine_->impl_->started + e) * 1000 + ExpiryMsPart(item_);
 }
 
 int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {

@@ -27,6 +27,10 @@ enum ItemFlag : uint16_t {
   kItemTokenSent = 1 << 9,  // a client holds the recache (win) token
   kItemSetAside = 1 << 10,  // free chunk of a page being moved (slabs lock)
   kItemKeyBinary = 1 << 11, // key was given in base64 (meta b): mg k returns it so
+  // Expiry has millisecond precision (RESP): it falls exptime seconds plus
+  // client_flags milliseconds after the engine's start, and the memcached
+  // client flags read as 0. Only items whose client flags were 0 get it.
+  kItemExpMs = 1 << 12,
 };
 
 enum class Segment : uint8_t { kHot = 0, kWarm = 1, kCold = 2, kTemp = 3 };
@@ -60,7 +64,10 @@ struct Item {
   std::atomic<uint8_t> clsid;       // class | segment << 6; segment changes under stripe
   uint8_t type;                     // ValueType; fixed at allocation
   uint16_t nkey;                    // fixed at allocation
-  uint32_t client_flags;            // stripe (fixed while linked)
+  // memcached flags, or with kItemExpMs the expiry's milliseconds (0-999).
+  // Written under the stripe; relaxed atomic because memcached readers use
+  // it after the stripe is released.
+  std::atomic<uint32_t> client_flags;
 };
 static_assert(sizeof(Item) == 48, "item header must stay compact");
 
@@ -83,6 +90,37 @@ inline Segment SegmentOf(const Item* it) {
 inline void SetSegment(Item* it, Segment s) {
   it->clsid.store(static_cast<uint8_t>(ClassOf(it) | (static_cast<int>(s) << 6)),
                   std::memory_order_relaxed);
+}
+
+// The client flags memcached sees (0 for an item with a millisecond expiry).
+// Reads client_flags first (acquire) so a concurrent switch to kItemExpMs,
+// which sets the flag before storing the milliseconds (release), never shows
+// the milliseconds as flags.
+inline uint32_t ClientFlagsOf(const Item* it) {
+  uint32_t f = it->client_flags.load(std::memory_order_acquire);
+  return HasFlag(it, kItemExpMs) ? 0 : f;
+}
+// Milliseconds past exptime's second (0 unless kItemExpMs).
+inline uint32_t ExpiryMsPart(const Item* it) {
+  return HasFlag(it, kItemExpMs) ? it->client_flags.load(std::memory_order_relaxed) : 0;
+}
+// Gives `to` (under its stripe, or not yet linked) the expiry of `from`. A
+// millisecond part moves only if `to` has no memcached flags of its own;
+// otherwise the expiry rounds up to the next second.
+inline void CopyExpiry(Item* to, const Item* from) {
+  uint32_t e = from->exptime.load(std::memory_order_relaxed);
+  uint32_t ms = ExpiryMsPart(from);
+  if (ms != 0 && e != 0) {
+    if (HasFlag(to, kItemExpMs) || to->client_flags.load(std::memory_order_relaxed) == 0) {
+      SetFlag(to, kItemExpMs);
+      to->client_flags.store(ms, std::memory_order_release);
+    } else {
+      ++e;
+    }
+  } else if (HasFlag(to, kItemExpMs)) {
+    to->client_flags.store(0, std::memory_order_relaxed);
+  }
+  to->exptime.store(e, std::memory_order_relaxed);
 }
 
 inline size_t HeaderSize(const Item* it) { return kItemHeader + (HasFlag(it, kItemCas) ? 8 : 0); }

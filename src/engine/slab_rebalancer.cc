@@ -67,11 +67,11 @@ bool SlabRebalancer::Rescue(Item* it, uint64_t hv) {
   Item* n = m->slabs.AllocFree(cls);
   if (n == nullptr) return false;
   constexpr uint16_t kKeep = kItemCas | kItemFetched | kItemActive | kItemHeap | kItemStale |
-                             kItemTokenSent;
+                             kItemTokenSent | kItemKeyBinary | kItemExpMs;
   n->flags.store(it->flags.load(std::memory_order_relaxed) & kKeep, std::memory_order_relaxed);
   n->nkey = it->nkey;
   n->nbytes = it->nbytes;
-  n->client_flags = it->client_flags;
+  n->client_flags.store(it->client_flags.load(std::memory_order_relaxed), std::memory_order_relaxed);
   n->type = it->type;
   n->exptime.store(it->exptime.load(std::memory_order_relaxed), std::memory_order_relaxed);
   std::memcpy(ItemKey(n), ItemKey(it), size_t{it->nkey} + it->nbytes + 2);

@@ -100,7 +100,7 @@ void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
     ctx.w->Integer(0);
     return;
   }
-  int64_t cur = it.expires_at_unix() == 0 ? -1 : it.expires_at_unix() * 1000;
+  int64_t cur = it.expires_at_unix_ms() == 0 ? -1 : it.expires_at_unix_ms();
   if (nx && cur != -1) {
     ctx.w->Integer(0);
     return;
@@ -118,11 +118,11 @@ void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
     return;
   }
   it.Reset();
-  int64_t exptime = ExptimeFromUnixMs(when, now);
-  if (exptime < 0)
+  int64_t expire_ms = FutureExpiryMs(when, now);
+  if (expire_ms < 0)
     ctx.engine->UnlinkLocked(key, ctx.ts);
   else
-    ctx.engine->SetExpiryLocked(key, exptime, ctx.ts);
+    ctx.engine->SetExpiryMsLocked(key, expire_ms, ctx.ts);
   ctx.w->Integer(1);
 }
 void CmdExpire(CommandContext& ctx) { ExpireGeneric(ctx, false, false); }
@@ -137,7 +137,7 @@ void TtlGeneric(CommandContext& ctx, int mode) {
     ctx.w->Integer(-2);
     return;
   }
-  int64_t e = it.expires_at_unix();
+  int64_t e = it.expires_at_unix_ms();
   if (e == 0) {
     ctx.w->Integer(-1);
     return;
@@ -151,10 +151,10 @@ void TtlGeneric(CommandContext& ctx, int mode) {
       ctx.w->Integer(left);
       break;
     case 2:
-      ctx.w->Integer(e);
+      ctx.w->Integer(e / 1000);
       break;
     default:
-      ctx.w->Integer(e * 1000);
+      ctx.w->Integer(e);
       break;
   }
 }
@@ -166,12 +166,12 @@ void CmdPExpireTime(CommandContext& ctx) { TtlGeneric(ctx, 3); }
 void CmdPersist(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
-  if (!it || it.expires_at_unix() == 0) {
+  if (!it || it.expires_at_unix_ms() == 0) {
     ctx.w->Integer(0);
     return;
   }
   it.Reset();
-  ctx.engine->SetExpiryLocked(key, 0, ctx.ts);
+  ctx.engine->SetExpiryMsLocked(key, 0, ctx.ts);
   ctx.w->Integer(1);
 }
 
@@ -193,7 +193,7 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
     ctx.w->Integer(0);
     return;
   }
-  if (!CopyItemLocked(ctx, it, dst, it.expires_at_unix())) return;
+  if (!CopyItemLocked(ctx, it, dst, it.expires_at_unix_ms())) return;
   it.Reset();
   ctx.engine->UnlinkLocked(src, ctx.ts);
   if (nx)
@@ -250,7 +250,7 @@ void CmdCopy(CommandContext& ctx) {
   }
   CommandContext inner = ctx;
   inner.locked = true;
-  if (CopyItemLocked(inner, it, dst, it.expires_at_unix())) ctx.w->Integer(1);
+  if (CopyItemLocked(inner, it, dst, it.expires_at_unix_ms())) ctx.w->Integer(1);
 }
 
 void CmdMove(CommandContext& ctx) {
@@ -270,7 +270,7 @@ void CmdMove(CommandContext& ctx) {
   }
   CommandContext inner = ctx;
   inner.locked = true;
-  if (!CopyItemLocked(inner, it, dst, it.expires_at_unix())) return;
+  if (!CopyItemLocked(inner, it, dst, it.expires_at_unix_ms())) return;
   it.Reset();
   ctx.engine->UnlinkLocked(src, ctx.ts);
   ctx.w->Integer(1);
@@ -426,12 +426,12 @@ void SwapDatabases(CommandContext& ctx, int a, int b) {
     ItemRef ia = ctx.engine->GetLocked(ka, ctx.ts, false);
     ItemRef ib = ctx.engine->GetLocked(kb, ctx.ts, false);
     if (ia) {
-      if (!CopyItemLocked(inner, ia, kb, ia.expires_at_unix())) return;
+      if (!CopyItemLocked(inner, ia, kb, ia.expires_at_unix_ms())) return;
     } else {
       ctx.engine->UnlinkLocked(kb, ctx.ts);
     }
     if (ib) {
-      if (!CopyItemLocked(inner, ib, ka, ib.expires_at_unix())) return;
+      if (!CopyItemLocked(inner, ib, ka, ib.expires_at_unix_ms())) return;
     } else {
       ctx.engine->UnlinkLocked(ka, ctx.ts);
     }

@@ -32,7 +32,7 @@ std::string CopyOut(const ItemRef& it) {
   return v;
 }
 
-int64_t KeepExptime(const ItemRef& it) { return it ? it.expires_at_unix() : 0; }
+int64_t KeepExptime(const ItemRef& it) { return it ? it.expires_at_unix_ms() : 0; }
 
 void CmdGet(CommandContext& ctx) {
   ItemRef it;
@@ -122,7 +122,7 @@ void CmdSet(CommandContext& ctx) {
   if (ok) {
     int64_t exptime = 0;
     if (e.has)
-      exptime = ExptimeFromUnixMs(e.abs_ms, ctx.server->NowMs());
+      exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
     else if (e.keepttl)
       exptime = KeepExptime(old);
     if (exptime < 0) {
@@ -156,7 +156,7 @@ void SetExGeneric(CommandContext& ctx, bool ms) {
   ExpireOpt e;
   if (!ParseExpireValue(ctx, ms ? "px" : "ex", ctx.argv[2], &e)) return;
   std::string key = ctx.Key(1);
-  int64_t exptime = ExptimeFromUnixMs(e.abs_ms, ctx.server->NowMs());
+  int64_t exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
   if (StoreStringLocked(ctx, key, ctx.argv[3], exptime, false)) ctx.w->Ok();
 }
 void CmdSetEx(CommandContext& ctx) { SetExGeneric(ctx, false); }
@@ -217,13 +217,13 @@ void CmdGetEx(CommandContext& ctx) {
   std::string v = CopyOut(it);
   it.Reset();
   if (e.has) {
-    int64_t exptime = ExptimeFromUnixMs(e.abs_ms, ctx.server->NowMs());
+    int64_t exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
     if (exptime < 0)
       ctx.engine->UnlinkLocked(key, ctx.ts);
     else
-      ctx.engine->SetExpiryLocked(key, exptime, ctx.ts);
+      ctx.engine->SetExpiryMsLocked(key, exptime, ctx.ts);
   } else if (e.persist) {
-    ctx.engine->SetExpiryLocked(key, 0, ctx.ts);
+    ctx.engine->SetExpiryMsLocked(key, 0, ctx.ts);
   }
   ctx.w->Bulk(v);
 }

@@ -323,11 +323,12 @@ ScratchEntry* AddScratch(CommandContext& ctx, std::string_view ekey) {
 // Stores v's byte form as the item at ekey; false (no reply written) if the
 // engine cannot allocate it.
 bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
-                  const CollectionBase& v, int64_t exptime) {
+                  const CollectionBase& v, int64_t expire_ms) {
   std::string bytes;
   v.Encode(&bytes);
-  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, exptime, bytes.size(), ctx.ts, type);
+  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, 0, bytes.size(), ctx.ts, type);
   if (a.status != engine::AllocStatus::kOk) return false;
+  if (expire_ms != 0) ctx.engine->SetNewItemExpiryMs(a.item, expire_ms);
   iovec spans[64];
   int n = a.item.WritableSpans(spans, 64);
   size_t off = 0;
@@ -343,8 +344,9 @@ bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType 
 // Moves a scratch object into the engine as a HeapValue; false if that fails.
 bool StoreHeap(CommandContext& ctx, ScratchEntry* e) {
   engine::AllocOutput a =
-      ctx.engine->AllocateHeap(e->key, e->exptime, e->type, std::move(e->owned), ctx.ts);
+      ctx.engine->AllocateHeap(e->key, 0, e->type, std::move(e->owned), ctx.ts);
   if (a.status != engine::AllocStatus::kOk) return false;
+  if (e->exptime != 0) ctx.engine->SetNewItemExpiryMs(a.item, e->exptime);
   engine::StoreArgs args;
   if (ctx.engine->StoreItemLocked(a.item, args, ctx.ts) != engine::StoreResult::kStored) {
     return false;
@@ -379,7 +381,7 @@ LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, Collect
   e->owned = DecodeItem(it);
   e->obj = e->owned.get();
   e->type = it.type();
-  e->exptime = it.expires_at_unix();
+  e->exptime = it.expires_at_unix_ms();
   e->heap_resident = false;
   *out = e->obj;
   return LoadStatus::kOk;
@@ -418,11 +420,12 @@ CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
     return e->obj;
   }
   CollectionBase* raw = v.get();
-  engine::AllocOutput a = ctx.engine->AllocateHeap(ekey, exptime, type, std::move(v), ctx.ts);
+  engine::AllocOutput a = ctx.engine->AllocateHeap(ekey, 0, type, std::move(v), ctx.ts);
   if (a.status != engine::AllocStatus::kOk) {
     ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
     return nullptr;
   }
+  if (exptime != 0) ctx.engine->SetNewItemExpiryMs(a.item, exptime);
   engine::StoreArgs args;
   engine::StoreResult r = ctx.engine->StoreItemLocked(a.item, args, ctx.ts);
   if (r != engine::StoreResult::kStored) {

@@ -199,7 +199,7 @@ struct ScratchEntry {
   std::unique_ptr<CollectionBase> owned;  // null once handed to the engine
   CollectionBase* obj = nullptr;          // null after the key was deleted
   engine::ValueType type = engine::ValueType::kList;
-  int64_t exptime = 0;         // absolute unix seconds, 0 = never
+  int64_t exptime = 0;         // absolute unix milliseconds, 0 = never
   bool heap_resident = false;  // now a HeapValue of a linked item
 };
 
@@ -220,8 +220,9 @@ LoadStatus LoadCollection(CommandContext& ctx, std::string_view ekey, T** out) {
 }
 
 // REQUIRES: ctx.locked. Stores a new collection at ekey (replacing what is
-// there) as bytes or as a HeapValue per v->compact(). Returns the stored
-// object, or nullptr after writing an OOM error.
+// there) as bytes or as a HeapValue per v->compact(), expiring at exptime
+// (unix ms, 0 never). Returns the stored object, or nullptr after writing an
+// OOM error.
 CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
                                    engine::ValueType type, std::unique_ptr<CollectionBase> v,
                                    int64_t exptime = 0);
@@ -234,7 +235,7 @@ void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
                   size_t bytes_before);
 
 // REQUIRES: ctx.locked. Stores a copy of item (string or collection) at
-// dst with the given engine exptime; false after writing an error.
+// dst expiring at exptime (unix ms, 0 never); false after writing an error.
 bool CopyItemLocked(CommandContext& ctx, const engine::ItemRef& item, std::string_view dst,
                     int64_t exptime);
 

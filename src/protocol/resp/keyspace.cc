@@ -44,17 +44,12 @@ void CommandContext::WrongArity() const {
   w->Error(m);
 }
 
-int64_t ExptimeFromUnixMs(int64_t abs_ms, int64_t now_ms) {
-  if (abs_ms <= now_ms) return -1;
-  int64_t s = (abs_ms + 500) / 1000;
-  int64_t min = now_ms / 1000 + 1;
-  return s < min ? min : s;
-}
+int64_t FutureExpiryMs(int64_t abs_ms, int64_t now_ms) { return abs_ms <= now_ms ? -1 : abs_ms; }
 
 int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms) {
-  int64_t e = item.expires_at_unix();
+  int64_t e = item.expires_at_unix_ms();
   if (e == 0) return -1;
-  int64_t left = e * 1000 - now_ms;
+  int64_t left = e - now_ms;
   return left < 0 ? 0 : left;
 }
 
@@ -88,13 +83,13 @@ engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bu
 }
 
 bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
-                       int64_t exptime, bool keep_ttl, engine::ValueType type) {
+                       int64_t expire_ms, bool keep_ttl, engine::ValueType type) {
   DCHECK(ctx.locked);
   if (ekey.size() > limits::kEngineMaxKey) {
     ctx.Error("ERR key too long (Trove keys are at most 65535 bytes)");
     return false;
   }
-  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, exptime, value.size(), ctx.ts, type);
+  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, 0, value.size(), ctx.ts, type);
   if (a.status == engine::AllocStatus::kTooLarge) {
     ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
     return false;
@@ -103,6 +98,7 @@ bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_v
     ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
     return false;
   }
+  if (expire_ms != 0) ctx.engine->SetNewItemExpiryMs(a.item, expire_ms);
   if (!value.empty()) {
     iovec spans[64];
     int n = a.item.WritableSpans(spans, 64);
@@ -133,7 +129,7 @@ WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey) {
   if (!it) return w;
   w.cas = it.cas();
   w.identity = it.raw();
-  w.expiry = it.expires_at_unix();
+  w.expiry = it.expires_at_unix_ms();
   if (it.is_heap()) w.heap_version = static_cast<CollectionBase*>(it.heap())->version();
   return w;
 }

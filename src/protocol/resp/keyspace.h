@@ -21,9 +21,10 @@ std::string EncodeDbKey(int db, std::string_view key);
 // Inverse of EncodeDbKey.
 void DecodeDbKey(std::string_view enc, int* db, std::string_view* key);
 
-// Engine exptime for an absolute unix-ms expiry: whole seconds (the engine's
-// resolution), rounded to nearest but at least one second ahead of now.
-int64_t ExptimeFromUnixMs(int64_t abs_ms, int64_t now_ms);
+// Expiries on the RESP side are absolute unix milliseconds, 0 = never (the
+// engine keeps them to the millisecond). Returns abs_ms, or -1 when it is not
+// after now_ms (the key is to be deleted at once, as Redis does).
+int64_t FutureExpiryMs(int64_t abs_ms, int64_t now_ms);
 // Milliseconds left, -1 if the item never expires.
 int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms);
 
@@ -35,11 +36,11 @@ void CountKeyspace(CommandContext& ctx, bool hit);
 // ctx.count_keyspace (Redis counts read lookups only).
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump = true);
 
-// REQUIRES: ctx.locked. Stores a string with the given engine exptime
-// (keep_ttl: the old item's expiry). On failure writes the error reply and
-// returns false.
+// REQUIRES: ctx.locked. Stores a string expiring at expire_ms (unix ms, 0
+// never; keep_ttl: the old item's expiry instead). On failure writes the
+// error reply and returns false.
 bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
-                       int64_t exptime, bool keep_ttl,
+                       int64_t expire_ms, bool keep_ttl,
                        engine::ValueType type = engine::ValueType::kString);
 
 // The version a WATCH records for a key (cas, identity, in-place version).

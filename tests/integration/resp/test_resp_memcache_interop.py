@@ -21,6 +21,33 @@ def test_resp_set_is_memcached_get(trove, rd):
     mc.close()
 
 
+def test_millisecond_expiry_seen_from_memcached(trove, rd):
+    """A PX expiry's milliseconds are not memcached flags; a key with
+    memcached flags keeps them under PEXPIRE (its expiry rounds up to the
+    next second, documented in docs/resp.md)."""
+    import socket
+    import time
+    s = socket.create_connection(("127.0.0.1", trove.port), timeout=5)
+
+    def ask(line):
+        s.sendall(line.encode() + b"\r\n")
+        data = b""
+        while not (data.endswith(b"END\r\n") or data.endswith(b"STORED\r\n")):
+            data += s.recv(4096)
+        return data
+
+    rd.set("ms:a", "v", px=5123)
+    assert ask("get ms:a") == b"VALUE ms:a 0 1\r\nv\r\nEND\r\n"
+    assert ask("set ms:f 9 0 1\r\nx") == b"STORED\r\n"
+    assert rd.pexpire("ms:f", 1500)
+    assert ask("get ms:f") == b"VALUE ms:f 9 1\r\nx\r\nEND\r\n"
+    assert rd.pexpiretime("ms:f") % 1000 == 0
+    rd.set("ms:b", "v", px=300)
+    time.sleep(0.45)
+    assert ask("get ms:b") == b"END\r\n"
+    s.close()
+
+
 def test_other_databases_are_invisible_to_memcached(trove, resp_port):
     import redis
     from pymemcache.client.base import Client

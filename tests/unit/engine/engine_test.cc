@@ -464,12 +464,68 @@ TEST_F(EngineTest, LockedOperationsUnderKeyLockSet) {
     EXPECT_TRUE(e_->GetLocked("a", ts_));
     EXPECT_TRUE(e_->UnlinkLocked("a", ts_));
     EXPECT_FALSE(e_->UnlinkLocked("a", ts_));
-    EXPECT_TRUE(e_->SetExpiryLocked("b", clock_.UnixSeconds() + 50, ts_));
-    EXPECT_FALSE(e_->SetExpiryLocked("c", 0, ts_));
+    EXPECT_TRUE(e_->SetExpiryMsLocked("b", (clock_.UnixSeconds() + 50) * 1000, ts_));
+    EXPECT_FALSE(e_->SetExpiryMsLocked("c", 0, ts_));
   }
   EXPECT_EQ(GetV("a"), "<miss>");
   ItemRef b = e_->Get("b", ts_);
   EXPECT_EQ(e_->TtlSeconds(b), 50);
+}
+
+// RESP expiries are kept to the millisecond (kItemExpMs): they fall exactly,
+// memcached readers see client flags 0, and appends, KEEPTTL and page moves
+// carry the milliseconds along.
+TEST_F(EngineTest, MillisecondExpiryFallsOnTheMillisecond) {
+  const int64_t now_ms = clock_.UnixMicros() / 1000;
+  ASSERT_EQ(Set("k", "v", 0), StoreResult::kStored);
+  {
+    KeyLockSet lock(e_.get(), "k");
+    ASSERT_TRUE(e_->SetExpiryMsLocked("k", now_ms + 2345, ts_));
+  }
+  {
+    ItemRef r = e_->Get("k", ts_);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r.expires_at_unix_ms(), now_ms + 2345);
+    EXPECT_EQ(r.client_flags(), 0u);  // the milliseconds are not flags
+  }
+  // An append keeps the expiry, milliseconds included.
+  StoreArgs app;
+  app.mode = StoreMode::kAppend;
+  ASSERT_EQ(e_->Store("k", 0, 0, "w", app, ts_), StoreResult::kStored);
+  EXPECT_EQ(e_->Get("k", ts_).expires_at_unix_ms(), now_ms + 2345);
+  clock_.AdvanceMicros(2344 * 1000);
+  EXPECT_EQ(GetV("k"), "vw");
+  clock_.AdvanceMicros(1000);
+  EXPECT_EQ(GetV("k"), "<miss>");
+}
+
+TEST_F(EngineTest, MillisecondExpiryOnANewItemAndKeepTtl) {
+  const int64_t now_ms = clock_.UnixMicros() / 1000;
+  AllocOutput a = e_->Allocate("n", 0, 0, 1, ts_);
+  ASSERT_EQ(a.status, AllocStatus::kOk);
+  a.item.writable_value()[0] = 'x';
+  e_->SetNewItemExpiryMs(a.item, now_ms + 250);
+  ASSERT_EQ(e_->StoreItem(a.item, StoreArgs{}, ts_), StoreResult::kStored);
+  StoreArgs keep;
+  keep.keep_ttl = true;
+  ASSERT_EQ(e_->Store("n", 0, 0, "y", keep, ts_), StoreResult::kStored);
+  EXPECT_EQ(e_->Get("n", ts_).expires_at_unix_ms(), now_ms + 250);
+  clock_.AdvanceMicros(249 * 1000);
+  EXPECT_EQ(GetV("n"), "y");
+  clock_.AdvanceMicros(1000);
+  EXPECT_EQ(GetV("n"), "<miss>");
+}
+
+TEST_F(EngineTest, MillisecondExpiryRoundsUpWhenMemcachedFlagsHoldTheSlot) {
+  const int64_t now_ms = clock_.UnixMicros() / 1000;
+  ASSERT_EQ(e_->Store("f", 7, 0, "v", StoreArgs{}, ts_), StoreResult::kStored);
+  {
+    KeyLockSet lock(e_.get(), "f");
+    ASSERT_TRUE(e_->SetExpiryMsLocked("f", now_ms + 1500, ts_));
+  }
+  ItemRef r = e_->Get("f", ts_);
+  EXPECT_EQ(r.client_flags(), 7u);
+  EXPECT_EQ(r.expires_at_unix_ms(), (now_ms / 1000 + 2) * 1000);  // the next whole second
 }
 
 TEST_F(EngineTest, KeepTtlKeepsOldExpiry) {

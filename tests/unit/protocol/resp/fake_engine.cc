@@ -19,7 +19,7 @@ struct Item {
   ValueType type = ValueType::kString;
   uint32_t flags = 0;
   uint64_t cas = 0;
-  int64_t exptime = 0;  // absolute unix seconds, 0 = never
+  int64_t exptime_ms = 0;  // absolute unix milliseconds, 0 = never
   bool linked = false;
   int refs = 0;
 };
@@ -59,7 +59,7 @@ struct Engine::Impl {
     auto i = items.find(key);
     if (i == items.end()) return nullptr;
     Item* it = i->second;
-    if (it->exptime != 0 && it->exptime <= c->UnixSeconds()) {
+    if (it->exptime_ms != 0 && it->exptime_ms <= c->UnixMicros() / 1000) {
       Unlink(it);
       return nullptr;
     }
@@ -87,7 +87,8 @@ uint32_t ItemRef::value_length() const { return static_cast<uint32_t>(item_->val
 ValueType ItemRef::type() const { return item_->type; }
 bool ItemRef::is_heap() const { return item_->heap != nullptr; }
 bool ItemRef::is_chunked() const { return false; }
-int64_t ItemRef::expires_at_unix() const { return item_->exptime; }
+int64_t ItemRef::expires_at_unix() const { return item_->exptime_ms / 1000; }
+int64_t ItemRef::expires_at_unix_ms() const { return item_->exptime_ms; }
 int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {
   if (max < 2) return 0;
   out[0].iov_base = const_cast<char*>(item_->value.data());
@@ -175,7 +176,7 @@ AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t expti
   it->value.assign(value_len, '\0');
   it->flags = flags;
   it->type = type;
-  it->exptime = impl_->Abs(clock_, exptime);
+  it->exptime_ms = impl_->Abs(clock_, exptime) * 1000;
   it->refs = 1;
   out.status = AllocStatus::kOk;
   out.item = ItemRef(this, it);
@@ -188,7 +189,7 @@ AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueTyp
   auto* it = new Item();
   it->key.assign(key);
   it->type = type;
-  it->exptime = impl_->Abs(clock_, exptime);
+  it->exptime_ms = impl_->Abs(clock_, exptime) * 1000;
   it->heap = std::move(value);
   it->refs = 1;
   out.status = AllocStatus::kOk;
@@ -217,7 +218,7 @@ StoreResult Engine::StoreItemLocked(ItemRef& item, const StoreArgs& args, Thread
   Item* old = impl_->Find(clock_, it->key);
   if (args.mode == StoreMode::kAdd && old) return StoreResult::kNotStored;
   if (args.mode == StoreMode::kReplace && !old) return StoreResult::kNotStored;
-  if (args.keep_ttl && old) it->exptime = old->exptime;
+  if (args.keep_ttl && old) it->exptime_ms = old->exptime_ms;
   ++it->refs;  // the table's reference
   impl_->Link(it);
   if (cas_out) *cas_out = it->cas;
@@ -232,13 +233,15 @@ bool Engine::UnlinkLocked(std::string_view key, ThreadStats*) {
   return true;
 }
 
-bool Engine::SetExpiryLocked(std::string_view key, int64_t exptime, ThreadStats*) {
+bool Engine::SetExpiryMsLocked(std::string_view key, int64_t unix_ms, ThreadStats*) {
   CHECK(t_lockset_held);
   Item* it = impl_->Find(clock_, key);
   if (it == nullptr) return false;
-  it->exptime = impl_->Abs(clock_, exptime);
+  it->exptime_ms = unix_ms;
   return true;
 }
+
+void Engine::SetNewItemExpiryMs(ItemRef& item, int64_t unix_ms) { item.raw()->exptime_ms = unix_ms; }
 
 uint64_t Engine::Scan(uint64_t cursor, size_t count,
                       const std::function<void(const ItemRef&)>& fn) {
@@ -255,7 +258,7 @@ uint64_t Engine::Scan(uint64_t cursor, size_t count,
     Item* item = it->second;
     ++it;
     ++pos;
-    if (item->exptime != 0 && item->exptime <= clock_->UnixSeconds()) continue;
+    if (item->exptime_ms != 0 && item->exptime_ms <= clock_->UnixMicros() / 1000) continue;
     ++item->refs;
     {
       // Visits run under the engine lock, like the real engine's stripe.

@@ -283,13 +283,24 @@ void CmdSScan(CommandContext& ctx) {
   SetValue* v;
   if (!ReadSet(ctx, ctx.Key(1), &v)) return;
   std::vector<std::string> out;
-  if (v != nullptr) {
+  uint64_t next = 0;
+  if (v != nullptr && v->compact()) {
     for (const auto& m : v->Ordered()) {
       if (!o.has_pattern || GlobMatch(o.pattern, m)) out.push_back(m);
     }
+  } else if (v != nullptr) {
+    const ScanOrder& order = v->scan_order();
+    size_t b, e;
+    next = ScanSlice(order, o.cursor, o.count, &b, &e);
+    for (size_t i = b; i < e; ++i) {
+      const std::string& m = *order.refs[i].member;
+      if (!o.has_pattern || GlobMatch(o.pattern, m)) out.push_back(m);
+    }
+    // The last slice: `out` views the elements themselves, not the order.
+    if (next == 0) v->DropScanOrder();
   }
   ctx.w->ArrayHeader(2);
-  ctx.w->Bulk("0");
+  ctx.w->Bulk(std::to_string(next));
   ctx.w->ArrayHeader(out.size());
   for (const auto& m : out) ctx.w->Bulk(m);
 }

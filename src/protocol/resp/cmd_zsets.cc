@@ -827,13 +827,24 @@ void CmdZScan(CommandContext& ctx) {
   ZsetValue* v;
   if (!ReadZset(ctx, ctx.Key(1), &v)) return;
   std::vector<Entry> out;
-  if (v != nullptr) {
+  uint64_t next = 0;
+  if (v != nullptr && v->compact()) {
     for (const auto& e : v->ordered()) {
       if (!o.has_pattern || GlobMatch(o.pattern, e.second)) out.push_back(e);
     }
+  } else if (v != nullptr) {
+    const ScanOrder& order = v->scan_order();
+    size_t b, e;
+    next = ScanSlice(order, o.cursor, o.count, &b, &e);
+    for (size_t i = b; i < e; ++i) {
+      const ScanOrder::Ref& r = order.refs[i];
+      if (!o.has_pattern || GlobMatch(o.pattern, *r.member)) out.emplace_back(r.score, *r.member);
+    }
+    // The last slice: `out` views the elements themselves, not the order.
+    if (next == 0) v->DropScanOrder();
   }
   ctx.w->ArrayHeader(2);
-  ctx.w->Bulk("0");
+  ctx.w->Bulk(std::to_string(next));
   ctx.w->ArrayHeader(out.size() * 2);
   for (const auto& e : out) {
     ctx.w->Bulk(e.second);

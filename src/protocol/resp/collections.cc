@@ -6,6 +6,7 @@
 
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/resp_parser.h"
+#include "protocol/resp/scan_util.h"
 
 namespace trove::resp {
 
@@ -20,6 +21,7 @@ const std::string* HashValue::Find(std::string_view f) const {
 }
 
 bool HashValue::Set(std::string_view f, std::string_view v) {
+  DropScanOrder();
   longest_ = std::max({longest_, f.size(), v.size()});
   auto [it, added] = m_.try_emplace(std::string(f));
   if (added) {
@@ -32,12 +34,37 @@ bool HashValue::Set(std::string_view f, std::string_view v) {
 }
 
 bool HashValue::Erase(std::string_view f) {
+  DropScanOrder();
   auto it = m_.find(std::string(f));
   if (it == m_.end()) return false;
   bytes_ -= static_cast<int64_t>(it->first.size() + it->second.size()) + kEntryOverhead;
   m_.erase(it);
   if (compact_) order_.erase(std::find(order_.begin(), order_.end(), f));
   return true;
+}
+
+const ScanOrder& CollectionBase::scan_order() const {
+  if (scan_order_ == nullptr) {
+    auto o = std::make_unique<ScanOrder>();
+    o->refs.reserve(size());
+    CollectScanRefs(&o->refs);
+    std::sort(o->refs.begin(), o->refs.end(),
+              [](const ScanOrder::Ref& a, const ScanOrder::Ref& b) { return a.pos < b.pos; });
+    scan_order_ = std::move(o);
+  }
+  return *scan_order_;
+}
+
+void HashValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
+  for (const auto& [f, v] : m_) refs->push_back({ScanPosition(f), &f, &v, 0});
+}
+
+void SetValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
+  for (const std::string& m : s_) refs->push_back({ScanPosition(m), &m, nullptr, 0});
+}
+
+void ZsetValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
+  for (const auto& [m, score] : scores_) refs->push_back({ScanPosition(m), &m, nullptr, score});
 }
 
 std::vector<std::pair<const std::string*, const std::string*>> HashValue::Entries() const {
@@ -55,6 +82,7 @@ std::vector<std::pair<const std::string*, const std::string*>> HashValue::Entrie
 }
 
 void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
+  DropScanOrder();
   if (!compact_) return;
   if (static_cast<int64_t>(m_.size()) > max_entries || static_cast<int64_t>(longest_) > max_value) {
     compact_ = false;
@@ -64,6 +92,7 @@ void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
 }
 
 bool SetValue::Add(std::string_view m) {
+  DropScanOrder();
   auto [it, added] = s_.emplace(m);
   if (!added) return false;
   bytes_ += static_cast<int64_t>(m.size()) + kEntryOverhead;
@@ -73,6 +102,7 @@ bool SetValue::Add(std::string_view m) {
 }
 
 bool SetValue::Remove(std::string_view m) {
+  DropScanOrder();
   auto it = s_.find(std::string(m));
   if (it == s_.end()) return false;
   bytes_ -= static_cast<int64_t>(m.size()) + kEntryOverhead;
@@ -81,6 +111,7 @@ bool SetValue::Remove(std::string_view m) {
 }
 
 void SetValue::CheckEncoding(int64_t max_intset) {
+  DropScanOrder();
   if (intset_ && (!all_int_ || static_cast<int64_t>(s_.size()) > max_intset)) intset_ = false;
 }
 
@@ -103,6 +134,7 @@ const double* ZsetValue::Score(std::string_view m) const {
 }
 
 bool ZsetValue::Put(std::string_view m, double score) {
+  DropScanOrder();
   longest_ = std::max(longest_, m.size());
   auto [it, added] = scores_.try_emplace(std::string(m), score);
   if (!added) {
@@ -116,6 +148,7 @@ bool ZsetValue::Put(std::string_view m, double score) {
 }
 
 bool ZsetValue::Remove(std::string_view m) {
+  DropScanOrder();
   auto it = scores_.find(std::string(m));
   if (it == scores_.end()) return false;
   by_score_.erase({it->second, it->first});
@@ -132,6 +165,7 @@ int64_t ZsetValue::Rank(std::string_view m) const {
 }
 
 void ZsetValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
+  DropScanOrder();
   if (compact_ && (static_cast<int64_t>(scores_.size()) > max_entries ||
                    static_cast<int64_t>(longest_) > max_value)) {
     compact_ = false;

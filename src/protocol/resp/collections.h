@@ -12,11 +12,25 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "engine/engine.h"
 #include "protocol/resp/command.h"
 
 namespace trove::resp {
+
+// The order HSCAN/SSCAN/ZSCAN walk a large collection in: every element by
+// ScanPosition of its member (scan_util.h). Built on the first scan call and
+// dropped by any change to the collection, so its pointers never dangle.
+struct ScanOrder {
+  struct Ref {
+    uint64_t pos;
+    const std::string* member;
+    const std::string* value;  // hash field values; else null
+    double score;              // sorted sets
+  };
+  std::vector<Ref> refs;  // ascending pos
+};
 
 // Base of every RESP collection. version() changes on every in-place update
 // so WATCH sees changes that keep the item (and its CAS) the same.
@@ -24,6 +38,10 @@ namespace trove::resp {
 // Invariant: bytes_ approximates the memory of the contents (what -m counts).
 class CollectionBase : public engine::HeapValue {
  public:
+  CollectionBase() = default;
+  // Copies the contents' accounting; a scan order is never shared.
+  CollectionBase(const CollectionBase& o) : bytes_(o.bytes_), version_(o.version_) {}
+  CollectionBase& operator=(const CollectionBase&) = delete;
   size_t MemoryUsage() const override { return static_cast<size_t>(bytes_) + 64; }
   uint64_t version() const { return version_; }
   void Bump() { ++version_; }
@@ -39,9 +57,20 @@ class CollectionBase : public engine::HeapValue {
   // (zset: member then an 8-byte score).
   virtual void Encode(std::string* out) const = 0;
 
+  // The scan order of the current contents (building it if needed): only
+  // for a collection past its compact thresholds.
+  const ScanOrder& scan_order() const;
+  void DropScanOrder() const { scan_order_.reset(); }
+
  protected:
+  // Fills refs (any order) for scan_order().
+  virtual void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const = 0;
+
   int64_t bytes_ = 0;
   uint64_t version_ = 0;
+
+ private:
+  mutable std::unique_ptr<ScanOrder> scan_order_;
 };
 
 // Per-entry overhead used in memory accounting (pointers, allocator slack).
@@ -101,6 +130,7 @@ class ListValue final : public CollectionBase {
   }
 
  private:
+  void CollectScanRefs(std::vector<ScanOrder::Ref>*) const override {}  // lists have no SCAN
   static int64_t Cost(std::string_view v) {
     return static_cast<int64_t>(v.size()) + kEntryOverhead;
   }
@@ -128,6 +158,7 @@ class HashValue final : public CollectionBase {
   void CheckEncoding(int64_t max_entries, int64_t max_value);
 
  private:
+  void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
   std::unordered_map<std::string, std::string> m_;
   std::vector<std::string> order_;  // field order, kept only while compact_
   bool compact_ = true;
@@ -155,6 +186,7 @@ class SetValue final : public CollectionBase {
   void CheckEncoding(int64_t max_intset);
 
  private:
+  void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
   std::unordered_set<std::string> s_;
   bool intset_ = true;
   bool all_int_ = true;
@@ -182,6 +214,7 @@ class ZsetValue final : public CollectionBase {
   void CheckEncoding(int64_t max_entries, int64_t max_value);
 
  private:
+  void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
   std::set<Entry> by_score_;
   std::unordered_map<std::string, double> scores_;
   bool compact_ = true;

@@ -1,6 +1,7 @@
 // Keyspace helpers; run on the calling worker.
 #include "protocol/resp/keyspace.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
+#include "protocol/resp/scan_util.h"
 #include "protocol/resp/session.h"
 
 namespace trove::resp {
@@ -309,12 +311,28 @@ bool ParseCursor(std::string_view s, uint64_t* out) {
   return ParseU64(s, out);
 }
 
+uint64_t ScanPosition(std::string_view member) { return (engine::Engine::KeyHash(member) >> 1) + 1; }
+
+uint64_t ScanSlice(const ScanOrder& order, uint64_t cursor, int64_t count, size_t* begin,
+                   size_t* end) {
+  const auto& refs = order.refs;
+  auto first = std::lower_bound(refs.begin(), refs.end(), cursor,
+                                [](const ScanOrder::Ref& r, uint64_t c) { return r.pos < c; });
+  size_t b = static_cast<size_t>(first - refs.begin());
+  size_t e = b + std::min<size_t>(static_cast<size_t>(count), refs.size() - b);
+  while (e < refs.size() && e > b && refs[e].pos == refs[e - 1].pos) ++e;
+  *begin = b;
+  *end = e;
+  return e < refs.size() ? refs[e].pos : 0;
+}
+
 bool ParseScanArgs(CommandContext& ctx, size_t cursor_at, ScanOptions* o) {
   uint64_t cursor;
   if (!ParseCursor(ctx.argv[cursor_at], &cursor)) {
     ctx.Error("ERR invalid cursor");
     return false;
   }
+  o->cursor = cursor;
   for (size_t i = cursor_at + 1; i < ctx.argc(); ++i) {
     std::string_view a = ctx.argv[i];
     bool more = i + 1 < ctx.argc();

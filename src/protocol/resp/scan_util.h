@@ -1,21 +1,39 @@
 // Shared parsing of the SCAN-family options (HSCAN SSCAN ZSCAN); any worker.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "protocol/resp/command.h"
 
 namespace trove::resp {
 
+struct ScanOrder;
+
 struct ScanOptions {
+  uint64_t cursor = 0;
   std::string_view pattern;
   bool has_pattern = false;
   int64_t count = 10;
 };
 
 // Parses "cursor [MATCH p] [COUNT n]" from argv[cursor_at]; false after an
-// error reply. Collection scans return every element at once with cursor 0
-// (a valid SCAN answer: a full iteration in one call).
+// error reply.
 bool ParseScanArgs(CommandContext& ctx, size_t cursor_at, ScanOptions* o);
+
+// HSCAN/SSCAN/ZSCAN. A compact collection is returned whole with cursor 0,
+// as Redis does for a listpack or intset. A larger one is walked in the order
+// of ScanPosition(member): cursor c resumes at the first element whose
+// position is >= c, so an element present for the whole scan is returned
+// exactly once whatever is added or removed meanwhile (elements that share a
+// position are never split between calls). Each call reads COUNT elements
+// (more to finish a shared position) and filters them by MATCH.
+//
+// (KeyHash(member) >> 1) + 1: never 0, the cursor that starts and ends.
+uint64_t ScanPosition(std::string_view member);
+// The slice [*begin, *end) of order.refs a call with this cursor and count
+// visits, and the cursor to return (0 when the walk is complete).
+uint64_t ScanSlice(const ScanOrder& order, uint64_t cursor, int64_t count, size_t* begin,
+                   size_t* end);
 
 }  // namespace trove::resp

@@ -185,3 +185,74 @@ def test_zmpop_and_lmpop_argument_errors(r):
     # The where word is case-insensitive; COUNT takes several.
     assert r.execute_command("ZMPOP", 1, "mp:z", "min", "count", 2) == [
         b"mp:z", [[b"a", b"1"], [b"b", b"2"]]]
+
+
+def _scan_all(r, cmd, key, count, during=None):
+    """Runs a whole HSCAN/SSCAN/ZSCAN walk; returns (calls, members seen)."""
+    cursor, calls, seen = 0, 0, []
+    while True:
+        if cmd == "HSCAN":
+            cursor, items = r.hscan(key, cursor, count=count)
+            seen.extend(items.keys())
+        elif cmd == "SSCAN":
+            cursor, items = r.sscan(key, cursor, count=count)
+            seen.extend(items)
+        else:
+            cursor, items = r.zscan(key, cursor, count=count)
+            seen.extend(m for m, _ in items)
+        calls += 1
+        if calls == 3 and during is not None:
+            during()
+        if cursor == 0:
+            return calls, seen
+        assert calls < 10000
+
+
+@pytest.mark.parametrize("kind", ["hash", "set", "zset"])
+def test_collection_scan_cursor_over_a_large_collection(r, kind):
+    """Past the compact thresholds the SCAN family walks with a real cursor:
+    several calls, and every element present for the whole walk is returned
+    even while others are added and removed (Redis's guarantee)."""
+    n = 2000
+    names = ["m%d" % i for i in range(n)]
+    cmd = {"hash": "HSCAN", "set": "SSCAN", "zset": "ZSCAN"}[kind]
+    if kind == "hash":
+        r.hset("c", mapping={m: "v" for m in names})
+        add, rem = (lambda m: r.hset("c", m, "v")), (lambda m: r.hdel("c", m))
+    elif kind == "set":
+        r.sadd("c", *names)
+        add, rem = (lambda m: r.sadd("c", m)), (lambda m: r.srem("c", m))
+    else:
+        r.zadd("c", {m: i for i, m in enumerate(names)})
+        add, rem = (lambda m: r.zadd("c", {m: 1})), (lambda m: r.zrem("c", m))
+    assert r.object("encoding", "c") in (b"hashtable", b"skiplist")
+    calls, seen = _scan_all(r, cmd, "c", 50)
+    assert calls > 5
+    assert sorted(set(seen)) == sorted(m.encode() for m in names)
+
+    removed = names[:100]
+
+    def churn():
+        for m in removed:
+            rem(m)
+        for i in range(500):
+            add("new%d" % i)
+
+    calls, seen = _scan_all(r, cmd, "c", 50, during=churn)
+    stable = set(m.encode() for m in names[100:])
+    assert stable <= set(seen)
+    assert set(seen) <= set(m.encode() for m in names) | {b"new%d" % i for i in range(500)}
+
+
+def test_collection_scan_match_and_compact(r):
+    r.sadd("small", "a1", "a2", "b1")
+    cursor, items = r.sscan("small", 0, match="a*")
+    assert cursor == 0 and sorted(items) == [b"a1", b"a2"]
+    r.sadd("big", *["k%d" % i for i in range(1000)])
+    seen, cursor = set(), 0
+    while True:
+        cursor, items = r.sscan("big", cursor, match="k1??", count=100)
+        seen |= set(items)
+        if cursor == 0:
+            break
+    assert seen == {b"k%d" % i for i in range(100, 200)}

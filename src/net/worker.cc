@@ -406,7 +406,11 @@ void Worker::RunDeferredCloses() {
   ids.swap(deferred_close_);
   for (uint64_t id : ids) {
     auto it = conns_.find(id);
-    if (it != conns_.end()) Close(it->second.get());
+    if (it == conns_.end()) continue;
+    Connection* c = it->second.get();
+    // Best effort, never waiting: replies queued before the close go out.
+    if (!c->closed && !c->out.empty()) FlushOut(c);
+    Close(c);
   }
 }
 

@@ -2,6 +2,8 @@
 // Runs on the connection's worker thread.
 #include "protocol/memcache/dispatch.h"
 
+#include "protocol/memcache/text_prefetch.h"
+
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -54,6 +56,7 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
     if (pending_.active) return used;
     ++handled;
   }
+  prefetch_.Reset();
   while (used < len && !close_ && handled < limit) {
     size_t n = ProcessOne(data + used, len - used, w);
     w.set_quiet(false);
@@ -65,6 +68,8 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
       used += Swallow(swallow_, len - used);
       if (swallow_ > 0) break;
     }
+    // The requests behind the next one: their keys' cache lines, in advance.
+    if (used < len) prefetch_.Before(engine_, data, len, used, ScanTextRequest);
   }
   return used;
 }

@@ -14,6 +14,7 @@
 #include "protocol/memcache/meta_parser.h"
 #include "protocol/memcache/reply_writer.h"
 #include "protocol/memcache/text_parser.h"
+#include "protocol/prefetch_window.h"
 
 namespace trove::memcache {
 
@@ -131,6 +132,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t swallow_ = 0;
   size_t wanted_ = 0;
   bool close_ = false;
+  protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead
   PendingValue pending_;
   char key_buf_[kMaxDecodedKey];  // base64-decoded meta keys
 };

@@ -31,7 +31,29 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
       }
     }
   }
-  while (it.Next(&key)) {
+  // A multiget prefetches its keys a batch at a time (the buckets and
+  // stripe locks, then the items), so their cache misses overlap; a single
+  // get skips it (the pipelined look-ahead in OnData covers that case).
+  constexpr int kBatch = 16;
+  WordIterator ahead = it;
+  int in_batch = 0;
+  {
+    WordIterator probe = it;
+    std::string_view k;
+    if (!(probe.Next(&k) && probe.Next(&k))) in_batch = -1;  // one key at most
+  }
+  while (true) {
+    if (in_batch == 0) {
+      uint64_t hv[kBatch];
+      std::string_view k;
+      while (in_batch < kBatch && ahead.Next(&k)) {
+        hv[in_batch] = engine::Engine::KeyHash(k);
+        engine_->PrefetchKey(hv[in_batch++]);
+      }
+      for (int i = 0; i < in_batch; ++i) engine_->PrefetchItem(hv[i]);
+    }
+    if (!it.Next(&key)) break;
+    if (in_batch > 0) --in_batch;
     engine::ItemRef ref = touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
     if (!ref) continue;
     if (ref.type() != engine::ValueType::kString) {

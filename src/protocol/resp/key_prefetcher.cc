@@ -59,36 +59,4 @@ bool KeyPrefetcher::ScanRequest(int db, const char* data, size_t len, size_t sta
   return true;
 }
 
-void KeyPrefetcher::Before(const engine::Engine* e, int db, const char* data, size_t len,
-                           size_t end) {
-  // Drop the running request and anything before it.
-  while (count_ > 0 && ring_[head_].end <= end) {
-    head_ = (head_ + 1) % kAhead;
-    --count_;
-  }
-  if (scan_ < end) {  // behind (first call, or the scan lost step): restart here
-    scan_ = end;
-    count_ = 0;
-  }
-  while (!stopped_ && count_ < kAhead) {
-    Slot s;
-    if (!ScanRequest(db, data, len, scan_, &s.end, &s.hv)) {
-      stopped_ = true;
-      break;
-    }
-    s.item_done = false;
-    e->PrefetchKey(s.hv);
-    ring_[(head_ + count_) % kAhead] = s;
-    ++count_;
-    scan_ = s.end;
-  }
-  for (size_t i = 0; i < count_ && i < kItemLag; ++i) {
-    Slot& s = ring_[(head_ + i) % kAhead];
-    if (!s.item_done) {
-      e->PrefetchItem(s.hv);
-      s.item_done = true;
-    }
-  }
-}
-
 }  // namespace trove::resp

@@ -130,6 +130,10 @@ ThreadStats* Engine::NewThreadStats() {
   return &impl_->stats[static_cast<int>(impl_->stats.size())];
 }
 
+uint64_t Engine::KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+void Engine::PrefetchKey(uint64_t) const {}
+void Engine::PrefetchItem(uint64_t) const {}
+
 ItemRef Engine::Get(std::string_view key, ThreadStats*, bool bump) {
   MutexLock l(&impl_->mu);
   Item* it = impl_->Find(clock_, key);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -54,6 +56,28 @@ TEST(TextPrefetchTest, GivesUpOnWhatItCannotScan) {
            std::string(3000, 'g'),                    // over-long line
        }) {
     EXPECT_FALSE(ScanTextRequest(in.data(), in.size(), 0, &end, &hv)) << in.substr(0, 40);
+  }
+}
+
+// Mutated pipelines (run under ASan in CI): never past the buffer, and any
+// end reported lies inside it, after the start.
+TEST(TextPrefetchTest, MutatedInputStaysInBounds) {
+  const std::string base = "get a b\r\nset k 0 0 5\r\nhello\r\nms n 2 T1\r\nxy\r\nmg q v\r\n";
+  std::mt19937 rng(11);
+  for (int round = 0; round < 20000; ++round) {
+    std::string in = base;
+    for (int m = 0; m < 1 + static_cast<int>(rng() % 4); ++m) {
+      in[rng() % in.size()] = static_cast<char>(rng() % 256);
+    }
+    in.resize(rng() % (in.size() + 1));
+    std::vector<char> buf(in.begin(), in.end());  // exact size: ASan sees any overread
+    size_t at = 0, end = 0;
+    uint64_t hv = 0;
+    while (ScanTextRequest(buf.data(), buf.size(), at, &end, &hv)) {
+      ASSERT_GT(end, at);
+      ASSERT_LE(end, buf.size());
+      at = end;
+    }
   }
 }
 

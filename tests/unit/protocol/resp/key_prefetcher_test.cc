@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
 
 namespace trove::resp {
 namespace {
@@ -50,6 +52,32 @@ TEST(KeyPrefetcherTest, GivesUpOnWhatItCannotScan) {
            std::string(""),
        }) {
     EXPECT_FALSE(KeyPrefetcher::ScanRequest(0, in.data(), in.size(), 0, &end, &hv)) << in;
+  }
+}
+
+// Mutated pipelines (run under ASan in CI): the scan never reads past the
+// buffer and any end it reports lies inside it, after the start.
+TEST(KeyPrefetcherTest, MutatedInputStaysInBounds) {
+  const std::string base =
+      "*2\r\n$3\r\nGET\r\n$3\r\nfoo\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n";
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::string in = base;
+    for (int m = 0; m < 1 + static_cast<int>(rng() % 4); ++m) {
+      in[rng() % in.size()] = static_cast<char>(rng() % 256);
+    }
+    in.resize(rng() % (in.size() + 1));
+    std::vector<char> buf(in.begin(), in.end());  // exact size: ASan sees any overread
+    size_t at = 0, end = 0;
+    uint64_t hv = 0;
+    for (int db : {0, 3}) {
+      at = 0;
+      while (KeyPrefetcher::ScanRequest(db, buf.data(), buf.size(), at, &end, &hv)) {
+        ASSERT_GT(end, at);
+        ASSERT_LE(end, buf.size());
+        at = end;
+      }
+    }
   }
 }
 

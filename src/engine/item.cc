@@ -68,17 +68,7 @@ void Engine::Impl::SetExpiryMs(Item* it, int64_t unix_ms) const {
       ms = static_cast<uint32_t>(rel % 1000);
     }
   }
-  if (ms != 0) {
-    if (HasFlag(it, kItemExpMs) || it->client_flags.load(std::memory_order_relaxed) == 0) {
-      SetFlag(it, kItemExpMs);  // before the milliseconds: see ClientFlagsOf
-      it->client_flags.store(ms, std::memory_order_release);
-    } else {
-      ++sec;  // memcached flags hold the slot: round up to the next second
-    }
-  } else if (HasFlag(it, kItemExpMs)) {
-    it->client_flags.store(0, std::memory_order_relaxed);
-  }
-  it->exptime.store(sec, std::memory_order_relaxed);
+  StoreExpiry(it, sec, ms);
 }
 
 uint32_t Engine::Impl::RelTime(int64_t exptime) const {

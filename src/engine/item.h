@@ -104,23 +104,26 @@ inline uint32_t ClientFlagsOf(const Item* it) {
 inline uint32_t ExpiryMsPart(const Item* it) {
   return HasFlag(it, kItemExpMs) ? it->client_flags.load(std::memory_order_relaxed) : 0;
 }
-// Gives `to` (under its stripe, or not yet linked) the expiry of `from`. A
-// millisecond part moves only if `to` has no memcached flags of its own;
-// otherwise the expiry rounds up to the next second.
-inline void CopyExpiry(Item* to, const Item* from) {
-  uint32_t e = from->exptime.load(std::memory_order_relaxed);
-  uint32_t ms = ExpiryMsPart(from);
-  if (ms != 0 && e != 0) {
-    if (HasFlag(to, kItemExpMs) || to->client_flags.load(std::memory_order_relaxed) == 0) {
-      SetFlag(to, kItemExpMs);
-      to->client_flags.store(ms, std::memory_order_release);
+// Sets the expiry of `it` (under its stripe, or not yet linked) to `sec`
+// engine-relative seconds plus `ms` milliseconds (0 = never when sec is 0).
+// The milliseconds need the client-flags slot: an item with memcached flags
+// of its own rounds up to the next second instead.
+inline void StoreExpiry(Item* it, uint32_t sec, uint32_t ms) {
+  if (ms != 0 && sec != 0) {
+    if (HasFlag(it, kItemExpMs) || it->client_flags.load(std::memory_order_relaxed) == 0) {
+      SetFlag(it, kItemExpMs);  // before the milliseconds: see ClientFlagsOf
+      it->client_flags.store(ms, std::memory_order_release);
     } else {
-      ++e;
+      ++sec;
     }
-  } else if (HasFlag(to, kItemExpMs)) {
-    to->client_flags.store(0, std::memory_order_relaxed);
+  } else if (HasFlag(it, kItemExpMs)) {
+    it->client_flags.store(0, std::memory_order_relaxed);
   }
-  to->exptime.store(e, std::memory_order_relaxed);
+  it->exptime.store(sec, std::memory_order_relaxed);
+}
+// Gives `to` the expiry of `from` (StoreExpiry's rules).
+inline void CopyExpiry(Item* to, const Item* from) {
+  StoreExpiry(to, from->exptime.load(std::memory_order_relaxed), ExpiryMsPart(from));
 }
 
 inline size_t HeaderSize(const Item* it) { return kItemHeader + (HasFlag(it, kItemCas) ? 8 : 0); }

@@ -248,15 +248,8 @@ void CmdHScan(CommandContext& ctx) {
       if (!o.has_pattern || GlobMatch(o.pattern, *f)) out.emplace_back(*f, *val);
     }
   } else if (v != nullptr) {
-    const ScanOrder& order = v->scan_order();
-    size_t b, e;
-    next = ScanSlice(order, o.cursor, o.count, &b, &e);
-    for (size_t i = b; i < e; ++i) {
-      const ScanOrder::Ref& r = order.refs[i];
-      if (!o.has_pattern || GlobMatch(o.pattern, *r.member)) out.emplace_back(*r.member, *r.value);
-    }
-    // The last slice: `out` views the elements themselves, not the order.
-    if (next == 0) v->DropScanOrder();
+    next = ScanLargeCollection(
+        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(*r.member, *r.value); });
   }
   ctx.w->ArrayHeader(2);
   ctx.w->Bulk(std::to_string(next));

@@ -289,15 +289,7 @@ void CmdSScan(CommandContext& ctx) {
       if (!o.has_pattern || GlobMatch(o.pattern, m)) out.push_back(m);
     }
   } else if (v != nullptr) {
-    const ScanOrder& order = v->scan_order();
-    size_t b, e;
-    next = ScanSlice(order, o.cursor, o.count, &b, &e);
-    for (size_t i = b; i < e; ++i) {
-      const std::string& m = *order.refs[i].member;
-      if (!o.has_pattern || GlobMatch(o.pattern, m)) out.push_back(m);
-    }
-    // The last slice: `out` views the elements themselves, not the order.
-    if (next == 0) v->DropScanOrder();
+    next = ScanLargeCollection(*v, o, [&](const ScanOrder::Ref& r) { out.push_back(*r.member); });
   }
   ctx.w->ArrayHeader(2);
   ctx.w->Bulk(std::to_string(next));

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <string_view>
 
+#include "protocol/resp/collections.h"
 #include "protocol/resp/command.h"
+#include "protocol/resp/keyspace.h"
 
 namespace trove::resp {
-
-struct ScanOrder;
 
 struct ScanOptions {
   uint64_t cursor = 0;
@@ -35,5 +35,22 @@ uint64_t ScanPosition(std::string_view member);
 // visits, and the cursor to return (0 when the walk is complete).
 uint64_t ScanSlice(const ScanOrder& order, uint64_t cursor, int64_t count, size_t* begin,
                    size_t* end);
+
+// One call over a collection past its compact thresholds: visits the refs of
+// this call's slice whose member matches MATCH, and returns the next cursor.
+// After the last slice the order is dropped, so `visit` must keep views of
+// the elements (ref.member / ref.value), never of the ref itself.
+template <typename Visit>
+uint64_t ScanLargeCollection(const CollectionBase& v, const ScanOptions& o, Visit&& visit) {
+  const ScanOrder& order = v.scan_order();
+  size_t b, e;
+  uint64_t next = ScanSlice(order, o.cursor, o.count, &b, &e);
+  for (size_t i = b; i < e; ++i) {
+    const ScanOrder::Ref& r = order.refs[i];
+    if (!o.has_pattern || GlobMatch(o.pattern, *r.member)) visit(r);
+  }
+  if (next == 0) v.DropScanOrder();
+  return next;
+}
 
 }  // namespace trove::resp

@@ -120,6 +120,38 @@ TEST_F(SlabRebalancerTest, ReassignRescuesItemsWhenTheClassHasFreeChunks) {
   e_->Stop();
 }
 
+// A rescued item keeps what its flags say about it: a base64 key (meta b)
+// and a millisecond expiry (RESP PX) move with it.
+TEST_F(SlabRebalancerTest, RescuedItemsKeepBinaryKeysAndMillisecondExpiry) {
+  Make(0);
+  e_->Start();
+  int a = ClassOfSize(1000);
+  std::string v(1000, 'x');
+  const int64_t expire_ms = clock_.UnixMicros() / 1000 + 100000250;
+  for (int i = 0; i < 400; ++i) {
+    std::string k = "a" + std::to_string(i);
+    StoreArgs args;
+    args.key_binary = i % 4 == 1;
+    ASSERT_EQ(e_->Store(k, 0, 0, v, args, ts_), StoreResult::kStored);
+    if (i % 4 == 3) {
+      KeyLockSet lock(e_.get(), k);
+      ASSERT_TRUE(e_->SetExpiryMsLocked(k, expire_ms, ts_));
+    }
+  }
+  for (int i = 0; i < 400; i += 2) ASSERT_EQ(e_->Delete("a" + std::to_string(i), {}, ts_), DeleteResult::kDeleted);
+  ASSERT_EQ(e_->SlabsReassign(a, 0), "OK");
+  ASSERT_TRUE(WaitFor([&] { return StatU(e_->Stats(), "slabs_moved") == 1; }));
+  ASSERT_GT(StatU(e_->Stats(), "slab_reassign_rescues"), 0u);
+  for (int i = 1; i < 400; i += 2) {
+    ItemRef r = e_->Get("a" + std::to_string(i), ts_);
+    ASSERT_TRUE(r) << i;
+    EXPECT_EQ(r.key_is_binary(), i % 4 == 1) << i;
+    EXPECT_EQ(r.expires_at_unix_ms(), i % 4 == 3 ? expire_ms : 0) << i;
+    EXPECT_EQ(r.client_flags(), 0u) << i;
+  }
+  e_->Stop();
+}
+
 TEST_F(SlabRebalancerTest, ReassignToGlobalPoolThenReuse) {
   Make(0);
   e_->Start();

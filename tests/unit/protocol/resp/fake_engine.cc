@@ -5,6 +5,7 @@
 // KeyLockSet per thread at a time.
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/limits.h"
 #include "common/mutex.h"
@@ -200,8 +201,11 @@ AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueTyp
 void Engine::AdjustHeapBytes(int64_t delta) { impl_->heap_bytes += delta; }
 
 uint64_t Engine::KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
-void Engine::PrefetchKey(uint64_t) const {}
-void Engine::PrefetchItem(uint64_t) const {}
+// Recorded so tests can check what a look-ahead asked for (single thread).
+std::vector<uint64_t> g_fake_prefetched_keys;
+std::vector<uint64_t> g_fake_prefetched_items;
+void Engine::PrefetchKey(uint64_t hv) const { g_fake_prefetched_keys.push_back(hv); }
+void Engine::PrefetchItem(uint64_t hv) const { g_fake_prefetched_items.push_back(hv); }
 
 ItemRef Engine::GetLocked(std::string_view key, ThreadStats*, bool) {
   CHECK(t_lockset_held);

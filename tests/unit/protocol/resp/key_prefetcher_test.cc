@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +55,54 @@ TEST(KeyPrefetcherTest, GivesUpOnWhatItCannotScan) {
        }) {
     EXPECT_FALSE(KeyPrefetcher::ScanRequest(0, in.data(), in.size(), 0, &end, &hv)) << in;
   }
+}
+
+}  // namespace
+}  // namespace trove::resp
+
+namespace trove::engine {
+extern std::vector<uint64_t> g_fake_prefetched_keys;  // fake_engine.cc
+extern std::vector<uint64_t> g_fake_prefetched_items;
+}  // namespace trove::engine
+
+namespace trove::resp {
+namespace {
+
+// The window over a pipeline of 12 GETs, driven as Session::OnData drives
+// it: each later request's key is prefetched once and its item once, never
+// the running request's, and always before that request runs.
+TEST(KeyPrefetcherTest, WindowPrefetchesEachLaterRequestOnceAndInTime) {
+  ManualClock clock;
+  engine::EngineOptions o;
+  o.clock = &clock;
+  std::unique_ptr<Engine> e = std::move(Engine::Create(o).value());
+  std::string in;
+  std::vector<size_t> ends;
+  std::vector<uint64_t> hashes;
+  for (int i = 0; i < 12; ++i) {
+    std::string k = "k" + std::to_string(i);
+    in += "*2\r\n$3\r\nGET\r\n$" + std::to_string(k.size()) + "\r\n" + k + "\r\n";
+    ends.push_back(in.size());
+    hashes.push_back(Engine::KeyHash(k));
+  }
+  engine::g_fake_prefetched_keys.clear();
+  engine::g_fake_prefetched_items.clear();
+  KeyPrefetcher p;
+  p.Reset();
+  for (size_t i = 0; i < ends.size(); ++i) {
+    p.Before(e.get(), 0, in.data(), in.size(), ends[i]);
+    // By the time request i+1 runs, its key and item have been asked for.
+    if (i + 1 < ends.size()) {
+      auto& keys = engine::g_fake_prefetched_keys;
+      auto& items = engine::g_fake_prefetched_items;
+      EXPECT_NE(std::find(keys.begin(), keys.end(), hashes[i + 1]), keys.end()) << i;
+      EXPECT_NE(std::find(items.begin(), items.end(), hashes[i + 1]), items.end()) << i;
+    }
+  }
+  // Requests 1..11 once each, in order; request 0 ran before any look-ahead.
+  std::vector<uint64_t> later(hashes.begin() + 1, hashes.end());
+  EXPECT_EQ(engine::g_fake_prefetched_keys, later);
+  EXPECT_EQ(engine::g_fake_prefetched_items, later);
 }
 
 // Mutated pipelines (run under ASan in CI): the scan never reads past the

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "protocol/resp/keyspace.h"
+
 namespace trove::resp {
 namespace {
 
@@ -45,17 +47,16 @@ bool KeyPrefetcher::ScanRequest(int db, const char* data, size_t len, size_t sta
     pos += n + 2;
   }
   *end = pos;
-  // The engine key as CommandContext::Key encodes it (keyspace.cc).
-  if (db == 0 && (key.empty() || key[0] != '\0')) {
+  // The engine key as CommandContext::Key encodes it, without allocating.
+  char buf[kMaxPrefixedKey + 2];
+  size_t n = DbKeyPrefix(db, key, buf);
+  if (n == 0) {
     *hv = engine::Engine::KeyHash(key);
     return true;
   }
   if (key.size() > kMaxPrefixedKey) return false;
-  char buf[kMaxPrefixedKey + 2];
-  buf[0] = '\0';
-  buf[1] = static_cast<char>(db);
-  std::memcpy(buf + 2, key.data(), key.size());
-  *hv = engine::Engine::KeyHash(std::string_view(buf, key.size() + 2));
+  std::memcpy(buf + n, key.data(), key.size());
+  *hv = engine::Engine::KeyHash(std::string_view(buf, key.size() + n));
   return true;
 }
 

@@ -17,12 +17,19 @@
 
 namespace trove::resp {
 
+size_t DbKeyPrefix(int db, std::string_view key, char prefix[2]) {
+  if (db == 0 && (key.empty() || key[0] != '\0')) return 0;
+  prefix[0] = '\0';
+  prefix[1] = static_cast<char>(db);
+  return 2;
+}
+
 std::string EncodeDbKey(int db, std::string_view key) {
-  if (db == 0 && (key.empty() || key[0] != '\0')) return std::string(key);
+  char prefix[2];
+  size_t n = DbKeyPrefix(db, key, prefix);
   std::string r;
-  r.reserve(key.size() + 2);
-  r.push_back('\0');
-  r.push_back(static_cast<char>(db));
+  r.reserve(key.size() + n);
+  r.append(prefix, n);
   r.append(key);
   return r;
 }

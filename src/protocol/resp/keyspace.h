@@ -18,6 +18,10 @@ namespace trove::resp {
 // the mapping is one-to-one. memcached text keys cannot contain control
 // bytes, so the memcached port never sees another database's keys.
 std::string EncodeDbKey(int db, std::string_view key);
+// The bytes EncodeDbKey puts before `key`: writes them to prefix and returns
+// how many (0 for a plain database-0 key, else 2). For callers that encode
+// into their own buffer.
+size_t DbKeyPrefix(int db, std::string_view key, char prefix[2]);
 // Inverse of EncodeDbKey.
 void DecodeDbKey(std::string_view enc, int* db, std::string_view* key);
 

@@ -151,7 +151,7 @@ void TtlGeneric(CommandContext& ctx, int mode) {
       ctx.w->Integer(left);
       break;
     case 2:
-      ctx.w->Integer(e / 1000);
+      ctx.w->Integer((e + 500) / 1000);  // rounded, as Redis's ttlGenericCommand
       break;
     default:
       ctx.w->Integer(e);

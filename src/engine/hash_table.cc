@@ -112,17 +112,17 @@ void HashTable::RetireTable(Item** t, int hashpower) {
   retired_.emplace_back(t, hashpower);
 }
 
-void HashTable::PrefetchSlot(uint64_t hv) const {
+Item** HashTable::UnlockedSlot(uint64_t hv) const {
+  // hashpower_ first: primary_ is then at least that big (class comment).
   int hp = hashpower_.load(std::memory_order_acquire);
   Item** t = primary_.load(std::memory_order_acquire);
-  __builtin_prefetch(&t[hv & ((uint64_t{1} << hp) - 1)]);
+  return &t[hv & ((uint64_t{1} << hp) - 1)];
 }
 
+void HashTable::PrefetchSlot(uint64_t hv) const { __builtin_prefetch(UnlockedSlot(hv)); }
+
 void HashTable::PrefetchHead(uint64_t hv) const {
-  int hp = hashpower_.load(std::memory_order_acquire);
-  Item** t = primary_.load(std::memory_order_acquire);
-  Item* head =
-      std::atomic_ref<Item*>(t[hv & ((uint64_t{1} << hp) - 1)]).load(std::memory_order_relaxed);
+  Item* head = std::atomic_ref<Item*>(*UnlockedSlot(hv)).load(std::memory_order_relaxed);
   // The item may be unlinked or freed by now: a prefetch never faults, and
   // slab memory stays mapped anyway.
   if (head != nullptr) {

@@ -78,6 +78,9 @@ class HashTable {
 
  private:
   Item** BucketLocked(uint64_t hv) const;
+  // hv's slot in the primary array, found without a stripe (prefetch only;
+  // during growth it may be the wrong bucket, never out of bounds).
+  Item** UnlockedSlot(uint64_t hv) const;
   void ExpanderLoop();
   static Item** MapTable(int hashpower);
   // Returns the array's pages to the kernel; the mapping stays (see above).

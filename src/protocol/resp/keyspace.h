@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/glob.h"
 #include "engine/engine.h"
 #include "protocol/resp/command.h"
 
@@ -68,8 +69,8 @@ bool ParseLongDouble(std::string_view s, long double* out);
 // SCAN cursors as Redis reads them (strtoul: "-1" wraps); false if not a number.
 bool ParseCursor(std::string_view s, uint64_t* out);
 
-// Redis's glob matching (stringmatchlen), optionally case-insensitive.
-bool GlobMatch(std::string_view pattern, std::string_view str, bool nocase = false);
+// Glob matching is trove::GlobMatch (common/glob.h), one matcher for every caller.
+using trove::GlobMatch;
 
 // Keyspace walks (cmd_keys.cc). REQUIRES: no stripe held on this thread.
 size_t FlushDatabase(CommandContext& ctx, int db);

@@ -159,6 +159,12 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
     close_ = true;
     return len;
   }
+  // memcached 1.6.45: a request of fewer than 4 bytes with its line end
+  // (an empty line, "x\r\n") is malformed, not an unknown command.
+  if (lr.consumed < 4) {
+    w.ClientError(kBadFormat);
+    return lr.consumed;
+  }
   std::string_view line = lr.line;
   // The command word, found without tokenizing: multigets skip the tokenizer.
   size_t s = 0;
@@ -175,10 +181,15 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
 
   if (cmd[0] == 'g') {
     std::string_view args = line.substr(e);
-    WordIterator it(args);
-    std::string_view first;
-    if (!it.Next(&first)) {  // memcached: every get form needs a key slot
+    // memcached 1.6.45: get needs a key, gat an exptime and a key.
+    const bool is_gat = Is(cmd, "gat") || Is(cmd, "gats");
+    const bool known = is_gat || Is(cmd, "get") || Is(cmd, "gets");
+    std::string_view first, second;
+    WordIterator probe(args);
+    if (!known) {
       w.Error();
+    } else if (!probe.Next(&first) || (is_gat && !probe.Next(&second))) {
+      w.ClientError(kBadFormat);
     } else if (Is(cmd, "get")) {
       Retrieve(args, false, false, w);
     } else if (Is(cmd, "gets")) {
@@ -236,47 +247,40 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   };
   for (const StoreCmd& sc : kStoreCmds) {
     if (!Is(cmd, sc.name)) continue;
-    size_t want = sc.mode == engine::StoreMode::kCas ? 7 : 6;
-    if (nt != want && nt != want + 1) {
-      w.Error();
-      return lr.consumed;
-    }
     return Storage(pl, sc.mode, lr.consumed, after, after_len, w);
   }
 
+  // Arity as memcached 1.6.45: too few words is a bad format, words past
+  // the ones a command reads are ignored (noreply is always the last word).
   if (Is(cmd, "incr") || Is(cmd, "decr")) {
-    if (nt != 4 && nt != 5) {
-      w.Error();
+    if (nt < 4) {
+      w.ClientError(kBadFormat);
     } else {
       Arith(pl, cmd[0] == 'i', w);
     }
   } else if (Is(cmd, "delete")) {
-    if (nt < 3 || nt > 5) {
-      w.Error();
+    if (nt < 3) {
+      w.ClientError(kBadFormat);
     } else {
       Delete(pl, w);
     }
   } else if (Is(cmd, "touch")) {
-    if (nt != 4 && nt != 5) {
-      w.Error();
+    if (nt < 4) {
+      w.ClientError(kBadFormat);
     } else {
       Touch(pl, w);
     }
   } else if (Is(cmd, "stats")) {
     Stats(pl, w);
   } else if (Is(cmd, "flush_all")) {
-    if (nt < 2 || nt > 4) {
-      w.Error();
-    } else {
-      FlushAll(pl, w);
-    }
+    FlushAll(pl, w);
   } else if (Is(cmd, "version")) {
     w.Status(std::string("VERSION ") + ctx_->opts.version);
   } else if (Is(cmd, "quit")) {
     close_ = true;
   } else if (Is(cmd, "verbosity")) {
-    if (nt != 3 && nt != 4) {
-      w.Error();
+    if (nt < 3) {
+      w.ClientError(kBadFormat);
     } else {
       Verbosity(pl, w);
     }

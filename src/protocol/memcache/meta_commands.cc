@@ -10,7 +10,7 @@
 namespace trove::memcache {
 namespace {
 
-constexpr const char* kFlagsTooLong = "options flags too long";
+constexpr const char* kFlagsTooLong = "options flags are too long";
 // Room for the longest meta reply line: code, size, 19 flags with numbers, a
 // base64 key (336 bytes) and an opaque token.
 constexpr size_t kMetaLineMax = 2048;
@@ -68,17 +68,16 @@ void MemcacheHandler::StatusLine(const char* code, const ParsedLine& pl, const M
 }
 
 void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
-  const size_t nt = pl.ntokens();
-  if (nt < 3) {
-    w.Error();
+  if (pl.count < 2 || !MetaTokensWellFormed(pl, 2)) {
+    w.ClientError(kBadFormat);
     return;
   }
   if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
     return;
   }
-  if (nt > kMetaMaxTokens) {
-    w.ClientError("options flags are too long");
+  if (pl.count > kMetaMaxTokens) {
+    w.ClientError(kFlagsTooLong);
     return;
   }
   MetaFlags f;
@@ -159,26 +158,24 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
 
 size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const char* after,
                                 size_t after_len, ReplyWriter& w) {
-  const size_t nt = pl.ntokens();
-  if (nt < 3) {
-    w.Error();
-    return line_len;
-  }
-  if (pl.tokens[1].size() > limits::kMemcacheMaxKey || nt == 3) {
+  // As the set family (issue 9): until <bytes> parses nothing is swallowed;
+  // after that every rejection swallows the block. Errors ignore q.
+  size_t n = 0;
+  if (pl.count < 3 || !ParseValueLength(pl.tokens[2], &n)) {
     w.ClientError(kBadFormat);
     return line_len;
   }
-  if (nt > kMetaMaxTokens) {
-    w.ClientError(kFlagsTooLong);
-    return line_len;
-  }
-  int64_t vlen = 0;
-  if (!ParseInt(pl.tokens[2], &vlen) || vlen < 0 || vlen > INT_MAX - 2) {
-    w.ClientError(kBadFormat);
-    return line_len;
-  }
-  const size_t n = static_cast<size_t>(vlen);
   const size_t total = n + 2;
+  // memcached 1.6.45 cannot size the block after a malformed flag token and
+  // leaves it to be read as commands; Trove swallows it like any other error.
+  if (!MetaTokensWellFormed(pl, 3) || pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return line_len + Swallow(total, after_len);
+  }
+  if (pl.count > kMetaMaxTokens) {
+    w.ClientError(kFlagsTooLong);
+    return line_len + Swallow(total, after_len);
+  }
   // From here on an error swallows the value, which memcached can size now.
   MetaFlags f;
   const char* err = ParseMetaFlags(pl, 3, key_buf_, &f);
@@ -289,16 +286,15 @@ void MemcacheHandler::MetaSetReply(const ParsedLine& pl, const MetaFlags& f, eng
 }
 
 void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
-  const size_t nt = pl.ntokens();
-  if (nt < 3) {
-    w.Error();
+  if (pl.count < 2 || !MetaTokensWellFormed(pl, 2)) {
+    w.ClientError(kBadFormat);
     return;
   }
   if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
     return;
   }
-  if (nt > kMetaMaxTokens) {
+  if (pl.count > kMetaMaxTokens) {
     w.ClientError(kFlagsTooLong);
     return;
   }
@@ -335,16 +331,15 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
 }
 
 void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
-  const size_t nt = pl.ntokens();
-  if (nt < 3) {
-    w.Error();
+  if (pl.count < 2 || !MetaTokensWellFormed(pl, 2)) {
+    w.ClientError(kBadFormat);
     return;
   }
   if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
     return;
   }
-  if (nt > kMetaMaxTokens) {
+  if (pl.count > kMetaMaxTokens) {
     w.ClientError(kFlagsTooLong);
     return;
   }
@@ -439,7 +434,7 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
 
 void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
   const size_t nt = pl.ntokens();
-  if (nt < 3 || pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+  if (nt < 3 || !MetaTokensWellFormed(pl, 2) || pl.tokens[1].size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
     return;
   }

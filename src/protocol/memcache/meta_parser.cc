@@ -161,4 +161,12 @@ const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, 
   return err;
 }
 
+bool MetaTokensWellFormed(const ParsedLine& pl, size_t first) {
+  for (size_t i = first; i < pl.count; ++i) {
+    const unsigned char c = static_cast<unsigned char>(pl.tokens[i][0]);
+    if (!(c >= 'A' && c <= 'z') && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
 }  // namespace trove::memcache

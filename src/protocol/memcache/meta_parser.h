@@ -17,6 +17,11 @@ inline constexpr size_t kMetaMaxOpaque = 32;
 // A base64 key decodes to at most 3/4 of the 250-byte wire limit.
 inline constexpr size_t kMaxDecodedKey = 188;
 
+// memcached 1.6.45's meta tokenizer accepts a flag token only when its first
+// byte is in 'A'..'z' or a digit; any other makes the whole line a "bad
+// command line format". Checks tokens[first..] up to the tokenizer's limit.
+bool MetaTokensWellFormed(const ParsedLine& pl, size_t first);
+
 // Everything the flags of one meta request say. Token-carrying flags keep the
 // parsed value; the return flags are re-read from the tokens in request order
 // when the reply is written (memcached echoes them in that order).

@@ -86,25 +86,29 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
 
 size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len,
                                 const char* after, size_t after_len, ReplyWriter& w) {
-  w.set_quiet(pl.noreply());
-  std::string_view key = pl.tokens[1];
-  if (key.size() > limits::kMemcacheMaxKey) {
+  // memcached 1.6.45's order. Until <bytes> parses, the block cannot be
+  // sized: the error is the whole reply and the next line is a command.
+  // Once it parses, every rejection swallows <bytes> + 2, so no byte of a
+  // value is ever read as a command (issue 9).
+  size_t n = 0;
+  if (pl.count < 5 || !ParseValueLength(pl.tokens[4], &n)) {
     w.ClientError(kBadFormat);
     return line_len;
   }
+  const size_t total = n + 2;
+  // The last of at most 23 words, as memcached's tokenizer sees the line.
+  w.set_quiet(pl.tokens[pl.count - 1] == "noreply");
+  std::string_view key = pl.tokens[1];
   uint32_t flags = 0;
   int64_t exptime = 0;
-  int64_t vlen = 0;
   uint64_t cas = 0;
-  if (!ParseFlags(pl.tokens[2], &flags) || !ParseInt(pl.tokens[3], &exptime) ||
-      !ParseInt(pl.tokens[4], &vlen) ||
-      (mode == engine::StoreMode::kCas && !ParseUint(pl.tokens[5], &cas)) || vlen < 0 ||
-      vlen > INT_MAX - 2) {
+  if (key.size() > limits::kMemcacheMaxKey || !ParseFlags(pl.tokens[2], &flags) ||
+      !ParseInt(pl.tokens[3], &exptime) ||
+      (mode == engine::StoreMode::kCas &&
+       (pl.count < 6 || !ParseCasUnique(pl.tokens[5], &cas)))) {
     w.ClientError(kBadFormat);
-    return line_len;
+    return line_len + Swallow(total, after_len);
   }
-  const size_t n = static_cast<size_t>(vlen);
-  const size_t total = n + 2;
   if (TooLarge(key.size(), flags, n)) {
     w.ServerError("object too large for cache");
     // memcached drops the old value of a failed set rather than keep stale data.
@@ -187,18 +191,9 @@ void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
 }
 
 void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
-  const size_t nt = pl.ntokens();
-  if (nt > 3) {
-    // memcached accepts only "delete <key> [0] [noreply]".
-    bool hold_is_zero = pl.tokens[2] == "0";
-    bool noreply = pl.noreply();
-    w.set_quiet(noreply);
-    bool valid = (nt == 4 && (hold_is_zero || noreply)) || (nt == 5 && hold_is_zero && noreply);
-    if (!valid) {
-      w.ClientError("bad command line format.  Usage: delete <key> [noreply]");
-      return;
-    }
-  }
+  // memcached 1.6.45 dropped the legacy "delete <key> <time>" check: words
+  // after the key are ignored, and noreply is the last word.
+  w.set_quiet(pl.noreply());
   std::string_view key = pl.tokens[1];
   if (key.size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);

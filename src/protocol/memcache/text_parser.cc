@@ -86,4 +86,32 @@ bool ParseInt(std::string_view s, int64_t* out) {
 
 bool ParseUint(std::string_view s, uint64_t* out) { return ParseU64(StripPlus(s), out); }
 
+bool ParseValueLength(std::string_view s, size_t* out) {
+  constexpr size_t kMaxChars = 11;  // mcmc's limit for a 32-bit token
+  if (s.empty() || s.size() > kMaxChars) return false;
+  size_t i = 0;
+  bool neg = s[0] == '-';
+  if (neg) i = 1;
+  int64_t v = 0;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (s[i] - '0');  // 10 digits at most: no int64 overflow
+    if (v > (neg ? 2147483648LL : 2147483647LL)) return false;
+  }
+  // "-" alone and "-0" are 0, as mcmc reads them; any other negative fails.
+  if (neg && v != 0) return false;
+  if (v > 2147483647LL - 2) return false;
+  *out = static_cast<size_t>(v);
+  return true;
+}
+
+bool ParseCasUnique(std::string_view s, uint64_t* out) {
+  constexpr size_t kMaxChars = 22;
+  if (s.empty() || s.size() > kMaxChars) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return ParseU64(s, out);
+}
+
 }  // namespace trove::memcache

@@ -75,4 +75,14 @@ bool ParseInt(std::string_view s, int64_t* out);
 // Unsigned 64-bit decimal (CAS, delta), optional '+', no '-'.
 bool ParseUint(std::string_view s, uint64_t* out);
 
+// The <bytes> token of a storage command (set family and ms), by memcached
+// 1.6.45's request parser: at most 11 characters, an optional '-', digits
+// only, within int32, and then 0 <= n <= INT_MAX - 2. Whether this parses
+// decides everything after a rejected storage line: when it does, the next
+// n + 2 bytes are the data block and are swallowed whatever else is wrong;
+// when it does not, nothing is swallowed (memcached cannot size the block).
+bool ParseValueLength(std::string_view s, size_t* out);
+// The cas unique of "cas": at most 22 digits, digits only, within uint64.
+bool ParseCasUnique(std::string_view s, uint64_t* out);
+
 }  // namespace trove::memcache

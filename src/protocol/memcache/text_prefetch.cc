@@ -30,18 +30,18 @@ bool ScanTextRequest(const char* data, size_t len, size_t start, size_t* end, ui
   Tokenize(lr.line, &pl);
   if (pl.count < 2) return false;
   std::string_view cmd = pl.tokens[0];
-  uint64_t block = 0;  // data block bytes after the line (plus its CRLF)
+  size_t block = 0;  // data block bytes after the line (plus its CRLF)
   bool has_block = false;
   if (cmd == "get" || cmd == "gets" || cmd == "delete" || cmd == "incr" || cmd == "decr" ||
       cmd == "touch") {
   } else if (cmd == "set" || cmd == "add" || cmd == "replace" || cmd == "append" ||
              cmd == "prepend" || cmd == "cas") {
-    if (pl.count < 5 || !ParseU64(pl.tokens[4], &block)) return false;
+    if (pl.count < 5 || !ParseValueLength(pl.tokens[4], &block)) return false;
     has_block = true;
   } else if (cmd == "mg" || cmd == "md" || cmd == "ma") {
     if (HasBase64Flag(pl, 2)) return false;
   } else if (cmd == "ms") {
-    if (pl.count < 3 || !ParseU64(pl.tokens[2], &block) || HasBase64Flag(pl, 3)) return false;
+    if (pl.count < 3 || !ParseValueLength(pl.tokens[2], &block) || HasBase64Flag(pl, 3)) return false;
     has_block = true;
   } else {
     return false;
@@ -49,7 +49,7 @@ bool ScanTextRequest(const char* data, size_t len, size_t start, size_t* end, ui
   size_t next = start + lr.consumed;
   if (has_block) {
     if (block > len || next + block + 2 > len) return false;
-    next += static_cast<size_t>(block) + 2;
+    next += block + 2;
   }
   *end = next;
   *hv = engine::Engine::KeyHash(pl.tokens[1]);

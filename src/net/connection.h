@@ -6,10 +6,13 @@
 #include <memory>
 #include <string>
 
+#include "net/event_loop.h"
 #include "net/io_buffer.h"
 #include "net/protocol_handler.h"
 
 namespace trove::net {
+
+class Worker;
 
 // A freshly accepted socket on its way from the acceptor to a worker.
 struct NewConn {
@@ -23,7 +26,8 @@ struct NewConn {
 
 // One client connection. Owner: its worker thread, for the connection's whole
 // life; no other thread reads or writes any field (other threads reach it by
-// sending the worker a message naming `id`).
+// posting its worker a task naming `id`). It is the epoll watcher of its
+// socket and the ConnControl its handler talks to.
 //
 // Thread safety: worker thread only; no locks.
 //
@@ -37,9 +41,29 @@ struct NewConn {
 //     closes as soon as `out` is empty.
 //  5. flush_queued implies the connection appears exactly once in the
 //     worker's flush list.
-struct Connection {
+//  6. While suspended, the handler's OnData is not called; Resume() puts the
+//     connection on the ready list so its buffered input is parsed in order.
+class Connection final : public IoWatcher, public ConnControl {
+ public:
+  explicit Connection(Worker* w) : worker(w) {}
+
+  // IoWatcher
+  void OnIoEvent(uint32_t events) override;
+  // ConnControl
+  uint64_t id() const override { return conn_id; }
+  int worker_id() const override;
+  EventLoop& loop() override;
+  WorkerGroup& group() override;
+  void Suspend() override { suspended_ = true; }
+  void Resume() override;
+  bool suspended() const override { return suspended_; }
+  OutputBuffer& output() override { return out; }
+  void OutputAdded() override;
+  void CloseSoon() override;
+
+  Worker* const worker;
   int fd = -1;
-  uint64_t id = 0;
+  uint64_t conn_id = 0;
   bool is_unix = false;
   std::string peer;
   std::string listen_name;
@@ -54,6 +78,10 @@ struct Connection {
   bool close_requested = false;   // CloseConnection by id: closes at a safe point
   bool flush_queued = false;      // output waits for the end of the loop turn
   int64_t last_active_ns = 0;     // Clock::MonoNanos of the last input
+  int64_t created_ns = 0;         // Clock::MonoNanos when the worker adopted it
+
+ private:
+  bool suspended_ = false;
 };
 
 }  // namespace trove::net

@@ -6,8 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 #include <utility>
 
 namespace trove::net {
@@ -45,7 +43,9 @@ Status NetServer::Start() {
     wo.counters = &counters_;
     wo.verbosity = &verbosity_;
     wo.factories = factories_;
+    wo.group = &group_;
     workers_.push_back(std::make_unique<Worker>(wo));
+    group_.Add(workers_.back().get());
     Status s = workers_.back()->Start();
     if (!s.ok()) return s;
   }
@@ -67,31 +67,46 @@ void NetServer::Stop() {
   pending_listeners_.clear();
 }
 
-void NetServer::Await(Rendezvous* r) {
-  Worker* self = Worker::Current();
-  for (;;) {
-    {
-      MutexLock l(&r->mu);
-      if (r->pending <= 0) return;
-    }
-    if (self) self->ServeInboxNested();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+namespace {
+
+// A caller that is not a loop waits for n answers from the workers.
+struct SyncWait {
+  Mutex mu{LockRank::kLeaf};
+  CondVar cv{&mu};
+  size_t left GUARDED_BY(mu) = 0;
+  bool found GUARDED_BY(mu) = false;
+  std::vector<ServerServices::ConnInfo> conns GUARDED_BY(mu);
+  void Done() {
+    MutexLock l(&mu);
+    if (--left == 0) cv.SignalAll();
   }
-}
+  void Wait() {
+    MutexLock l(&mu);
+    while (left > 0) cv.Wait();
+  }
+};
+
+}  // namespace
 
 std::vector<ServerServices::ConnInfo> NetServer::Connections() {
-  auto r = std::make_shared<Rendezvous>();
+  CHECK(Worker::Current() == nullptr);  // a worker must not block on the others
+  auto r = std::make_shared<SyncWait>();
   {
     MutexLock l(&r->mu);
-    r->pending = static_cast<int>(workers_.size());
+    r->left = workers_.size();
   }
   for (auto& w : workers_) {
-    WorkerMsg m;
-    m.kind = WorkerMsg::Kind::kCollectConns;
-    m.reply = r;
-    w->Post(std::move(m));
+    Worker* wp = w.get();
+    wp->Post([r, wp] {
+      std::vector<ServerServices::ConnInfo> mine = wp->DescribeAll();
+      {
+        MutexLock l(&r->mu);
+        for (auto& ci : mine) r->conns.push_back(std::move(ci));
+      }
+      r->Done();
+    });
   }
-  Await(r.get());
+  r->Wait();
   MutexLock l(&r->mu);
   std::vector<ServerServices::ConnInfo> out = std::move(r->conns);
   std::sort(out.begin(), out.end(),
@@ -102,18 +117,23 @@ std::vector<ServerServices::ConnInfo> NetServer::Connections() {
 }
 
 bool NetServer::CloseConnection(uint64_t id) {
+  CHECK(Worker::Current() == nullptr);
   if (workers_.empty() || id == 0) return false;
-  auto r = std::make_shared<Rendezvous>();
+  auto r = std::make_shared<SyncWait>();
   {
     MutexLock l(&r->mu);
-    r->pending = 1;
+    r->left = 1;
   }
-  WorkerMsg m;
-  m.kind = WorkerMsg::Kind::kCloseConn;
-  m.conn_id = id;
-  m.reply = r;
-  workers_[Acceptor::WorkerIndexFor(id, workers_.size())]->Post(std::move(m));
-  Await(r.get());
+  Worker* w = workers_[Acceptor::WorkerIndexFor(id, workers_.size())].get();
+  w->Post([r, w, id] {
+    bool found = w->RequestClose(id);
+    {
+      MutexLock l(&r->mu);
+      r->found = found;
+    }
+    r->Done();
+  });
+  r->Wait();
   MutexLock l(&r->mu);
   return r->found;
 }
@@ -132,9 +152,8 @@ uint64_t NetServer::BytesWritten() const {
 
 void NetServer::WakeAll() {
   for (auto& w : workers_) {
-    WorkerMsg m;
-    m.kind = WorkerMsg::Kind::kWake;
-    w->Post(std::move(m));
+    Worker* wp = w.get();
+    wp->Post([wp] { wp->RunIdleCheckNow(); });
   }
 }
 

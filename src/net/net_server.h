@@ -31,10 +31,9 @@ struct NetServerOptions {
 // Owns the listener thread and the workers.
 //
 // Thread safety: AddListener/Start/Stop from one thread (the server's main
-// thread). Connections(), CloseConnection(), Wake() and the counters are
-// safe from any thread, workers included (a worker waiting for the others
-// serves its own inbox meanwhile, so two workers asking at once cannot
-// deadlock).
+// thread). Connections(), CloseConnection() and WakeAll() from any thread
+// that is not a worker; the counters from any thread. Workers ask each other
+// asynchronously through group().
 //
 // Invariants:
 //  1. Listeners are added before Start(); Stop() closes them first, so no new
@@ -54,11 +53,14 @@ class NetServer {
   Status Start();
   void Stop();
 
-  // "stats conns": every open connection on every worker.
+  // "stats conns": every open connection on every worker. Blocks, so only
+  // for threads that are not workers (a worker uses group().Gather).
   std::vector<ServerServices::ConnInfo> Connections();
   // Closes connection `id` at its worker's next safe point; false if no
-  // connection has that id.
+  // connection has that id. Blocks like Connections().
   bool CloseConnection(uint64_t id);
+  // The workers as they reach each other (valid after Start()).
+  WorkerGroup& group() { return group_; }
   // "verbosity N": workers log connections at >= 2 (any thread).
   void SetVerbosity(int v) { verbosity_.store(v, std::memory_order_relaxed); }
   int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
@@ -74,14 +76,11 @@ class NetServer {
   const NetServerOptions& options() const { return opts_; }
 
  private:
-  // Waits until every reply in r has arrived, serving this thread's inbox if
-  // it is a worker.
-  static void Await(Rendezvous* r);
-
   NetServerOptions opts_;
   NetCounters counters_;
   std::atomic<int> verbosity_;  // relaxed: a log level
   std::vector<std::unique_ptr<Worker>> workers_;
+  WorkerGroup group_;
   std::unique_ptr<Acceptor> acceptor_;
   std::vector<BoundListener> pending_listeners_;
   std::vector<ProtocolFactory*> factories_;

@@ -14,6 +14,39 @@
 
 namespace trove::net {
 
+class EventLoop;
+class WorkerGroup;
+class ProtocolHandler;
+
+// What a handler may ask of its own connection and worker: suspend and resume
+// parsing, out-of-band output, the loop's timers, the other workers.
+// Implemented by net::Connection and valid for the handler's whole life.
+// Thread safety: the connection's worker thread only.
+class ConnControl {
+ public:
+  virtual ~ConnControl() = default;
+  virtual uint64_t id() const = 0;
+  virtual int worker_id() const = 0;
+  virtual EventLoop& loop() = 0;
+  virtual WorkerGroup& group() = 0;
+  // Stops parsing this connection's input; bytes already received and later
+  // ones stay buffered (the socket is still watched, so a hang-up closes
+  // it). Called from inside OnData, OnData returns what it consumed so far.
+  virtual void Suspend() = 0;
+  // Parses the buffered input again later in this loop turn (before replies
+  // are written), continuing with the next pipelined request in order.
+  virtual void Resume() = 0;
+  virtual bool suspended() const = 0;
+  // Out-of-band output (a pushed message, a reply that finished elsewhere):
+  // append to output(), then call OutputAdded(); it goes out in the same
+  // end-of-turn writev as ordinary replies.
+  virtual OutputBuffer& output() = 0;
+  virtual void OutputAdded() = 0;
+  // Closes the connection at the worker's next safe point, after writing
+  // what is queued (without waiting for a slow reader).
+  virtual void CloseSoon() = 0;
+};
+
 // What a protocol may ask of the server (implemented in server/, thread-safe).
 class ServerServices {
  public:
@@ -48,6 +81,7 @@ struct ConnInfoView {
   int worker_id = 0;
   bool is_unix = false;
   std::string peer;           // "ip:port" or unix path
+  ConnControl* control = nullptr;  // the connection itself; see ConnControl
 };
 
 class ProtocolHandler {

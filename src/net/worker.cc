@@ -19,11 +19,6 @@ namespace {
 
 thread_local Worker* tls_worker = nullptr;
 
-// epoll data tags for the two channel fds; connections use their pointer.
-char kAcceptTag;
-char kInboxTag;
-
-constexpr int kMaxEvents = 256;
 constexpr int64_t kNanosPerSec = 1000000000;
 // Unparsed input a connection may hold when its handler has not said it
 // needs that much (BytesWanted). Protocols enforce tighter limits of their
@@ -33,35 +28,62 @@ constexpr size_t kMaxUnparsedInput = 256u << 20;
 
 }  // namespace
 
+// --- Connection: the handler's view of its connection ---
+
+void Connection::OnIoEvent(uint32_t events) { worker->OnEvent(this, events); }
+int Connection::worker_id() const { return worker->id(); }
+EventLoop& Connection::loop() { return worker->loop(); }
+WorkerGroup& Connection::group() { return worker->group(); }
+
+void Connection::Resume() {
+  if (!suspended_) return;
+  suspended_ = false;
+  if (!closed && in.size() > 0) worker->QueueReady(this);
+}
+
+void Connection::OutputAdded() {
+  if (!closed) worker->QueueFlush(this);
+}
+
+void Connection::CloseSoon() {
+  if (closed || close_requested) return;
+  close_requested = true;
+  worker->deferred_close_.push_back(conn_id);
+}
+
+EventLoop& WorkerGroup::loop(size_t i) { return workers_[i]->loop(); }
+
+void WorkerGroup::PostToConn(uint64_t conn_id, ConnFn fn) {
+  if (workers_.empty()) return;
+  Worker* w = workers_[OwnerOf(conn_id)];
+  w->Post([w, conn_id, fn = std::move(fn)] {
+    Connection* c = w->Find(conn_id);
+    if (c != nullptr) fn(c, c->handler.get());
+  });
+}
+
+// --- Worker ---
+
 Worker::Worker(const WorkerOptions& opts)
     : opts_(opts),
       clock_(opts.clock ? opts.clock : SystemClock::Default()),
       counters_(opts.counters),
+      loop_(clock_, limits::kWorkerInboxCapacity),
       accept_ch_(limits::kAcceptChannelCapacity),
-      inbox_(limits::kWorkerInboxCapacity) {
+      idle_timer_([this] { CheckIdle(); }) {
   CHECK(counters_ != nullptr);
+  CHECK(opts_.group != nullptr);
 }
 
-Worker::~Worker() {
-  Stop();
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-}
+Worker::~Worker() { Stop(); }
 
 Worker* Worker::Current() { return tls_worker; }
 
 Status Worker::Start() {
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) return Status::FromErrno("epoll_create1");
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.ptr = &kAcceptTag;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, accept_ch_.fd(), &ev) < 0) {
-    return Status::FromErrno("epoll_ctl(accept channel)");
-  }
-  ev.data.ptr = &kInboxTag;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, inbox_.fd(), &ev) < 0) {
-    return Status::FromErrno("epoll_ctl(inbox)");
-  }
+  Status s = loop_.Init();
+  if (!s.ok()) return s;
+  s = loop_.AddFd(accept_ch_.fd(), EPOLLIN, &accept_watcher_);
+  if (!s.ok()) return s;
   thread_ = std::thread([this] { Run(); });
   while (!initialised_.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -71,9 +93,7 @@ Status Worker::Start() {
 
 void Worker::Stop() {
   if (!thread_.joinable()) return;
-  WorkerMsg m;
-  m.kind = WorkerMsg::Kind::kStop;
-  Post(std::move(m));
+  Post([this] { stop_ = true; });
   thread_.join();
   // Sockets still in the handoff channel never became connections.
   std::vector<NewConn> left;
@@ -86,49 +106,23 @@ void Worker::Stop() {
 
 void Worker::SendNewConn(NewConn c) { accept_ch_.Send(std::move(c)); }
 
-void Worker::Post(WorkerMsg m) {
-  inbox_.Send(std::move(m), [] {
-    if (Worker* self = Worker::Current()) self->ServeInboxNested();
-  });
-}
-
 void Worker::Run() {
   tls_worker = this;
+  loop_.BindToThisThread();
   for (ProtocolFactory* f : opts_.factories) f->InitWorker(opts_.id);
   initialised_.store(true, std::memory_order_release);
-  last_idle_check_ns_ = Now();
-  epoll_event events[kMaxEvents];
+  if (opts_.idle_timeout_s > 0) loop_.ArmAfter(&idle_timer_, 1000);
   while (!stop_) {
     graveyard_.clear();  // invariant 2: nothing refers to these any more
-    int timeout = -1;
-    if (!ready_.empty()) {
-      timeout = 0;
-    } else if (opts_.idle_timeout_s > 0) {
-      timeout = 1000;
-    }
-    int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout);
-    if (n < 0) {
-      CHECK(errno == EINTR);
-      n = 0;
-    }
-    turn_now_ns_ = Now();
-    for (int i = 0; i < n; ++i) {
-      void* p = events[i].data.ptr;
-      if (p == &kInboxTag) {
-        HandleInbox();
-      } else if (p == &kAcceptTag) {
-        AcceptNew();
-      } else {
-        OnEvent(static_cast<Connection*>(p), events[i].events);
-      }
-    }
+    turn_now_ns_ = 0;
+    loop_.RunOnce(ready_.empty() ? -1 : 0);
     ProcessReady();
     // Replies first: a connection closed by request still gets what it was
     // sent before the close (its own "close" reply included).
     FlushQueued();
     RunDeferredCloses();
-    if (opts_.idle_timeout_s > 0) CheckIdle();
   }
+  loop_.Cancel(&idle_timer_);
   std::vector<Connection*> all;
   all.reserve(conns_.size());
   for (auto& [id, c] : conns_) all.push_back(c.get());
@@ -139,75 +133,51 @@ void Worker::Run() {
   tls_worker = nullptr;
 }
 
-void Worker::HandleInbox() {
-  ServeInboxNested();
-  RunDeferredCloses();
+Connection* Worker::Find(uint64_t conn_id) {
+  auto it = conns_.find(conn_id);
+  if (it == conns_.end() || it->second->closed) return nullptr;
+  return it->second.get();
 }
 
-void Worker::ServeInboxNested() {
-  DCHECK(tls_worker == this);
-  std::vector<WorkerMsg> batch;
-  batch.swap(msg_batch_);  // reentrancy: a nested call gets its own vector
-  inbox_.Drain(&batch, 256);
-  for (WorkerMsg& m : batch) HandleMsg(m);
-  batch.clear();
-  if (msg_batch_.capacity() < batch.capacity()) msg_batch_.swap(batch);
+std::vector<ServerServices::ConnInfo> Worker::DescribeAll() const {
+  std::vector<ServerServices::ConnInfo> mine;
+  mine.reserve(conns_.size());
+  for (auto& [id, c] : conns_) mine.push_back(Describe(*c));
+  return mine;
 }
 
-void Worker::HandleMsg(WorkerMsg& m) {
-  switch (m.kind) {
-    case WorkerMsg::Kind::kWake:
-      last_idle_check_ns_ = 0;  // run the idle check on this turn
-      break;
-    case WorkerMsg::Kind::kStop:
-      stop_ = true;
-      break;
-    case WorkerMsg::Kind::kCollectConns: {
-      std::vector<ServerServices::ConnInfo> mine;
-      mine.reserve(conns_.size());
-      for (auto& [id, c] : conns_) mine.push_back(Describe(*c));
-      MutexLock l(&m.reply->mu);
-      for (auto& ci : mine) m.reply->conns.push_back(std::move(ci));
-      --m.reply->pending;
-      break;
-    }
-    case WorkerMsg::Kind::kCloseConn: {
-      auto it = conns_.find(m.conn_id);
-      bool found = it != conns_.end() && !it->second->closed;
-      if (found && !it->second->close_requested) {
-        // Never close here: this may run inside a handler's OnData.
-        it->second->close_requested = true;
-        deferred_close_.push_back(m.conn_id);
-      }
-      MutexLock l(&m.reply->mu);
-      if (found) m.reply->found = true;
-      --m.reply->pending;
-      break;
-    }
-  }
+bool Worker::RequestClose(uint64_t conn_id) {
+  Connection* c = Find(conn_id);
+  if (c == nullptr) return false;
+  // Never close here: this may run inside a handler's OnData.
+  c->CloseSoon();
+  return true;
+}
+
+void Worker::RunIdleCheckNow() {
+  if (opts_.idle_timeout_s > 0) loop_.ArmAfter(&idle_timer_, 0);
 }
 
 void Worker::AcceptNew() {
   new_batch_.clear();
   accept_ch_.Drain(&new_batch_, 64);
   for (NewConn& nc : new_batch_) {
-    auto c = std::make_unique<Connection>();
+    auto c = std::make_unique<Connection>(this);
     c->fd = nc.fd;
-    c->id = nc.id;
+    c->conn_id = nc.id;
     c->is_unix = nc.is_unix;
     c->peer = std::move(nc.peer);
     c->listen_name = std::move(nc.listen_name);
     c->last_active_ns = TurnNow();
+    c->created_ns = c->last_active_ns;
     ConnInfoView view;
-    view.id = c->id;
+    view.id = c->conn_id;
+    view.control = c.get();
     view.worker_id = opts_.id;
     view.is_unix = c->is_unix;
     view.peer = c->peer;
     c->handler = nc.factory->Create(opts_.id, view);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.ptr = c.get();
-    if (!c->handler || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+    if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);
       counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
       continue;
@@ -215,12 +185,12 @@ void Worker::AcceptNew() {
     c->epoll_mask = EPOLLIN;
     if (Verbose(2)) {
       std::fprintf(stderr, "<%llu new client connection from %s on %s\n",
-                   static_cast<unsigned long long>(c->id), c->peer.c_str(),
+                   static_cast<unsigned long long>(c->conn_id), c->peer.c_str(),
                    c->listen_name.c_str());
     }
     counters_->connection_structures.fetch_add(1, std::memory_order_relaxed);
     num_conns_.fetch_add(1, std::memory_order_relaxed);
-    conns_.emplace(c->id, std::move(c));
+    conns_.emplace(c->conn_id, std::move(c));
   }
   new_batch_.clear();
 }
@@ -281,6 +251,12 @@ void Worker::Serve(Connection* c, bool from_socket) {
                       std::memory_order_relaxed);
   }
   size_t consumed = 0;
+  if (c->suspended()) {
+    // Invariant 4: keep what arrives, parse nothing. A suspended client that
+    // keeps sending is bounded like one whose handler never consumes.
+    if (c->in.size() > kMaxUnparsedInput) Close(c);
+    return;
+  }
   if (c->in.size() > 0) {
     consumed = c->handler->OnData(c->in.data(), c->in.size(), c->out);
     DCHECK(consumed <= c->in.size());
@@ -310,10 +286,15 @@ void Worker::Serve(Connection* c, bool from_socket) {
   }
   // The handler stopped early (-R) with complete requests possibly left:
   // parse again after the worker's other ready connections.
-  if (consumed > 0 && c->in.size() > 0 && !c->read_paused && !c->closing && !c->in_ready) {
-    c->in_ready = true;
-    ready_.push_back(c);
+  if (consumed > 0 && c->in.size() > 0 && !c->read_paused && !c->closing && !c->suspended()) {
+    QueueReady(c);
   }
+}
+
+void Worker::QueueReady(Connection* c) {
+  if (c->in_ready) return;
+  c->in_ready = true;
+  ready_.push_back(c);
 }
 
 void Worker::QueueFlush(Connection* c) {
@@ -360,10 +341,7 @@ void Worker::AfterIo(Connection* c) {
     } else if (c->read_paused) {
       c->read_paused = false;
       // Input buffered while paused was never parsed.
-      if (c->in.size() > 0 && !c->in_ready) {
-        c->in_ready = true;
-        ready_.push_back(c);
-      }
+      if (c->in.size() > 0) QueueReady(c);
     }
     if (!c->read_paused) mask |= EPOLLIN;
   }
@@ -373,10 +351,7 @@ void Worker::AfterIo(Connection* c) {
 
 void Worker::SetMask(Connection* c, uint32_t mask) {
   if (mask == c->epoll_mask) return;
-  epoll_event ev{};
-  ev.events = mask;
-  ev.data.ptr = c;
-  CHECK(::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev) == 0);
+  CHECK(loop_.ModFd(c->fd, mask, c).ok());
   c->epoll_mask = mask;
 }
 
@@ -384,9 +359,9 @@ void Worker::Close(Connection* c) {
   if (c->closed) return;
   c->closed = true;
   if (Verbose(2)) {
-    std::fprintf(stderr, "<%llu connection closed.\n", static_cast<unsigned long long>(c->id));
+    std::fprintf(stderr, "<%llu connection closed.\n", static_cast<unsigned long long>(c->conn_id));
   }
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  loop_.DelFd(c->fd);
   ::close(c->fd);
   c->fd = -1;
   c->out.Clear();  // runs the releasers of values still referenced
@@ -394,7 +369,7 @@ void Worker::Close(Connection* c) {
   counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
   counters_->connection_structures.fetch_sub(1, std::memory_order_relaxed);
   num_conns_.fetch_sub(1, std::memory_order_relaxed);
-  auto it = conns_.find(c->id);
+  auto it = conns_.find(c->conn_id);
   CHECK(it != conns_.end());
   graveyard_.push_back(std::move(it->second));
   conns_.erase(it);
@@ -429,8 +404,6 @@ void Worker::ProcessReady() {
 
 void Worker::CheckIdle() {
   int64_t now = Now();
-  if (now - last_idle_check_ns_ < kNanosPerSec) return;
-  last_idle_check_ns_ = now;
   int64_t limit = opts_.idle_timeout_s * kNanosPerSec;
   std::vector<Connection*> idle;
   for (auto& [id, c] : conns_) {
@@ -440,11 +413,12 @@ void Worker::CheckIdle() {
     counters_->idle_kicks.fetch_add(1, std::memory_order_relaxed);
     Close(c);
   }
+  loop_.ArmAfter(&idle_timer_, 1000);
 }
 
 ServerServices::ConnInfo Worker::Describe(const Connection& c) const {
   ServerServices::ConnInfo ci;
-  ci.id = c.id;
+  ci.id = c.conn_id;
   ci.addr = (c.is_unix ? "unix:" : "tcp:") + c.peer;
   ci.listen_addr = c.listen_name;
   if (c.closing || c.close_requested) {

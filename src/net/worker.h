@@ -14,7 +14,9 @@
 #include "common/status.h"
 #include "net/channel.h"
 #include "net/connection.h"
+#include "net/event_loop.h"
 #include "net/protocol_handler.h"
+#include "net/worker_group.h"
 
 namespace trove::net {
 
@@ -32,28 +34,6 @@ struct NetCounters {
   std::atomic<uint64_t> idle_kicks{0};          // closed by -o idle_timeout
 };
 
-// Replies from workers to a thread waiting on a cross-worker request
-// ("stats conns", close by id). Shared so a late reply never dangles.
-struct Rendezvous {
-  Mutex mu{LockRank::kLeaf};
-  int pending GUARDED_BY(mu) = 0;
-  bool found GUARDED_BY(mu) = false;
-  std::vector<ServerServices::ConnInfo> conns GUARDED_BY(mu);
-};
-
-// A message for a worker's inbox.
-struct WorkerMsg {
-  enum class Kind : uint8_t {
-    kWake,          // no-op: run timers now (tests with a ManualClock)
-    kStop,          // close every connection and leave the loop
-    kCollectConns,  // append this worker's connections to reply->conns
-    kCloseConn,     // close conn_id if it lives here; reply->found
-  };
-  Kind kind = Kind::kWake;
-  uint64_t conn_id = 0;
-  std::shared_ptr<Rendezvous> reply;
-};
-
 struct WorkerOptions {
   int id = 0;
   int64_t idle_timeout_s = 0;           // 0 = never close idle connections
@@ -63,11 +43,12 @@ struct WorkerOptions {
   // Log level (memcached's -v count); >= 2 logs connections opening and
   // closing on stderr. Relaxed atomic owned by NetServer; may be null.
   const std::atomic<int>* verbosity = nullptr;
+  WorkerGroup* group = nullptr;         // required: the server's workers
 };
 
-// One worker thread: an epoll loop over its connections, its new-connection
-// channel (capacity limits::kAcceptChannelCapacity) and its inbox (capacity
-// limits::kWorkerInboxCapacity). epoll is level-triggered: each readiness
+// One worker thread: an EventLoop over its connections, its new-connection
+// channel (capacity limits::kAcceptChannelCapacity), its inbox of tasks
+// (capacity limits::kWorkerInboxCapacity) and its timers. epoll is level-triggered: each readiness
 // event gets one read() of up to 16 KiB, so one busy client cannot starve the
 // others; input left over after the handler's -R limit is parsed again from
 // the ready list after the other connections' events. Replies are written at
@@ -76,8 +57,9 @@ struct WorkerOptions {
 // the rest already sent (Redis writes in beforeSleep for the same reason).
 //
 // Thread safety: Start/Stop from the owning (server) thread; SendNewConn and
-// Post from any thread; everything else runs on the worker thread. The
-// connection table and all Connection objects are worker-thread only.
+// Post from any thread; everything else runs on the worker thread (tasks
+// posted to it included). The connection table and all Connection objects
+// are worker-thread only.
 //
 // Invariants:
 //  1. Every Connection in conns_ is registered with epoll_fd_ and counted in
@@ -85,7 +67,10 @@ struct WorkerOptions {
 //  2. A closed connection is removed from conns_ at once and freed only at the
 //     top of the next loop turn (graveyard_), after which no pointer to it
 //     remains in the ready list, the flush list or an epoll event.
-//  3. Messages are never dropped: a full channel makes the sender wait.
+//  3. Messages are never dropped: a full channel makes the sender wait (see
+//     EventLoop::Post for why that cannot deadlock).
+//  4. A suspended connection's input is never parsed; parsing resumes from
+//     the ready list, in request order.
 class Worker {
  public:
   explicit Worker(const WorkerOptions& opts);
@@ -101,19 +86,24 @@ class Worker {
 
   // Hands an accepted socket over (waits while the channel is full).
   void SendNewConn(NewConn c);
-  // Sends a message; waits while the inbox is full. Called from a worker it
-  // serves its own inbox between tries, so workers never deadlock on each
-  // other.
-  void Post(WorkerMsg m);
+  // Runs t on this worker's thread (waits while the inbox is full).
+  void Post(Task t) { loop_.Post(std::move(t)); }
 
   int id() const { return opts_.id; }
+  EventLoop& loop() { return loop_; }
+  WorkerGroup& group() { return *opts_.group; }
   // The worker running on the calling thread, or nullptr.
   static Worker* Current();
 
-  // Worker thread only: handles waiting inbox messages now, without closing
-  // any connection (closes are deferred to a safe point). Used while this
-  // thread waits for other workers' replies.
-  void ServeInboxNested();
+  // --- worker thread only (tasks posted here) ---
+  // The open connection with this id, or nullptr.
+  Connection* Find(uint64_t conn_id);
+  // "stats conns" lines for every connection of this worker.
+  std::vector<ServerServices::ConnInfo> DescribeAll() const;
+  // Closes conn_id at the next safe point; false if it is not open here.
+  bool RequestClose(uint64_t conn_id);
+  // Wakes the idle check at once (tests with a ManualClock).
+  void RunIdleCheckNow();
 
   size_t num_connections() const { return num_conns_.load(std::memory_order_relaxed); }
   // Socket bytes this worker has read and written ("stats" bytes_read/written).
@@ -121,15 +111,24 @@ class Worker {
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
 
  private:
+  friend class Connection;
+  class AcceptWatcher final : public IoWatcher {
+   public:
+    explicit AcceptWatcher(Worker* w) : w_(w) {}
+    void OnIoEvent(uint32_t) override { w_->AcceptNew(); }
+
+   private:
+    Worker* w_;
+  };
+
   void Run();
-  void HandleInbox();
-  void HandleMsg(WorkerMsg& m);
   void AcceptNew();
   void OnEvent(Connection* c, uint32_t events);
   // Reads once (if from_socket) then parses and executes; the output is
   // queued for FlushQueued.
   void Serve(Connection* c, bool from_socket);
   void QueueFlush(Connection* c);
+  void QueueReady(Connection* c);
   // Writes every queued connection's output (end of a loop turn).
   void FlushQueued();
   void AfterIo(Connection* c);
@@ -140,8 +139,12 @@ class Worker {
   void CheckIdle();
   ServerServices::ConnInfo Describe(const Connection& c) const;
   int64_t Now() const { return clock_->MonoNanos(); }
-  // The clock read once per loop turn, for activity stamps.
-  int64_t TurnNow() const { return turn_now_ns_; }
+  // The clock read once per loop turn (at its first use after epoll
+  // returns), for activity stamps.
+  int64_t TurnNow() {
+    if (turn_now_ns_ == 0) turn_now_ns_ = Now();
+    return turn_now_ns_;
+  }
   bool Verbose(int level) const {
     return opts_.verbosity && opts_.verbosity->load(std::memory_order_relaxed) >= level;
   }
@@ -151,10 +154,11 @@ class Worker {
   WorkerOptions opts_;
   const Clock* clock_;
   NetCounters* counters_;
-  int epoll_fd_ = -1;
+  EventLoop loop_;
   std::thread thread_;
   Channel<NewConn> accept_ch_;
-  Channel<WorkerMsg> inbox_;
+  AcceptWatcher accept_watcher_{this};
+  Timer idle_timer_;
 
   // --- worker thread only ---
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
@@ -164,8 +168,6 @@ class Worker {
   std::vector<Connection*> flush_;
   std::vector<uint64_t> deferred_close_;
   std::vector<NewConn> new_batch_;
-  std::vector<WorkerMsg> msg_batch_;
-  int64_t last_idle_check_ns_ = 0;
   int64_t turn_now_ns_ = 0;
   bool stop_ = false;
 

@@ -1,11 +1,13 @@
 // Admin commands: stats (all sub-commands), verbosity, cache_memlimit,
 // shutdown, slabs, lru_crawler. Run on the connection's worker thread; the
 // engine and ServerServices calls they make are thread-safe.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "common/str_append.h"
+#include "net/worker.h"
 #include "protocol/memcache/dispatch.h"
 
 namespace trove::memcache {
@@ -114,28 +116,61 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
     WriteStats(engine_->SizeStats(), w);
     w.Word("END");
   } else if (sub == "conns") {
-    if (sv) {
-      std::string name;
-      for (const net::ServerServices::ConnInfo& c : sv->Connections()) {
-        auto stat = [&](std::string_view field, std::string_view value) {
-          name.clear();
-          AppendU64(name, c.id);
-          name.push_back(':');
-          name.append(field);
-          w.Stat(name, value);
-        };
-        stat("addr", c.addr);
-        if (!c.listen_addr.empty()) stat("listen_addr", c.listen_addr);
-        stat("state", c.state);
-        std::string secs;
-        AppendI64(secs, c.secs_since_last_cmd);
-        stat("secs_since_last_cmd", secs);
-      }
+    if (control_ != nullptr && control_->group().size() > 0) {
+      StatsConnsAsync();
+      return;
     }
+    if (sv) WriteConns(sv->Connections(), w);
     w.Word("END");
   } else {
     w.Error();
   }
+}
+
+void MemcacheHandler::WriteConns(const std::vector<net::ServerServices::ConnInfo>& conns,
+                                 ReplyWriter& w) {
+  std::string name;
+  for (const net::ServerServices::ConnInfo& c : conns) {
+    auto stat = [&](std::string_view field, std::string_view value) {
+      name.clear();
+      AppendU64(name, c.id);
+      name.push_back(':');
+      name.append(field);
+      w.Stat(name, value);
+    };
+    stat("addr", c.addr);
+    if (!c.listen_addr.empty()) stat("listen_addr", c.listen_addr);
+    stat("state", c.state);
+    std::string secs;
+    AppendI64(secs, c.secs_since_last_cmd);
+    stat("secs_since_last_cmd", secs);
+  }
+}
+
+void MemcacheHandler::StatsConnsAsync() {
+  using Conns = std::vector<net::ServerServices::ConnInfo>;
+  net::ConnControl* self = control_;
+  self->Suspend();
+  const uint64_t id = self->id();
+  net::WorkerGroup& group = self->group();
+  group.Gather<Conns>([](net::Worker& wk) { return wk.DescribeAll(); },
+                      [id](std::vector<Conns> per_worker) {
+                        // Back on this connection's worker; it may have closed.
+                        net::Connection* c = net::Worker::Current()->Find(id);
+                        if (c == nullptr) return;
+                        Conns all;
+                        for (Conns& v : per_worker) {
+                          for (auto& ci : v) all.push_back(std::move(ci));
+                        }
+                        std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+                          return a.id < b.id;
+                        });
+                        ReplyWriter w(&c->output());
+                        WriteConns(all, w);
+                        w.Word("END");
+                        c->OutputAdded();
+                        c->Resume();
+                      });
 }
 
 void MemcacheHandler::Verbosity(const ParsedLine& pl, ReplyWriter& w) {

@@ -22,8 +22,9 @@ bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
 
 }  // namespace
 
-MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts)
-    : ctx_(ctx), engine_(ctx->engine), ts_(ts) {}
+MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
+                                 net::ConnControl* control)
+    : ctx_(ctx), control_(control), engine_(ctx->engine), ts_(ts) {}
 
 size_t MemcacheHandler::Swallow(size_t n, size_t avail) {
   size_t now = n < avail ? n : avail;
@@ -63,6 +64,7 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
     if (n == 0) break;
     used += n;
     ++handled;
+    if (control_ != nullptr && control_->suspended()) break;  // invariant 5
     if (pending_.active) break;  // everything here went into its value
     if (swallow_ > 0) {
       used += Swallow(swallow_, len - used);
@@ -319,8 +321,7 @@ class MemcacheFactory final : public net::ProtocolFactory {
 
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
                                                const net::ConnInfoView& conn) override {
-    (void)conn;
-    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id));
+    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control);
   }
   void InitWorker(int worker_id) override { (void)StatsFor(worker_id); }
 

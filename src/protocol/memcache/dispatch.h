@@ -37,9 +37,15 @@ struct HandlerContext {
 //  3. After close_ is set no further request is parsed.
 //  4. While pending_.active, input bytes belong to that request's value
 //     until pending_.got reaches its value length plus 2.
+//  5. Once a command suspends the connection, OnData returns at once; the
+//     command's reply (written when its answer arrives) comes before any
+//     later request's.
 class MemcacheHandler final : public net::ProtocolHandler {
  public:
-  MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts);
+  // `control` is the connection (null in tests that drive OnData directly;
+  // then the commands that need other workers answer synchronously).
+  MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
+                  net::ConnControl* control = nullptr);
 
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
   bool WantsClose() const override { return close_; }
@@ -126,7 +132,14 @@ class MemcacheHandler final : public net::ProtocolHandler {
     std::string line;       // meta request line (its capacity is reused)
   };
 
+  // "stats conns" across workers: suspends the connection, answers when
+  // every worker has described its connections.
+  void StatsConnsAsync();
+  static void WriteConns(const std::vector<net::ServerServices::ConnInfo>& conns,
+                         ReplyWriter& w);
+
   const HandlerContext* ctx_;
+  net::ConnControl* control_;
   engine::Engine* engine_;
   engine::ThreadStats* ts_;
   size_t swallow_ = 0;

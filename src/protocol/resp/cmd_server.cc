@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/str_append.h"
+#include "net/worker.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -833,6 +834,39 @@ void CmdShutdown(CommandContext& ctx) {
   ctx.session->RequestClose();
 }
 
+// CLIENT KILL of a connection that may live on another worker: ask its
+// owner, answer when the owner replies. Nothing waits.
+void KillAsync(CommandContext& ctx, net::ConnControl* self, uint64_t target, bool new_form) {
+  const uint64_t me = self->id();
+  if (target == me) {  // as Redis: the reply goes out, then the close
+    ctx.w->Integer(1);
+    self->CloseSoon();
+    return;
+  }
+  const int proto = ctx.conn->identity().proto();
+  net::WorkerGroup& group = self->group();
+  self->Suspend();
+  net::Worker& owner = group.worker(group.OwnerOf(target));
+  net::Worker* asker = net::Worker::Current();
+  owner.Post([&owner, asker, me, target, new_form, proto] {
+    const bool found = owner.RequestClose(target);
+    asker->Post([asker, me, found, new_form, proto] {
+      net::Connection* c = asker->Find(me);
+      if (c == nullptr) return;
+      RespWriter w(&c->output(), proto);
+      if (found) {
+        w.Integer(1);
+      } else if (new_form) {
+        w.Integer(0);
+      } else {
+        w.Error("ERR No such client");
+      }
+      c->OutputAdded();
+      c->Resume();
+    });
+  });
+}
+
 void CmdClient(CommandContext& ctx) {
   std::string sub = ToLower(ctx.argv[1]);
   Identity& id = ctx.conn->identity();
@@ -879,6 +913,11 @@ void CmdClient(CommandContext& ctx) {
     int64_t target = -1;
     if (ctx.argc() == 4 && EqualsIgnoreCase(ctx.argv[2], "id"))
       ParseStrictInt64(ctx.argv[3], &target);
+    net::ConnControl* self = ctx.session->control();
+    if (target > 0 && self != nullptr) {
+      KillAsync(ctx, self, static_cast<uint64_t>(target), ctx.argc() == 4);
+      return;
+    }
     net::ServerServices* sv = ctx.server->services();
     if (target > 0 && sv != nullptr && sv->CloseConnection(static_cast<uint64_t>(target))) {
       ctx.w->Integer(1);

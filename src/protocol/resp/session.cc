@@ -12,6 +12,7 @@ namespace trove::resp {
 
 Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& conn)
     : server_(server),
+      control_(conn.control),
       worker_id_(worker_id),
       ts_(server->ThreadStatsFor(worker_id)),
       stats_(server->StatsFor(worker_id)) {
@@ -56,6 +57,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
       Execute(argv, &w);
     }
     used += consumed;
+    if (control_ != nullptr && control_->suspended()) break;  // invariant 3
   }
   stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);
   return used;

@@ -23,6 +23,9 @@ namespace trove::resp {
 // Invariants:
 //  1. At most one KeyLockSet is alive on this thread while a command runs.
 //  2. After a protocol error nothing more is parsed and WantsClose() is true.
+//  3. Once a command suspends the connection (its answer comes from another
+//     worker or a later event), OnData returns at once; that reply is
+//     written before any later request's.
 class Session final : public net::ProtocolHandler {
  public:
   Session(RespServer* server, int worker_id, const net::ConnInfoView& conn);
@@ -40,6 +43,8 @@ class Session final : public net::ProtocolHandler {
   WorkerStats* stats() { return stats_; }
   void RequestClose() { close_ = true; }
   int worker_id() const { return worker_id_; }
+  // The connection (null when tests drive OnData directly).
+  net::ConnControl* control() { return control_; }
   int64_t created_unix() const { return created_unix_; }
 
   // Transaction commands (cmd_txn in session.cc).
@@ -52,6 +57,7 @@ class Session final : public net::ProtocolHandler {
            bool locked, bool in_exec);
 
   RespServer* server_;
+  net::ConnControl* control_;
   int worker_id_;
   engine::ThreadStats* ts_;
   WorkerStats* stats_;

@@ -25,19 +25,28 @@ namespace trove::net::testing {
 //   big N     -> N bytes of 'a'..'z' repeating, then "\r\n"
 //   data N    -> followed by N bytes and "\r\n"; replies "got N\r\n"
 //   id        -> this connection's id
-//   close N   -> NetServer::CloseConnection(N) from this worker: "closed 0|1"
-//   conns     -> NetServer::Connections().size() from this worker
+//   close N   -> closes connection N from this worker, asking its owner
+//                asynchronously (the connection is suspended meanwhile): "closed 0|1"
+//   conns     -> the number of connections on every worker (Gather): "N"
+//   sleep MS  -> suspends the connection, answers "slept" from a timer MS ms
+//                later, then parses the requests pipelined behind it
+//   push ID X -> "push X" appears as out-of-band output on connection ID
+//                (any worker); this connection answers "pushed"
 //   quit      -> close after flushing
 // It answers at most `max_reqs` requests per OnData call (memcached's -R).
 class LineHandler final : public ProtocolHandler {
  public:
-  LineHandler(uint64_t id, NetServer** server, int max_reqs)
-      : id_(id), server_(server), max_reqs_(max_reqs) {}
+  LineHandler(uint64_t id, NetServer** server, int max_reqs, ConnControl* control)
+      : id_(id), server_(server), max_reqs_(max_reqs), control_(control), timer_([this] {
+          control_->output().Append("slept\r\n");
+          control_->OutputAdded();
+          control_->Resume();
+        }) {}
 
   size_t OnData(const char* data, size_t len, OutputBuffer& out) override {
     size_t used = 0;
     wanted_ = 0;
-    for (int n = 0; n < max_reqs_ && !quit_; ++n) {
+    for (int n = 0; n < max_reqs_ && !quit_ && !control_->suspended(); ++n) {
       const char* nl = static_cast<const char*>(std::memchr(data + used, '\n', len - used));
       if (!nl) break;
       std::string_view line(data + used, static_cast<size_t>(nl - (data + used)));
@@ -85,13 +94,58 @@ class LineHandler final : public ProtocolHandler {
     } else if (line.substr(0, 6) == "close ") {
       uint64_t target = 0;
       ParseU64(line.substr(6), &target);
-      bool ok = (*server_)->CloseConnection(target);
-      out.Append(ok ? "closed 1\r\n" : "closed 0\r\n");
+      WorkerGroup& g = control_->group();
+      Worker* owner = &g.worker(g.OwnerOf(target));
+      Worker* me = Worker::Current();
+      uint64_t self = id_;
+      if (target == self) {  // the reply first, then the close
+        out.Append("closed 1\r\n");
+        control_->CloseSoon();
+        return;
+      }
+      control_->Suspend();
+      owner->Post([owner, me, self, target] {
+        bool ok = owner->RequestClose(target);
+        me->Post([me, self, ok] {
+          Connection* c = me->Find(self);
+          if (c == nullptr) return;
+          c->output().Append(ok ? "closed 1\r\n" : "closed 0\r\n");
+          c->OutputAdded();
+          c->Resume();
+        });
+      });
     } else if (line == "conns") {
-      std::string s;
-      AppendU64(s, (*server_)->Connections().size());
-      s += "\r\n";
-      out.Append(s);
+      uint64_t self = id_;
+      control_->Suspend();
+      control_->group().Gather<size_t>([](Worker& w) { return w.num_connections(); },
+                                       [self](std::vector<size_t> n) {
+                                         Connection* c = Worker::Current()->Find(self);
+                                         if (c == nullptr) return;
+                                         size_t total = 0;
+                                         for (size_t k : n) total += k;
+                                         std::string s;
+                                         AppendU64(s, total);
+                                         s += "\r\n";
+                                         c->output().Append(s);
+                                         c->OutputAdded();
+                                         c->Resume();
+                                       });
+    } else if (line.substr(0, 6) == "sleep ") {
+      uint64_t ms = 0;
+      ParseU64(line.substr(6), &ms);
+      control_->Suspend();
+      control_->loop().ArmAfter(&timer_, static_cast<int64_t>(ms));
+    } else if (line.substr(0, 5) == "push ") {
+      std::string_view rest = line.substr(5);
+      size_t sp = rest.find(' ');
+      uint64_t target = 0;
+      ParseU64(rest.substr(0, sp), &target);
+      std::string text = "push " + std::string(sp == std::string_view::npos ? "" : rest.substr(sp + 1)) + "\r\n";
+      control_->group().PostToConn(target, [text](ConnControl* c, ProtocolHandler*) {
+        c->output().Append(text);
+        c->OutputAdded();
+      });
+      out.Append("pushed\r\n");
     } else if (line == "quit") {
       quit_ = true;
     } else {
@@ -102,6 +156,8 @@ class LineHandler final : public ProtocolHandler {
   uint64_t id_;
   NetServer** server_;
   int max_reqs_;
+  ConnControl* control_;
+  Timer timer_;
   bool quit_ = false;
   size_t wanted_ = 0;
 };
@@ -111,7 +167,7 @@ class LineFactory final : public ProtocolFactory {
   LineFactory(NetServer** server, int max_reqs) : server_(server), max_reqs_(max_reqs) {}
   std::unique_ptr<ProtocolHandler> Create(int, const ConnInfoView& conn) override {
     created.fetch_add(1);
-    return std::make_unique<LineHandler>(conn.id, server_, max_reqs_);
+    return std::make_unique<LineHandler>(conn.id, server_, max_reqs_, conn.control);
   }
   void InitWorker(int) override { inited.fetch_add(1); }
   std::atomic<int> created{0};

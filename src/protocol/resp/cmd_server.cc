@@ -48,6 +48,12 @@ void CmdPing(CommandContext& ctx) {
     ctx.WrongArity();
     return;
   }
+  if (ctx.conn->in_pubsub() && ctx.w->proto() == 2) {  // RESP2 subscribed mode
+    ctx.w->ArrayHeader(2);
+    ctx.w->Bulk("pong");
+    ctx.w->Bulk(ctx.argc() == 2 ? ctx.argv[1] : std::string_view());
+    return;
+  }
   if (ctx.argc() == 2)
     ctx.w->Bulk(ctx.argv[1]);
   else
@@ -62,6 +68,7 @@ void CmdQuit(CommandContext& ctx) {
 }
 
 void CmdReset(CommandContext& ctx) {
+  ctx.session->UnsubscribeAll();
   ctx.conn->Reset(ctx.server->auth_required());
   ctx.w->set_proto(2);
   ctx.w->Simple("RESET");
@@ -942,12 +949,12 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
     t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
   };
   const uint32_t conn = kCmdFast | kCmdLoading | kCmdStale;
-  add("ping", -1, conn, CmdPing, "connection", "Returns the server's liveliness response.",
+  add("ping", -1, conn | kCmdPubsubOk, CmdPing, "connection", "Returns the server's liveliness response.",
       "1.0.0");
   add("echo", 2, conn, CmdEcho, "connection", "Returns the given string.", "1.0.0");
-  add("quit", -1, conn | kCmdNoAuth | kCmdNoQueue, CmdQuit, "connection", "Closes the connection.",
+  add("quit", -1, conn | kCmdNoAuth | kCmdNoQueue | kCmdPubsubOk, CmdQuit, "connection", "Closes the connection.",
       "1.0.0");
-  add("reset", 1, conn | kCmdNoAuth | kCmdNoQueue, CmdReset, "connection", "Resets the connection.",
+  add("reset", 1, conn | kCmdNoAuth | kCmdNoQueue | kCmdPubsubOk, CmdReset, "connection", "Resets the connection.",
       "6.2.0");
   add("auth", -2, conn | kCmdNoAuth, CmdAuth, "connection", "Authenticates the connection.",
       "1.0.0");

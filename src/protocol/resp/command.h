@@ -33,6 +33,7 @@ enum CmdFlag : uint32_t {
   kCmdNoMulti = 1u << 10,  // refused inside MULTI
   kCmdMovableKeys = 1u << 11,
   kCmdPubsub = 1u << 12,
+  kCmdPubsubOk = 1u << 13,  // allowed in RESP2 subscribed mode (SUBSCRIBE..., PING, QUIT, RESET)
 };
 
 struct CommandContext;
@@ -111,5 +112,6 @@ void RegisterListCommands(std::vector<CommandSpec>* t);
 void RegisterHashCommands(std::vector<CommandSpec>* t);
 void RegisterSetCommands(std::vector<CommandSpec>* t);
 void RegisterZsetCommands(std::vector<CommandSpec>* t);
+void RegisterPubSubCommands(std::vector<CommandSpec>* t);
 
 }  // namespace trove::resp

@@ -37,6 +37,7 @@ CommandTable::CommandTable() {
   RegisterHashCommands(&specs_);
   RegisterSetCommands(&specs_);
   RegisterZsetCommands(&specs_);
+  RegisterPubSubCommands(&specs_);
   for (size_t i = 0; i < specs_.size(); ++i) {
     CommandSpec& s = specs_[i];
     s.id = static_cast<int>(i);

@@ -107,12 +107,24 @@ class TransactionState {
   std::vector<WatchedKey> watched_;
 };
 
-// Subscriptions (commands land in a later issue). "In pub/sub mode" is
-// derived from the sets, never stored.
+// Subscriptions. "In pub/sub mode" is derived from the sets, never stored.
+// The server-wide PubSubHub holds the same subscriptions keyed by name; the
+// session keeps both in step (cmd_pubsub.cc).
+// Thread safety: owner worker only.
 class PubSubState {
  public:
+  enum Kind : uint8_t { kChannel = 0, kPattern = 1, kShard = 2 };
   size_t count() const { return channels_.size() + patterns_.size() + shard_channels_.size(); }
+  // Redis's subscription count: channels plus patterns (shard kept apart).
+  size_t global_count() const { return channels_.size() + patterns_.size(); }
+  size_t shard_count() const { return shard_channels_.size(); }
   bool active() const { return count() > 0; }
+  std::set<std::string>& set(Kind k) {
+    return k == kChannel ? channels_ : k == kPattern ? patterns_ : shard_channels_;
+  }
+  const std::set<std::string>& set(Kind k) const {
+    return k == kChannel ? channels_ : k == kPattern ? patterns_ : shard_channels_;
+  }
   void Clear() {
     channels_.clear();
     patterns_.clear();

@@ -1,13 +1,15 @@
 // RespServer: shared RESP state; any worker thread.
 #include "protocol/resp/resp_server.h"
 
+#include "protocol/resp/session.h"
+
 #include "protocol/resp/command_table.h"
 
 namespace trove::resp {
 
 RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
                        const RespOptions& opts)
-    : engine_(engine), services_(services), opts_(opts) {
+    : engine_(engine), services_(services), opts_(opts), pubsub_(&Session::DeliverPubSub) {
   start_unix_ = engine_->clock()->UnixSeconds();
   requirepass_ = opts.requirepass;
 }

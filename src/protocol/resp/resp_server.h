@@ -12,6 +12,7 @@
 #include "common/mutex.h"
 #include "engine/engine.h"
 #include "net/protocol_handler.h"
+#include "protocol/resp/pubsub.h"
 #include "protocol/resp/resp_protocol.h"
 
 namespace trove::resp {
@@ -77,12 +78,22 @@ class RespServer {
   std::atomic<int64_t> slowlog_log_slower_than{10000};
   std::atomic<bool> active_expire{true};
   std::atomic<int64_t> next_client_id{1};
+  // client-output-buffer-limit, class pubsub (Redis's defaults): a
+  // subscriber whose unsent output passes `hard`, or stays above `soft` for
+  // `soft_seconds`, is disconnected. 0 disables a limit.
+  std::atomic<int64_t> pubsub_obuf_hard{32ll << 20};
+  std::atomic<int64_t> pubsub_obuf_soft{8ll << 20};
+  std::atomic<int64_t> pubsub_obuf_soft_seconds{60};
+  std::atomic<uint64_t> obuf_limit_disconnections{0};
+
+  PubSubHub& pubsub() { return pubsub_; }
 
  private:
   engine::Engine* engine_;
   net::ServerServices* services_;
   RespOptions opts_;
   int64_t start_unix_;
+  PubSubHub pubsub_;
   mutable Mutex mu_{LockRank::kLeaf};
   std::string requirepass_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);

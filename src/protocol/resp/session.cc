@@ -30,7 +30,10 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
   stats_->total_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
-Session::~Session() { stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed); }
+Session::~Session() {
+  UnsubscribeAll();
+  stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
+}
 
 size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   RespWriter w(&out, conn_.identity().proto());
@@ -100,6 +103,15 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   }
   if (!conn_.identity().authenticated() && (spec->flags & kCmdNoAuth) == 0) {
     w->Error("NOAUTH Authentication required.");
+    txn.MarkDirty();
+    return;
+  }
+  if (conn_.in_pubsub() && conn_.identity().proto() == 2 && (spec->flags & kCmdPubsubOk) == 0) {
+    std::string m = "ERR Can't execute '";
+    m += spec->name;
+    m += "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+         "context";
+    w->Error(m);
     txn.MarkDirty();
     return;
   }

@@ -50,6 +50,16 @@ class Session final : public net::ProtocolHandler {
   // Transaction commands (cmd_txn in session.cc).
   void Exec(CommandContext& ctx);
 
+  // Pub/sub (cmd_pubsub.cc). Subscribe/Unsubscribe keep this connection's
+  // PubSubState and the server's PubSubHub in step (hub invariant 1).
+  void Subscribe(PubSubState::Kind k, std::string_view name);
+  void Unsubscribe(PubSubState::Kind k, std::string_view name);
+  void UnsubscribeAll();
+  // The hub's delivery hook: runs on the subscriber's worker, writes the
+  // message as a push and enforces the pubsub output limits. Only Sessions
+  // ever subscribe, so the connection's handler is a Session.
+  static void DeliverPubSub(uint64_t conn_id, const PublishedMessage& m, int pattern);
+
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
   // stripes unless already held.
@@ -70,6 +80,7 @@ class Session final : public net::ProtocolHandler {
   std::vector<std::string> key_buf_;
   std::vector<std::string_view> view_buf_;
   bool close_ = false;
+  int64_t obuf_soft_since_ns_ = 0;  // when output first passed the soft limit (0: below)
   int64_t created_unix_;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
 };

@@ -1,0 +1,223 @@
+// Pub/sub commands: (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH,
+// PUBSUB, and the delivery of messages to a subscriber. Connection's worker.
+#include <string>
+
+#include "common/glob.h"
+#include "net/worker.h"
+#include "protocol/resp/command_table.h"
+#include "protocol/resp/keyspace.h"
+#include "protocol/resp/resp_server.h"
+#include "protocol/resp/session.h"
+
+namespace trove::resp {
+
+using Kind = PubSubState::Kind;
+
+namespace {
+
+const char* ConfirmWord(Kind k, bool sub) {
+  switch (k) {
+    case Kind::kChannel:
+      return sub ? "subscribe" : "unsubscribe";
+    case Kind::kPattern:
+      return sub ? "psubscribe" : "punsubscribe";
+    case Kind::kShard:
+      return sub ? "ssubscribe" : "sunsubscribe";
+  }
+  return "";
+}
+
+// [word, name or null, count]: RESP3 push, RESP2 array.
+void Confirm(RespWriter* w, Kind k, bool sub, const std::string_view* name, size_t count) {
+  w->PushHeader(3);
+  w->Bulk(ConfirmWord(k, sub));
+  if (name != nullptr) {
+    w->Bulk(*name);
+  } else {
+    w->Null();
+  }
+  w->Integer(static_cast<int64_t>(count));
+}
+
+size_t CountFor(const PubSubState& ps, Kind k) {
+  return k == Kind::kShard ? ps.shard_count() : ps.global_count();
+}
+
+void SubscribeCmd(CommandContext& ctx, Kind k) {
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    ctx.session->Subscribe(k, ctx.argv[i]);
+    Confirm(ctx.w, k, true, &ctx.argv[i], CountFor(ctx.conn->pubsub(), k));
+  }
+}
+
+void UnsubscribeCmd(CommandContext& ctx, Kind k) {
+  PubSubState& ps = ctx.conn->pubsub();
+  if (ctx.argc() > 1) {
+    for (size_t i = 1; i < ctx.argc(); ++i) {
+      ctx.session->Unsubscribe(k, ctx.argv[i]);
+      Confirm(ctx.w, k, false, &ctx.argv[i], CountFor(ps, k));
+    }
+    return;
+  }
+  if (ps.set(k).empty()) {  // Redis always answers once
+    Confirm(ctx.w, k, false, nullptr, CountFor(ps, k));
+    return;
+  }
+  std::vector<std::string> names(ps.set(k).begin(), ps.set(k).end());
+  for (const std::string& n : names) {
+    ctx.session->Unsubscribe(k, n);
+    std::string_view v = n;
+    Confirm(ctx.w, k, false, &v, CountFor(ps, k));
+  }
+}
+
+void CmdSubscribe(CommandContext& ctx) { SubscribeCmd(ctx, Kind::kChannel); }
+void CmdPSubscribe(CommandContext& ctx) { SubscribeCmd(ctx, Kind::kPattern); }
+void CmdSSubscribe(CommandContext& ctx) { SubscribeCmd(ctx, Kind::kShard); }
+void CmdUnsubscribe(CommandContext& ctx) { UnsubscribeCmd(ctx, Kind::kChannel); }
+void CmdPUnsubscribe(CommandContext& ctx) { UnsubscribeCmd(ctx, Kind::kPattern); }
+void CmdSUnsubscribe(CommandContext& ctx) { UnsubscribeCmd(ctx, Kind::kShard); }
+
+void PublishCmd(CommandContext& ctx, bool shard) {
+  net::ConnControl* self = ctx.session->control();
+  net::WorkerGroup* group = self != nullptr ? &self->group() : nullptr;
+  size_t n = ctx.server->pubsub().Publish(ctx.argv[1], ctx.argv[2], shard, group);
+  ctx.w->Integer(static_cast<int64_t>(n));
+}
+
+void CmdPublish(CommandContext& ctx) { PublishCmd(ctx, false); }
+void CmdSPublish(CommandContext& ctx) { PublishCmd(ctx, true); }
+
+void CmdPubsub(CommandContext& ctx) {
+  std::string sub = ToLower(ctx.argv[1]);
+  PubSubHub& hub = ctx.server->pubsub();
+  if ((sub == "channels" || sub == "shardchannels") && ctx.argc() <= 3) {
+    std::vector<std::string> names =
+        hub.Channels(sub == "shardchannels", ctx.argc() == 3 ? ctx.argv[2] : std::string_view());
+    ctx.w->ArrayHeader(names.size());
+    for (const std::string& n : names) ctx.w->Bulk(n);
+  } else if (sub == "numsub" || sub == "shardnumsub") {
+    // Redis answers NUMSUB as a map in RESP3 and a flat array in RESP2.
+    ctx.w->MapHeader(ctx.argc() - 2);
+    for (size_t i = 2; i < ctx.argc(); ++i) {
+      ctx.w->Bulk(ctx.argv[i]);
+      ctx.w->Integer(static_cast<int64_t>(hub.NumSub(sub == "shardnumsub", ctx.argv[i])));
+    }
+  } else if (sub == "numpat" && ctx.argc() == 2) {
+    ctx.w->Integer(static_cast<int64_t>(hub.NumPat()));
+  } else if (sub == "help" && ctx.argc() == 2) {
+    static const char* kHelp[] = {
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
+        "HELP",
+        "    Print this help."};
+    ctx.w->ArrayHeader(sizeof(kHelp) / sizeof(kHelp[0]));
+    for (const char* line : kHelp) ctx.w->Simple(line);
+  } else {
+    std::string m = "ERR unknown subcommand or wrong number of arguments for '";
+    m.append(ctx.argv[1].substr(0, 128));
+    m += "'. Try PUBSUB HELP.";
+    ctx.Error(m);
+  }
+}
+
+}  // namespace
+
+void Session::Subscribe(Kind k, std::string_view name) {
+  auto [it, added] = conn_.pubsub().set(k).emplace(name);
+  if (added) server_->pubsub().Add(k, name, conn_.identity().id());
+}
+
+void Session::Unsubscribe(Kind k, std::string_view name) {
+  auto& set = conn_.pubsub().set(k);
+  auto it = set.find(std::string(name));
+  if (it == set.end()) return;
+  set.erase(it);
+  server_->pubsub().Remove(k, name, conn_.identity().id());
+}
+
+void Session::UnsubscribeAll() {
+  PubSubState& ps = conn_.pubsub();
+  for (Kind k : {Kind::kChannel, Kind::kPattern, Kind::kShard}) {
+    for (const std::string& n : ps.set(k)) server_->pubsub().Remove(k, n, conn_.identity().id());
+  }
+  ps.Clear();
+}
+
+void Session::DeliverPubSub(uint64_t conn_id, const PublishedMessage& m, int pattern) {
+  net::Worker* self = net::Worker::Current();
+  if (self == nullptr) return;
+  net::Connection* c = self->Find(conn_id);
+  if (c == nullptr) return;
+  auto* s = static_cast<Session*>(c->handler.get());
+  RespWriter w(&c->output(), s->conn_.identity().proto());
+  if (pattern >= 0) {
+    w.PushHeader(4);
+    w.Bulk("pmessage");
+    w.Bulk(m.patterns[static_cast<size_t>(pattern)]);
+  } else {
+    w.PushHeader(3);
+    w.Bulk(m.shard ? "smessage" : "message");
+  }
+  w.Bulk(m.channel);
+  w.Bulk(m.payload);
+  c->OutputAdded();
+  // client-output-buffer-limit pubsub: a subscriber that does not read is
+  // cut off, so a publisher can never grow a worker's memory without bound.
+  RespServer* srv = s->server_;
+  const int64_t pending = static_cast<int64_t>(c->output().pending_bytes());
+  const int64_t hard = srv->pubsub_obuf_hard.load(std::memory_order_relaxed);
+  const int64_t soft = srv->pubsub_obuf_soft.load(std::memory_order_relaxed);
+  bool over = hard > 0 && pending > hard;
+  if (soft > 0 && pending > soft) {
+    const int64_t now = c->loop().NowNs();
+    if (s->obuf_soft_since_ns_ == 0) s->obuf_soft_since_ns_ = now;
+    const int64_t secs = srv->pubsub_obuf_soft_seconds.load(std::memory_order_relaxed);
+    if (now - s->obuf_soft_since_ns_ >= secs * 1000000000) over = true;
+  } else {
+    s->obuf_soft_since_ns_ = 0;
+  }
+  if (over) {
+    srv->obuf_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
+    c->output().Clear();  // Redis frees the client's pending output at once
+    c->CloseSoon();
+  }
+}
+
+void RegisterPubSubCommands(std::vector<CommandSpec>* t) {
+  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* sum,
+                 const char* since) {
+    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, "pubsub", sum, since});
+  };
+  const uint32_t sub = kCmdPubsub | kCmdLoading | kCmdStale | kCmdPubsubOk;
+  add("subscribe", -2, sub, CmdSubscribe, "Listens for messages published to channels.",
+      "2.0.0");
+  add("psubscribe", -2, sub, CmdPSubscribe,
+      "Listens for messages published to channels that match one or more patterns.", "2.0.0");
+  add("ssubscribe", -2, sub, CmdSSubscribe, "Listens for messages published to shard channels.",
+      "7.0.0");
+  add("unsubscribe", -1, sub, CmdUnsubscribe,
+      "Stops listening to messages posted to channels.", "2.0.0");
+  add("punsubscribe", -1, sub, CmdPUnsubscribe,
+      "Stops listening to messages published to channels that match one or more patterns.",
+      "2.0.0");
+  add("sunsubscribe", -1, sub, CmdSUnsubscribe,
+      "Stops listening to messages posted to shard channels.", "7.0.0");
+  const uint32_t pub = kCmdPubsub | kCmdLoading | kCmdStale | kCmdFast;
+  add("publish", 3, pub, CmdPublish, "Posts a message to a channel.", "2.0.0");
+  add("spublish", 3, pub, CmdSPublish, "Post a message to a shard channel", "7.0.0");
+  add("pubsub", -2, kCmdPubsub | kCmdLoading | kCmdStale, CmdPubsub,
+      "A container for Pub/Sub commands.", "2.8.0");
+}
+
+}  // namespace trove::resp

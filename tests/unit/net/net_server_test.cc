@@ -364,5 +364,171 @@ TEST_F(NetServerTest, ManyClientsAcrossWorkers) {
   }
 }
 
+// A "sleep" suspends its connection: the requests pipelined behind it (in the
+// same write, and arriving later) are answered after "slept", in order, while
+// another client of the same worker is served meanwhile. The clock is manual,
+// so the sleep lasts exactly until the test moves it.
+TEST_F(NetServerTest, SuspendResumeKeepsPipelinedOrder) {
+  ManualClock& clock = clock_;
+  NetServerOptions o;
+  o.num_workers = 1;  // sleeper and other share the worker
+  o.clock = &clock;
+  StartServer(o);
+  Client sleeper = Client::Tcp(port_);
+  Client other = Client::Tcp(port_);
+  IdOf(sleeper);
+  IdOf(other);
+  ASSERT_TRUE(sleeper.Send("sleep 50\r\necho a\r\necho b\r\n"));
+  // One worker, loopback: the sleeper's bytes were queued before other's
+  // first request, so it was parsed (and suspended) no later than that.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(other.Send("echo o" + std::to_string(i) + "\r\n"));
+    ASSERT_EQ(other.ReadLine(), "o" + std::to_string(i) + "\r\n");
+  }
+  ASSERT_TRUE(sleeper.Send("echo c\r\n"));  // arrives while suspended
+  other.Send("echo sync\r\n");
+  ASSERT_EQ(other.ReadLine(), "sync\r\n");  // the worker has read "echo c" too
+  sleeper.SetTimeoutMs(100);
+  EXPECT_EQ(sleeper.ReadLine(), "");  // nothing yet: not even "a"
+  clock.AdvanceMicros(49 * 1000);
+  server_->WakeAll();
+  other.Send("echo sync\r\n");
+  ASSERT_EQ(other.ReadLine(), "sync\r\n");
+  EXPECT_EQ(sleeper.ReadLine(), "");  // 1 ms early
+  clock.AdvanceMicros(1000);
+  server_->WakeAll();
+  sleeper.SetTimeoutMs(5000);
+  const std::string want = "slept\r\na\r\nb\r\nc\r\n";
+  EXPECT_EQ(sleeper.ReadN(want.size()), want);
+  sleeper.Send("echo after\r\n");  // parsing is live again
+  EXPECT_EQ(sleeper.ReadLine(), "after\r\n");
+}
+
+// "push ID X" is posted to ID's worker and written there as out-of-band
+// output: one sender's pushes arrive in its order.
+TEST_F(NetServerTest, PushFromAnotherWorkerArrivesInOrder) {
+  constexpr int kWorkers = 4;
+  NetServerOptions o;
+  o.num_workers = kWorkers;
+  StartServer(o);
+  Client a = Client::Tcp(port_);
+  Client b = Client::Tcp(port_);
+  uint64_t ida = IdOf(a);
+  uint64_t idb = IdOf(b);
+  ASSERT_NE(ida % kWorkers, idb % kWorkers);  // round-robin: another worker
+  std::string req, want_a, want_b;
+  for (int i = 0; i < 1000; ++i) {
+    req += "push " + std::to_string(idb) + " n" + std::to_string(i) + "\r\n";
+    want_a += "pushed\r\n";
+    want_b += "push n" + std::to_string(i) + "\r\n";
+  }
+  ASSERT_TRUE(a.Send(req));
+  EXPECT_EQ(a.ReadN(want_a.size()), want_a);
+  EXPECT_EQ(b.ReadN(want_b.size()), want_b);
+
+  // Three senders on three other workers push to b at the same time.
+  constexpr int kSenders = 3;
+  constexpr int kPushes = 300;
+  std::vector<Client> senders;
+  std::vector<uint64_t> workers_used{idb % kWorkers};
+  for (int k = 0; k < kSenders; ++k) {
+    senders.push_back(Client::Tcp(port_));
+    uint64_t id = IdOf(senders.back());
+    for (uint64_t w : workers_used) ASSERT_NE(id % kWorkers, w);
+    workers_used.push_back(id % kWorkers);
+  }
+  std::vector<std::thread> ts;
+  for (int k = 0; k < kSenders; ++k) {
+    ts.emplace_back([&, k] {
+      std::string r, want;
+      for (int i = 0; i < kPushes; ++i) {
+        r += "push " + std::to_string(idb) + " s" + std::to_string(k) + "-" + std::to_string(i) +
+             "\r\n";
+        want += "pushed\r\n";
+      }
+      EXPECT_TRUE(senders[k].Send(r));
+      EXPECT_EQ(senders[k].ReadN(want.size()), want);
+    });
+  }
+  std::vector<int> next(kSenders, 0);
+  for (int n = 0; n < kSenders * kPushes; ++n) {
+    std::string line = b.ReadLine();
+    ASSERT_EQ(line.substr(0, 6), "push s") << "line " << n << ": " << line;
+    size_t dash = line.find('-');
+    ASSERT_NE(dash, std::string::npos);
+    int k = std::stoi(line.substr(6, dash - 6));
+    int i = std::stoi(line.substr(dash + 1));
+    ASSERT_TRUE(k >= 0 && k < kSenders) << line;
+    EXPECT_EQ(i, next[k]) << "sender " << k << " out of order";
+    next[k] = i + 1;
+  }
+  for (auto& t : ts) t.join();
+  for (int k = 0; k < kSenders; ++k) EXPECT_EQ(next[k], kPushes);
+}
+
+// "conns" gathers every worker's count on the asking worker without anyone
+// waiting; "close N" asks N's owner, on another worker, to close it.
+TEST_F(NetServerTest, GatherCountsEveryWorker) {
+  constexpr int kWorkers = 4;
+  constexpr int kClients = 8;
+  NetServerOptions o;
+  o.num_workers = kWorkers;
+  StartServer(o);
+  std::vector<Client> cs;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < kClients; ++i) {
+    cs.push_back(Client::Tcp(port_));
+    ids.push_back(IdOf(cs.back()));  // adopted by its worker
+  }
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kClients; ++i) {
+    ts.emplace_back([&cs, i] {
+      for (int k = 0; k < 20; ++k) {
+        cs[i].Send("conns\r\n");
+        EXPECT_EQ(cs[i].ReadLine(), std::to_string(kClients) + "\r\n");
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  // Close a connection owned by another worker than cs[0]'s.
+  size_t victim = 1;
+  while (ids[victim] % kWorkers == ids[0] % kWorkers) ++victim;
+  cs[0].Send("close " + std::to_string(ids[victim]) + "\r\n");
+  EXPECT_EQ(cs[0].ReadLine(), "closed 1\r\n");
+  EXPECT_TRUE(cs[victim].SeesEof());
+  // The owner closed it in the turn it was asked, before answering.
+  cs[0].Send("conns\r\n");
+  EXPECT_EQ(cs[0].ReadLine(), std::to_string(kClients - 1) + "\r\n");
+  cs[0].Send("close " + std::to_string(ids[victim]) + "\r\n");  // already gone
+  EXPECT_EQ(cs[0].ReadLine(), "closed 0\r\n");
+  EXPECT_EQ(server_->counters().curr_connections.load(), static_cast<uint64_t>(kClients - 1));
+}
+
+// A suspended connection still watches its socket: a peer that hangs up
+// while its request waits is closed, and its pending timer dies with it.
+TEST_F(NetServerTest, SuspendedConnectionWhosePeerHangsUpIsClosed) {
+  ManualClock& clock = clock_;
+  NetServerOptions o;
+  o.num_workers = 1;
+  o.clock = &clock;  // the sleep never ends on its own
+  StartServer(o);
+  Client other = Client::Tcp(port_);
+  IdOf(other);
+  {
+    Client sleeper = Client::Tcp(port_);
+    IdOf(sleeper);
+    ASSERT_TRUE(sleeper.Send("sleep 1000\r\necho never\r\n"));
+    other.Send("echo sync\r\n");
+    ASSERT_EQ(other.ReadLine(), "sync\r\n");  // the sleeper is suspended now
+    EXPECT_EQ(server_->counters().curr_connections.load(), 2u);
+  }  // hangs up
+  EXPECT_TRUE(Eventually([&] { return server_->counters().curr_connections.load() == 1; }));
+  EXPECT_EQ(server_->WorkerConnections(0), 1u);
+  clock.AdvanceSeconds(2);  // the dead connection's timer must not fire
+  server_->WakeAll();
+  other.Send("echo still\r\n");
+  EXPECT_EQ(other.ReadLine(), "still\r\n");
+}
+
 }  // namespace
 }  // namespace trove::net

@@ -97,8 +97,8 @@ void CmdPubsub(CommandContext& ctx) {
     ctx.w->ArrayHeader(names.size());
     for (const std::string& n : names) ctx.w->Bulk(n);
   } else if (sub == "numsub" || sub == "shardnumsub") {
-    // Redis answers NUMSUB as a map in RESP3 and a flat array in RESP2.
-    ctx.w->MapHeader(ctx.argc() - 2);
+    // A flat array of channel, count pairs in RESP2 and RESP3 alike.
+    ctx.w->ArrayHeader(2 * (ctx.argc() - 2));
     for (size_t i = 2; i < ctx.argc(); ++i) {
       ctx.w->Bulk(ctx.argv[i]);
       ctx.w->Integer(static_cast<int64_t>(hub.NumSub(sub == "shardnumsub", ctx.argv[i])));
@@ -123,8 +123,15 @@ void CmdPubsub(CommandContext& ctx) {
         "    Print this help."};
     ctx.w->ArrayHeader(sizeof(kHelp) / sizeof(kHelp[0]));
     for (const char* line : kHelp) ctx.w->Simple(line);
-  } else {
+  } else if (sub == "numpat" || sub == "help") {  // arity from Redis's subcommand table
+    ctx.Error("ERR wrong number of arguments for 'pubsub|" + sub + "' command");
+  } else if (sub == "channels" || sub == "shardchannels") {  // Redis checks these inline
     std::string m = "ERR unknown subcommand or wrong number of arguments for '";
+    m.append(ctx.argv[1].substr(0, 128));
+    m += "'. Try PUBSUB HELP.";
+    ctx.Error(m);
+  } else {
+    std::string m = "ERR unknown subcommand '";
     m.append(ctx.argv[1].substr(0, 128));
     m += "'. Try PUBSUB HELP.";
     ctx.Error(m);

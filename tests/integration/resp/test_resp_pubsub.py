@@ -593,9 +593,6 @@ def test_pubsub_shardchannels_shardnumsub(raw, r):
     assert r.pubsub_numsub("s.one") == [(b"s.one", 0)]
 
 
-@pytest.mark.xfail(IS_TROVE, strict=True,
-                   reason="Trove answers (SHARD)NUMSUB as a RESP3 map; Redis always as a flat "
-                          "array (addReplyArrayLen)")
 def test_pubsub_numsub_is_flat_array_in_resp3(raw):
     s = raw()
     s.send(command("SUBSCRIBE", "n3"))
@@ -627,19 +624,11 @@ def test_pubsub_syntax_error_for_known_subcommand(raw):
     assert c.cmd("PUBSUB") == b"-ERR wrong number of arguments for 'pubsub' command\r\n"
 
 
-@pytest.mark.xfail(IS_TROVE, strict=True,
-                   reason="Trove answers an unknown PUBSUB subcommand with the 'or wrong number "
-                          "of arguments' syntax error; Redis (processCommand, container "
-                          "command) with \"unknown subcommand 'foo'\", as Trove's CONFIG does")
 def test_pubsub_unknown_subcommand(raw):
     c = raw()
     assert c.cmd("PUBSUB", "foo") == b"-ERR unknown subcommand 'foo'. Try PUBSUB HELP.\r\n"
 
 
-@pytest.mark.xfail(IS_TROVE, strict=True,
-                   reason="Trove has no per-subcommand arity for PUBSUB; Redis checks "
-                          "pubsub|numpat and pubsub|help arity (-ERR wrong number of arguments "
-                          "for 'pubsub|numpat' command)")
 def test_pubsub_subcommand_arity(raw):
     c = raw()
     assert c.cmd("PUBSUB", "NUMPAT", "x") == \

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
+#include <vector>
 
 namespace trove {
 namespace {
@@ -44,6 +46,29 @@ TEST(MutexDeathTest, AbortsOnLockOrderViolation) {
   EXPECT_DEATH(wrong_order(), "lock order violation");
 }
 #endif
+
+}  // namespace
+}  // namespace trove
+
+namespace trove {
+namespace {
+
+// Hash-table growth locks every item stripe at once (ItemLocks::LockAll):
+// thousands of one rank. The debug rank record used to overflow at 64.
+TEST(MutexTest, ManyLocksOfOneRankThenAHigherRank) {
+  std::vector<std::unique_ptr<Mutex>> stripes;
+  for (int i = 0; i < 5000; ++i) stripes.push_back(std::make_unique<Mutex>(LockRank::kItemStripe));
+  for (auto& m : stripes) m->Lock();
+  Mutex lru(LockRank::kLru);
+  lru.Lock();  // still above every held stripe
+  lru.Unlock();
+  for (auto& m : stripes) m->Unlock();
+  Mutex slabs(LockRank::kSlabs), item(LockRank::kItemStripe);
+  slabs.Lock();  // nothing is left held: any order is fine again
+  slabs.Unlock();
+  item.Lock();
+  item.Unlock();
+}
 
 }  // namespace
 }  // namespace trove

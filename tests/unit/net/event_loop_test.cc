@@ -331,14 +331,9 @@ TEST_F(EventLoopTest, RunOnceWaitsNoLongerThanAskedWhenTheTimerIsLater) {
   EXPECT_TRUE(fired_.empty());
 }
 
-// BUG: RunOnce converts the wait until the next timer to an int number of
-// milliseconds without clamping. A timer more than ~24.8 days away
-// (INT_MAX ms) wraps to a negative timeout, which RunOnce takes as shorter
-// than max_wait_ms and hands to epoll_wait as "wait forever": RunOnce(10)
-// with such a timer armed blocks until some I/O or task arrives (here the
-// watchdog, after 2 s). Fix: compute in int64_t and clamp to INT_MAX (or to
-// max_wait_ms) before the comparison.
-TEST_F(EventLoopTest, DISABLED_RunOnceHonoursMaxWaitWithATimerDaysAway) {
+// Regression: a timer more than ~24.8 days away (INT_MAX ms) used to wrap to
+// a negative epoll timeout ("wait forever"), so RunOnce(10) blocked.
+TEST_F(EventLoopTest, RunOnceHonoursMaxWaitWithATimerDaysAway) {
   auto a = MakeTimer(1);
   loop_.ArmAfter(a.get(), int64_t{30} * 24 * 3600 * 1000);  // 30 days
   Watchdog dog(&loop_, 2000);
@@ -464,8 +459,8 @@ TEST(EventLoopInboxTest, TasksFromManySendersRunOnceEachInSenderOrder) {
 // to the other, and each of those posts a reply back: both loops post to a
 // full inbox from inside their tasks at the same time. Both finish; every task
 // runs exactly once.
-// (Per-sender order is not checked here: it breaks in this very pattern, see
-// DISABLED_BacklogTaskThatWaitsKeepsSenderOrder.)
+// (Per-sender order in this pattern is checked by
+// BacklogTaskThatWaitsKeepsSenderOrder.)
 TEST(EventLoopInboxTest, LoopsPostingToEachOtherDoNotDeadlock) {
   constexpr int kTasks = 1000;
   EventLoop a(nullptr, 8), b(nullptr, 8);
@@ -522,19 +517,14 @@ TEST(EventLoopInboxTest, LoopsPostingToEachOtherDoNotDeadlock) {
   EXPECT_EQ(a.tasks_run() + b.tasks_run(), static_cast<uint64_t>(2 + 4 * kTasks));
 }
 
-// BUG (invariant 1, "tasks from one sender run in the order it posted them";
-// EventLoop::Post: "the backlog runs before anything newer from the inbox"):
-// RunTasks first runs the old backlog, then drains the inbox in the same call.
-// If a backlog task posts to a full loop, the wait moves the inbox's tasks
-// (X) into the now-empty backlog_; a task the same sender posts after that (Y)
-// stays in the inbox, and RunTasks runs Y right away, X only at the next
-// RunTasks. Y overtakes X. Between workers this reorders e.g. two pushes to
-// one connection. Fix: in RunTasks, after running the old backlog, return (or
-// loop over backlog_) while backlog_ is non-empty before draining the inbox.
+// Regression (invariant 1, "tasks from one sender run in the order it posted
+// them"): RunTasks used to run the old backlog and then drain the inbox even
+// when a backlog task, waiting in Post, had refilled the backlog with older
+// inbox tasks (X): a later task (Y) from the same sender overtook X.
 //
 // Setup: L is this thread's loop; M has an inbox of one that stays full and
 // is drained only by a helper thread every 50 ms, so posting to M waits.
-TEST(EventLoopInboxTest, DISABLED_BacklogTaskThatWaitsKeepsSenderOrder) {
+TEST(EventLoopInboxTest, BacklogTaskThatWaitsKeepsSenderOrder) {
   EventLoop l(nullptr, 16), m(nullptr, 1);
   ASSERT_TRUE(l.Init().ok());
   ASSERT_TRUE(m.Init().ok());

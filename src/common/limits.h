@@ -22,6 +22,9 @@ inline constexpr size_t kOutputSoftLimit = 4 * 1024 * 1024;
 // Bounded channels (seed 002): new-connection handoff and worker inbox.
 inline constexpr size_t kAcceptChannelCapacity = 256;
 inline constexpr size_t kWorkerInboxCapacity = 1024;
+// A keyspace walk (KEYS, DBSIZE) yields to its worker's other connections
+// after this long: the extra latency a long command adds to its neighbours.
+inline constexpr int64_t kWalkSliceNanos = 1000000;
 // memcached: exptime values above 30 days are absolute unix times.
 inline constexpr int64_t kRealtimeMaxDelta = 60 * 60 * 24 * 30;
 // Redis: inline requests are capped at 64 KiB (PROTO_INLINE_MAX_SIZE).

@@ -7,6 +7,7 @@
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/keyspace_walk.h"
 #include "protocol/resp/random_pick.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
@@ -293,11 +294,29 @@ void CollectKeys(CommandContext& ctx, int db, std::string_view pattern, bool all
 }
 
 void CmdKeys(CommandContext& ctx) {
-  std::vector<std::string> keys;
-  bool all = ctx.argv[1] == "*";
-  CollectKeys(ctx, ctx.db(), ctx.argv[1], all, "", &keys);
-  ctx.w->ArrayHeader(keys.size());
-  for (const auto& k : keys) ctx.w->Bulk(k);
+  // In slices (keyspace_walk.h): the pattern is copied, argv dies with
+  // this call.
+  struct State {
+    std::string pattern;
+    bool all;
+    int db;
+    std::vector<std::string> keys;
+  };
+  auto st = std::make_shared<State>(State{std::string(ctx.argv[1]), ctx.argv[1] == "*", ctx.db(), {}});
+  auto walk = std::make_shared<SlicedWalk>();
+  walk->engine = ctx.engine;
+  walk->visit = [st](const ItemRef& it) {
+    int kdb;
+    std::string_view k;
+    DecodeDbKey(it.key(), &kdb, &k);
+    if (kdb != st->db) return;
+    if (st->all || GlobMatch(st->pattern, k)) st->keys.emplace_back(k);
+  };
+  walk->finish = [st](RespWriter& w) {
+    w.ArrayHeader(st->keys.size());
+    for (const auto& k : st->keys) w.Bulk(k);
+  };
+  RunSlicedWalk(ctx, std::move(walk));
 }
 
 void CmdScan(CommandContext& ctx) {

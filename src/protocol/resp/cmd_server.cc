@@ -12,6 +12,7 @@
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/keyspace_walk.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/session.h"
@@ -204,7 +205,18 @@ void CmdSwapDb(CommandContext& ctx) {
 }
 
 void CmdDbSize(CommandContext& ctx) {
-  ctx.w->Integer(static_cast<int64_t>(CountDatabase(ctx, ctx.db())));
+  auto n = std::make_shared<int64_t>(0);
+  auto walk = std::make_shared<SlicedWalk>();
+  walk->engine = ctx.engine;
+  const int db = ctx.db();
+  walk->visit = [n, db](const engine::ItemRef& it) {
+    int kdb;
+    std::string_view k;
+    DecodeDbKey(it.key(), &kdb, &k);
+    if (kdb == db) ++*n;
+  };
+  walk->finish = [n](RespWriter& w) { w.Integer(*n); };
+  RunSlicedWalk(ctx, std::move(walk));
 }
 
 bool FlushOptions(CommandContext& ctx) {

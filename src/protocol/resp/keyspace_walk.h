@@ -1,0 +1,38 @@
+// SlicedWalk: a keyspace walk (KEYS, DBSIZE) that runs in slices of about a
+// millisecond and yields to its worker's other connections between them.
+// Runs on the connection's worker.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "engine/engine.h"
+#include "protocol/resp/command.h"
+
+namespace trove::resp {
+
+// Why slices: the walk is O(keys) and Redis, single-threaded, stalls every
+// client meanwhile. Here only the calling connection waits: between slices
+// its connection is suspended and the next slice is a task on its own
+// worker's inbox, so the worker's other connections are served in between
+// (at most one slice, ~1 ms, of extra latency each turn), and clients on
+// other workers never notice. No stripe lock is held across a yield: the
+// engine's Scan takes each stripe per bucket, and its cursor survives hash
+// table growth. Keys written during the walk may or may not be seen, as
+// with SCAN; keys present throughout are seen exactly once.
+struct SlicedWalk {
+  engine::Engine* engine = nullptr;
+  uint64_t cursor = 0;
+  uint64_t conn_id = 0;
+  int proto = 2;
+  std::function<void(const engine::ItemRef&)> visit;
+  std::function<void(RespWriter&)> finish;  // writes the reply once the walk ends
+};
+
+// Runs `walk` for ctx's connection: to the end at once when it is short, or
+// inside EXEC, or without a connection (unit tests); otherwise in slices,
+// with the reply written when the last slice ends.
+void RunSlicedWalk(CommandContext& ctx, std::shared_ptr<SlicedWalk> walk);
+
+}  // namespace trove::resp

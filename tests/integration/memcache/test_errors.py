@@ -36,12 +36,37 @@ def still_usable(conn, key):
 # ---- unknown commands ---------------------------------------------------
 
 @pytest.mark.parametrize("line", [
-    b"foo", b"GET a", b"Set a 0 0 1", b"gett a", b"get", b"set a", b"set a 0 0",
-    b"incr a", b"touch a", b"delete", b"", b"   ", b"get\ta", b"x" * 5000,
+    b"foo", b"GET a", b"Set a 0 0 1", b"gett a", b"   ", b"get\ta", b"ab", b"x" * 5000,
 ])
-def test_unknown_or_incomplete_command(conn, key, guard, line):
+def test_unknown_command(conn, key, guard, line):
     assert conn.rt(line + b"\r\n") == b"ERROR\r\n"
     still_usable(conn, key)
+
+
+# memcached 1.6.45: a known command with too few words, and any request
+# shorter than 4 bytes with its line end, is a bad command line format.
+@pytest.mark.parametrize("line", [
+    b"get", b"gets", b"gat", b"gat 1", b"gats 1", b"set a", b"set a 0 0", b"add", b"cas a 0 0",
+    b"incr a", b"decr", b"touch a", b"delete", b"verbosity", b"mg", b"md", b"ma", b"ms", b"ms a",
+    b"me", b"", b"x", b"ab\n",
+])
+def test_incomplete_command(conn, key, guard, line):
+    data = line if line.endswith(b"\n") else line + b"\r\n"
+    assert conn.rt(data) == BAD_FORMAT
+    still_usable(conn, key)
+
+
+def test_words_past_the_arguments_are_ignored(conn, key):
+    k = b(key)
+    assert conn.rt(b"incr %s 1 2 3 4\r\n" % k) == b"NOT_FOUND\r\n"
+    assert conn.rt(b"touch %s 1 2 3 4\r\n" % k) == b"NOT_FOUND\r\n"
+    assert conn.rt(b"flush_all 0 0 0 0\r\n") == b"OK\r\n"
+    conn.set(k, "5")
+    assert conn.rt(b"incr %s 1 x y\r\n" % k) == b"6\r\n"
+    # noreply counts only as the last word.
+    assert conn.rt(b"incr %s 1 noreply x\r\n" % k) == b"7\r\n"
+    assert conn.rt(b"incr %s 1 x noreply\r\n" % k) == b""
+    assert conn.get(k) == b"8"
 
 
 def test_bare_lf_line_endings_are_accepted(conn, key):
@@ -53,37 +78,74 @@ def test_bare_lf_line_endings_are_accepted(conn, key):
 
 # ---- bad command line format --------------------------------------------
 
+# memcached 1.6.45 (issue 9): once <bytes> parses, a rejected storage line
+# swallows its data block; until it parses, the block is read as commands.
 @pytest.mark.parametrize("line", [
     b"set %(k)s abc 0 1",        # flags not a number
     b"set %(k)s 0 abc 1",        # exptime not a number
-    b"set %(k)s 0 0 abc",        # length not a number
-    b"set %(k)s 0 0 -1",         # negative length
     b"set %(k)s -1 0 1",         # negative flags
     b"cas %(k)s 0 0 1 abc",      # cas unique not a number
+    b"cas %(k)s 0 0 1",          # cas unique missing
 ])
-def test_bad_storage_line_then_data_is_a_command(conn, key, guard, line):
-    # The line is rejected; its data block is then read as a command line.
+def test_bad_storage_line_swallows_its_data(conn, key, guard, line):
     k = b(key)
-    assert conn.rt(line % {b"k": k} + b"\r\nx\r\n") == BAD_FORMAT + b"ERROR\r\n"
+    assert conn.rt(line % {b"k": k} + b"\r\nx\r\n") == BAD_FORMAT
     assert conn.get(k) is None
     still_usable(conn, key)
 
 
-def test_storage_line_with_too_many_or_few_tokens(conn, key):
+@pytest.mark.parametrize("line", [
+    b"set %(k)s 0 0 abc",        # length not a number
+    b"set %(k)s 0 0 -1",         # negative length
+    b"set %(k)s 0 0 +1",         # a sign other than '-'
+    b"set %(k)s 0 0 000000000001",  # longer than 11 characters
+])
+def test_bad_storage_length_then_data_is_a_command(conn, key, guard, line):
     k = b(key)
-    assert conn.rt(b"set %s 0 0 1 noreply extra\r\nx\r\n" % k) == b"ERROR\r\nERROR\r\n"
-    assert conn.rt(b"cas %s 0 0 1\r\nx\r\n" % k) == b"ERROR\r\nERROR\r\n"
+    # The next line is a command: "x\r\n" is too short to be one, "xyzw"
+    # is unknown.
+    assert conn.rt(line % {b"k": k} + b"\r\nx\r\n") == BAD_FORMAT + BAD_FORMAT
+    assert conn.rt(line % {b"k": k} + b"\r\nxyzw\r\n") == BAD_FORMAT + b"ERROR\r\n"
     assert conn.get(k) is None
+    still_usable(conn, key)
+
+
+def test_storage_length_edge_values(conn, key):
+    k = b(key)
+    # "-0", "-" and leading zeros within 11 characters read as numbers.
+    assert conn.rt(b"set %s 0 0 -0\r\n\r\n" % k) == b"STORED\r\n"
+    assert conn.get(k) == b""
+    assert conn.rt(b"set %s 0 0 00000000001\r\nx\r\n" % k) == b"STORED\r\n"
+    assert conn.get(k) == b"x"
+    # Within int32 but too large to hold the value and its \r\n.
+    assert conn.rt(b"set %s 0 0 2147483646\r\n" % k) == BAD_FORMAT
+    assert conn.rt(b"set %s 0 0 2147483648\r\n" % k) == BAD_FORMAT
+    assert conn.get(k) == b"x"
+
+
+def test_storage_line_with_extra_words(conn, key):
+    k = b(key)
+    # Words past the ones a storage command reads are ignored; noreply is
+    # only noreply as the last word.
+    assert conn.rt(b"set %s 0 0 1 noreply extra\r\nx\r\n" % k) == b"STORED\r\n"
+    assert conn.rt(b"set %s 0 0 1 extra noreply\r\ny\r\n" % k) == b""
+    assert conn.get(k) == b"y"
+    assert conn.rt(b"set %s 0 0 1 2 3\r\nz\r\n" % k) == b"STORED\r\n"
+    assert conn.get(k) == b"z"
 
 
 def test_delete_with_time(conn, key):
-    assert conn.rt(b"delete %s 10\r\n" % b(key)) == \
-        b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"
+    # memcached 1.6.45 ignores words after the key: no legacy <time> check.
+    k = b(key)
+    assert conn.rt(b"delete %s 10\r\n" % k) == b"NOT_FOUND\r\n"
+    conn.set(k, "x")
+    assert conn.rt(b"delete %s 10\r\n" % k) == b"DELETED\r\n"
+    assert conn.get(k) is None
 
 
 # ---- key too long -------------------------------------------------------
 
-@pytest.mark.parametrize("tmpl,tail", [
+@pytest.mark.parametrize("tmpl,block", [
     (b"get %s", b""),
     (b"gets %s", b""),
     (b"delete %s", b""),
@@ -93,13 +155,13 @@ def test_delete_with_time(conn, key):
     (b"mg %s v", b""),
     (b"md %s", b""),
     (b"ma %s", b""),
-    (b"set %s 0 0 1", b"ERROR\r\n"),   # the data block is then read as a line
-    (b"add %s 0 0 1", b"ERROR\r\n"),
+    (b"set %s 0 0 1", b"x\r\n"),   # the data block is swallowed (1.6.45)
+    (b"add %s 0 0 1", b"x\r\n"),
+    (b"ms %s 1", b"x\r\n"),
 ])
-def test_key_too_long(conn, key, tmpl, tail):
+def test_key_too_long(conn, key, tmpl, block):
     long_key = b"k" * 251
-    data = b"\r\nx\r\n" if tail else b"\r\n"
-    assert conn.rt(tmpl % long_key + data) == BAD_FORMAT + tail
+    assert conn.rt(tmpl % long_key + b"\r\n" + block) == BAD_FORMAT
     still_usable(conn, key)
 
 
@@ -121,14 +183,17 @@ def test_key_too_long_in_multiget(conn, key):
 
 def test_bad_data_chunk_longer_than_declared(conn, key, guard):
     k = b(key)
-    assert conn.rt(b"set %s 0 0 3\r\nabcde\r\n" % k) == b"CLIENT_ERROR bad data chunk\r\nERROR\r\n"
+    # <bytes>+2 are consumed ("abcde"); the "\r\n" left is then a line too
+    # short to be a command.
+    assert conn.rt(b"set %s 0 0 3\r\nabcde\r\n" % k) == b"CLIENT_ERROR bad data chunk\r\n" + BAD_FORMAT
     assert conn.get(k) is None
     still_usable(conn, key)
 
 
 def test_bad_data_chunk_missing_crlf(conn, key, guard):
     k = b(key)
-    assert conn.rt(b"set %s 0 0 1\r\nab\r\n" % k) == b"CLIENT_ERROR bad data chunk\r\nERROR\r\n"
+    # "ab\r" is the block; the "\n" left is a line too short to be a command.
+    assert conn.rt(b"set %s 0 0 1\r\nab\r\n" % k) == b"CLIENT_ERROR bad data chunk\r\n" + BAD_FORMAT
     assert conn.get(k) is None
     still_usable(conn, key)
 

@@ -238,19 +238,45 @@ MEMCCAPABLE_ASCII_TESTS = [
 ]
 
 
+# memccapable's delete tests send "delete a b c d e" and want an error;
+# memcached 1.6.45 ignores the words past the key and answers NOT_FOUND, so
+# those two fail against memcached itself. Nothing else may fail.
+MEMCCAPABLE_PRE_1_6_45 = {"delete", "delete noreply"}
+
+
+def parse_memccapable(stdout):
+    """{test: "pass" | "fail"}. A test's name and padding go to stdout and
+    "[pass]" follows it there; "[FAIL]" goes to stderr, so a failed test is
+    one whose name is not followed by "[pass]"."""
+    results = {}
+    for chunk in stdout.split("ascii ")[1:]:
+        m = re.match(r"(\S+(?: \S+)*?)(?: {2,}|$)(\[pass\])?", chunk.split("\n")[0])
+        if m:
+            results[m.group(1)] = "pass" if m.group(2) else "fail"
+    return results
+
+
 @pytest.mark.skipif(shutil.which("memccapable") is None, reason="libmemcached-tools not installed")
 def test_memccapable_ascii(make_server):
     srv = make_server()
     p = subprocess.run(["memccapable", "-h", "127.0.0.1", "-p", str(srv.port), "-a", "-t", "5"],
                        capture_output=True, timeout=120)
-    out = (p.stdout + p.stderr).decode("utf-8", "replace")
-    results = dict(re.findall(r"^ascii (.+?)\s+\[(\w+)\]\s*$", out, re.M))
-    failed = {t: r for t, r in results.items() if r != "pass"}
-    assert not failed, out
+    stdout = p.stdout.decode("utf-8", "replace")
+    out = stdout + p.stderr.decode("utf-8", "replace")
+    results = parse_memccapable(stdout)
     missing = [t for t in MEMCCAPABLE_ASCII_TESTS if t not in results]
     assert not missing, out
-    assert p.returncode == 0, out
-    assert "All tests passed" in out
+    failed = {t for t, r in results.items() if r != "pass"}
+    assert failed <= MEMCCAPABLE_PRE_1_6_45, out
+    if failed:
+        assert p.returncode != 0, out
+        assert "%d of %d tests failed" % (len(failed), len(results)) in out, out
+        # The reason they fail: the extra words are ignored.
+        with Conn.to(srv) as c:
+            assert c.rt(b"delete a b c d e\r\n") == b"NOT_FOUND\r\n"
+    else:
+        assert p.returncode == 0, out
+        assert "All tests passed" in out
 
 
 @pytest.mark.skipif(shutil.which("memcslap") is None, reason="libmemcached-tools not installed")

@@ -382,33 +382,45 @@ void CmdInfo(CommandContext& ctx) {
     s += "\r\n";
   }
   if (show("cluster", true)) s += "# Cluster\r\ncluster_enabled:0\r\n\r\n";
-  if (show("keyspace", true)) {
-    s += "# Keyspace\r\n";
-    std::vector<std::pair<int64_t, int64_t>> dbs(static_cast<size_t>(ctx.server->databases()));
-    uint64_t cursor = 0;
-    do {
-      cursor = ctx.engine->Scan(cursor, 1024, [&](const ItemRef& it) {
-        int db;
-        std::string_view k;
-        DecodeDbKey(it.key(), &db, &k);
-        if (db < 0 || static_cast<size_t>(db) >= dbs.size()) return;
-        dbs[static_cast<size_t>(db)].first++;
-        if (it.expires_at_unix() != 0) dbs[static_cast<size_t>(db)].second++;
-      });
-    } while (cursor != 0);
-    for (size_t d = 0; d < dbs.size(); ++d) {
-      if (dbs[d].first == 0) continue;
-      std::string v = "keys=";
-      AppendI64(v, dbs[d].first);
-      v += ",expires=";
-      AppendI64(v, dbs[d].second);
-      v += ",avg_ttl=0";
-      AddField(&s, "db" + std::to_string(d), v);
-    }
-    s += "\r\n";
+  if (!show("keyspace", true)) {
+    if (s.size() >= 2) s.resize(s.size() - 2);  // Redis drops the last blank line
+    ctx.w->Verbatim(s);
+    return;
   }
-  if (s.size() >= 2) s.resize(s.size() - 2);  // Redis drops the last blank line
-  ctx.w->Verbatim(s);
+  // The keyspace section walks every key: in slices (keyspace_walk.h).
+  struct State {
+    std::string text;
+    std::vector<std::pair<int64_t, int64_t>> dbs;  // keys, keys with an expiry
+  };
+  auto st = std::make_shared<State>();
+  st->text = std::move(s);
+  st->dbs.resize(static_cast<size_t>(ctx.server->databases()));
+  auto walk = std::make_shared<SlicedWalk>();
+  walk->engine = ctx.engine;
+  walk->visit = [st](const ItemRef& it) {
+    int db;
+    std::string_view k;
+    DecodeDbKey(it.key(), &db, &k);
+    if (db < 0 || static_cast<size_t>(db) >= st->dbs.size()) return;
+    st->dbs[static_cast<size_t>(db)].first++;
+    if (it.expires_at_unix() != 0) st->dbs[static_cast<size_t>(db)].second++;
+  };
+  walk->finish = [st](RespWriter& w) {
+    std::string& out = st->text;
+    out += "# Keyspace\r\n";
+    for (size_t d = 0; d < st->dbs.size(); ++d) {
+      if (st->dbs[d].first == 0) continue;
+      std::string v = "keys=";
+      AppendI64(v, st->dbs[d].first);
+      v += ",expires=";
+      AppendI64(v, st->dbs[d].second);
+      v += ",avg_ttl=0";
+      AddField(&out, "db" + std::to_string(d), v);
+    }
+    // Redis drops the last blank line (the keyspace section ends without one).
+    w.Verbatim(out);
+  };
+  RunSlicedWalk(ctx, std::move(walk));
 }
 
 // --- CONFIG ---

@@ -395,40 +395,6 @@ void KeysFrom1Last2(std::span<const std::string_view>, std::vector<size_t>* out)
 }  // namespace
 
 // Deletes every key of database db (FLUSHDB, FLUSHALL); returns how many.
-size_t FlushDatabase(CommandContext& ctx, int db) {
-  std::vector<std::string> keys;
-  CollectKeys(ctx, db, "", true, "", &keys);
-  engine::DeleteArgs da;
-  for (const auto& k : keys) ctx.engine->Delete(EncodeDbKey(db, k), da, ctx.ts);
-  return keys.size();
-}
-
-size_t FlushAllDatabases(CommandContext& ctx) {
-  std::vector<std::string> keys;
-  uint64_t cursor = 0;
-  do {
-    cursor =
-        ctx.engine->Scan(cursor, 4096, [&](const ItemRef& it) { keys.emplace_back(it.key()); });
-  } while (cursor != 0);
-  engine::DeleteArgs da;
-  for (const auto& k : keys) ctx.engine->Delete(k, da, ctx.ts);
-  return keys.size();
-}
-
-size_t CountDatabase(CommandContext& ctx, int db) {
-  size_t n = 0;
-  uint64_t cursor = 0;
-  do {
-    cursor = ctx.engine->Scan(cursor, 1024, [&](const ItemRef& it) {
-      int kdb;
-      std::string_view k;
-      DecodeDbKey(it.key(), &kdb, &k);
-      if (kdb == db) ++n;
-    });
-  } while (cursor != 0);
-  return n;
-}
-
 // SWAPDB: swaps the two databases key by key (each key pair atomically).
 void SwapDatabases(CommandContext& ctx, int a, int b) {
   std::vector<std::string> keys;

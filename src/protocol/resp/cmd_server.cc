@@ -232,16 +232,43 @@ bool FlushOptions(CommandContext& ctx) {
   return true;
 }
 
+// FLUSHDB (db >= 0) or FLUSHALL (db < 0), in slices: each slice collects
+// its keys, then deletes them with no stripe held (keyspace_walk.h).
+void FlushInSlices(CommandContext& ctx, int db) {
+  struct State {
+    std::vector<std::string> keys;  // engine keys of the current slice
+    engine::ThreadStats* ts;
+    engine::Engine* engine;
+  };
+  auto st = std::make_shared<State>(State{{}, ctx.ts, ctx.engine});
+  auto walk = std::make_shared<SlicedWalk>();
+  walk->engine = ctx.engine;
+  walk->visit = [st, db](const ItemRef& it) {
+    if (db >= 0) {
+      int kdb;
+      std::string_view k;
+      DecodeDbKey(it.key(), &kdb, &k);
+      if (kdb != db) return;
+    }
+    st->keys.emplace_back(it.key());
+  };
+  walk->after_slice = [st] {
+    engine::DeleteArgs da;
+    for (const auto& k : st->keys) st->engine->Delete(k, da, st->ts);
+    st->keys.clear();
+  };
+  walk->finish = [](RespWriter& w) { w.Ok(); };
+  RunSlicedWalk(ctx, std::move(walk));
+}
+
 void CmdFlushDb(CommandContext& ctx) {
   if (!FlushOptions(ctx)) return;
-  FlushDatabase(ctx, ctx.db());
-  ctx.w->Ok();
+  FlushInSlices(ctx, ctx.db());
 }
 
 void CmdFlushAll(CommandContext& ctx) {
   if (!FlushOptions(ctx)) return;
-  FlushAllDatabases(ctx);
-  ctx.w->Ok();
+  FlushInSlices(ctx, -1);
 }
 
 void CmdTime(CommandContext& ctx) {

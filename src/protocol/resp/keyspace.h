@@ -73,9 +73,6 @@ bool ParseCursor(std::string_view s, uint64_t* out);
 using trove::GlobMatch;
 
 // Keyspace walks (cmd_keys.cc). REQUIRES: no stripe held on this thread.
-size_t FlushDatabase(CommandContext& ctx, int db);
-size_t CountDatabase(CommandContext& ctx, int db);
-size_t FlushAllDatabases(CommandContext& ctx);
 void SwapDatabases(CommandContext& ctx, int a, int b);
 
 }  // namespace trove::resp

@@ -14,6 +14,7 @@ bool Step(SlicedWalk& w) {
   const int64_t t0 = clock->MonoNanos();
   do {
     w.cursor = w.engine->Scan(w.cursor, 1024, w.visit);
+    if (w.after_slice) w.after_slice();
   } while (w.cursor != 0 && clock->MonoNanos() - t0 < limits::kWalkSliceNanos);
   return w.cursor == 0;
 }

@@ -20,13 +20,19 @@ namespace trove::resp {
 // other workers never notice. No stripe lock is held across a yield: the
 // engine's Scan takes each stripe per bucket, and its cursor survives hash
 // table growth. Keys written during the walk may or may not be seen, as
-// with SCAN; keys present throughout are seen exactly once.
+// with SCAN; keys present throughout are seen exactly once. For FLUSHDB and
+// FLUSHALL that means: every key present when the flush starts is deleted,
+// and a key another client writes while it runs may survive or not (Redis
+// orders the whole flush before or after such a write).
 struct SlicedWalk {
   engine::Engine* engine = nullptr;
   uint64_t cursor = 0;
   uint64_t conn_id = 0;
   int proto = 2;
   std::function<void(const engine::ItemRef&)> visit;
+  // Runs after each Scan call, with no stripe held (FLUSHDB deletes the keys
+  // the slice collected here). May be empty.
+  std::function<void()> after_slice;
   std::function<void(RespWriter&)> finish;  // writes the reply once the walk ends
 };
 

@@ -70,15 +70,15 @@ class Connection final : public IoWatcher, public ConnControl {
   std::unique_ptr<ProtocolHandler> handler;
   InputBuffer in;
   OutputBuffer out;
-  uint32_t epoll_mask = 0;        // what epoll currently watches for
-  bool read_paused = false;       // unsent output above kOutputSoftLimit
-  bool closing = false;           // close once `out` drains
+  uint32_t epoll_mask = 0;   // what epoll currently watches for
+  bool read_paused = false;  // unsent output above kOutputSoftLimit
+  bool closing = false;      // close once `out` drains
   bool closed = false;
-  bool in_ready = false;          // queued to parse buffered input again
-  bool close_requested = false;   // CloseConnection by id: closes at a safe point
-  bool flush_queued = false;      // output waits for the end of the loop turn
-  int64_t last_active_ns = 0;     // Clock::MonoNanos of the last input
-  int64_t created_ns = 0;         // Clock::MonoNanos when the worker adopted it
+  bool in_ready = false;         // queued to parse buffered input again
+  bool close_requested = false;  // CloseConnection by id: closes at a safe point
+  bool flush_queued = false;     // output waits for the end of the loop turn
+  int64_t last_active_ns = 0;    // Clock::MonoNanos of the last input
+  int64_t created_ns = 0;        // Clock::MonoNanos when the worker adopted it
 
  private:
   bool suspended_ = false;

@@ -73,8 +73,8 @@ class Timer {
   Task fn_;
   EventLoop* loop_ = nullptr;  // set while armed
   int64_t deadline_ns_ = 0;
-  uint64_t seq_ = 0;   // arming order: equal deadlines fire first-armed first
-  size_t index_ = 0;   // position in the loop's heap while armed
+  uint64_t seq_ = 0;  // arming order: equal deadlines fire first-armed first
+  size_t index_ = 0;  // position in the loop's heap while armed
 };
 
 // Thread safety: everything runs on the owner thread (the one calling Run*)

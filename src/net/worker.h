@@ -24,26 +24,26 @@ namespace trove::net {
 // Every field is an atomic read with relaxed order: they are statistics and
 // a limit check that tolerates being off by one in-flight connection.
 struct NetCounters {
-  std::atomic<uint64_t> curr_connections{0};    // accepted and not yet closed
-  std::atomic<uint64_t> total_connections{0};   // ever accepted (not rejected)
+  std::atomic<uint64_t> curr_connections{0};   // accepted and not yet closed
+  std::atomic<uint64_t> total_connections{0};  // ever accepted (not rejected)
   std::atomic<uint64_t> rejected_connections{0};
   std::atomic<uint64_t> connection_structures{0};  // Connection objects alive
-  std::atomic<uint64_t> conn_yields{0};         // -R limit reached, re-queued
-  std::atomic<uint64_t> read_paused{0};         // times a connection stopped being read
-  std::atomic<uint64_t> listen_disabled{0};     // accept paused (out of fds)
-  std::atomic<uint64_t> idle_kicks{0};          // closed by -o idle_timeout
+  std::atomic<uint64_t> conn_yields{0};            // -R limit reached, re-queued
+  std::atomic<uint64_t> read_paused{0};            // times a connection stopped being read
+  std::atomic<uint64_t> listen_disabled{0};        // accept paused (out of fds)
+  std::atomic<uint64_t> idle_kicks{0};             // closed by -o idle_timeout
 };
 
 struct WorkerOptions {
   int id = 0;
-  int64_t idle_timeout_s = 0;           // 0 = never close idle connections
-  const Clock* clock = nullptr;         // nullptr = SystemClock::Default()
-  NetCounters* counters = nullptr;      // required
+  int64_t idle_timeout_s = 0;               // 0 = never close idle connections
+  const Clock* clock = nullptr;             // nullptr = SystemClock::Default()
+  NetCounters* counters = nullptr;          // required
   std::vector<ProtocolFactory*> factories;  // InitWorker() runs for each
   // Log level (memcached's -v count); >= 2 logs connections opening and
   // closing on stderr. Relaxed atomic owned by NetServer; may be null.
   const std::atomic<int>* verbosity = nullptr;
-  WorkerGroup* group = nullptr;         // required: the server's workers
+  WorkerGroup* group = nullptr;  // required: the server's workers
 };
 
 // One worker thread: an EventLoop over its connections, its new-connection

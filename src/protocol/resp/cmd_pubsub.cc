@@ -207,14 +207,13 @@ void RegisterPubSubCommands(std::vector<CommandSpec>* t) {
     t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, "pubsub", sum, since});
   };
   const uint32_t sub = kCmdPubsub | kCmdLoading | kCmdStale | kCmdPubsubOk;
-  add("subscribe", -2, sub, CmdSubscribe, "Listens for messages published to channels.",
-      "2.0.0");
+  add("subscribe", -2, sub, CmdSubscribe, "Listens for messages published to channels.", "2.0.0");
   add("psubscribe", -2, sub, CmdPSubscribe,
       "Listens for messages published to channels that match one or more patterns.", "2.0.0");
   add("ssubscribe", -2, sub, CmdSSubscribe, "Listens for messages published to shard channels.",
       "7.0.0");
-  add("unsubscribe", -1, sub, CmdUnsubscribe,
-      "Stops listening to messages posted to channels.", "2.0.0");
+  add("unsubscribe", -1, sub, CmdUnsubscribe, "Stops listening to messages posted to channels.",
+      "2.0.0");
   add("punsubscribe", -1, sub, CmdPUnsubscribe,
       "Stops listening to messages published to channels that match one or more patterns.",
       "2.0.0");

@@ -1,0 +1,185 @@
+// CONFIG GET / SET / RESETSTAT and the parameters it knows.
+// Runs on the connection's worker.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/str_append.h"
+#include "net/worker.h"
+#include "protocol/resp/collections.h"
+#include "protocol/resp/command_table.h"
+#include "protocol/resp/keyspace.h"
+#include "protocol/resp/keyspace_walk.h"
+#include "protocol/resp/resp_parser.h"
+#include "protocol/resp/resp_server.h"
+#include "protocol/resp/server_commands.h"
+#include "protocol/resp/session.h"
+
+namespace trove::resp {
+namespace {
+
+using engine::ItemRef;
+
+// --- CONFIG ---
+
+struct ConfigParam {
+  const char* name;
+  std::atomic<int64_t> RespServer::*field;  // nullptr: special
+  bool mutable_;
+};
+
+const ConfigParam kParams[] = {
+    {"list-max-listpack-size", &RespServer::list_max_listpack_size, true},
+    {"hash-max-listpack-entries", &RespServer::hash_max_listpack_entries, true},
+    {"hash-max-listpack-value", &RespServer::hash_max_listpack_value, true},
+    {"set-max-intset-entries", &RespServer::set_max_intset_entries, true},
+    {"zset-max-listpack-entries", &RespServer::zset_max_listpack_entries, true},
+    {"zset-max-listpack-value", &RespServer::zset_max_listpack_value, true},
+    {"proto-max-bulk-len", &RespServer::proto_max_bulk_len, true},
+    {"maxclients", &RespServer::maxclients, true},
+    {"slowlog-log-slower-than", &RespServer::slowlog_log_slower_than, true},
+    {"hash-max-ziplist-entries", &RespServer::hash_max_listpack_entries, true},
+    {"hash-max-ziplist-value", &RespServer::hash_max_listpack_value, true},
+    {"zset-max-ziplist-entries", &RespServer::zset_max_listpack_entries, true},
+    {"zset-max-ziplist-value", &RespServer::zset_max_listpack_value, true},
+    {"list-max-ziplist-size", &RespServer::list_max_listpack_size, true},
+    {"databases", nullptr, false},
+    {"maxmemory", nullptr, false},
+    {"maxmemory-policy", nullptr, false},
+    {"requirepass", nullptr, true},
+    {"port", nullptr, false},
+    {"save", nullptr, true},
+    {"appendonly", nullptr, true},
+    {"timeout", nullptr, true},
+};
+
+std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
+  std::string v;
+  if (p.field != nullptr) {
+    AppendI64(v, (ctx.server->*p.field).load(std::memory_order_relaxed));
+    return v;
+  }
+  std::string_view n = p.name;
+  if (n == "databases")
+    AppendI64(v, ctx.server->databases());
+  else if (n == "maxmemory")
+    AppendU64(v, ctx.engine->options().mem_limit);
+  else if (n == "maxmemory-policy")
+    v = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
+  else if (n == "requirepass")
+    v = ctx.server->requirepass();
+  else if (n == "port")
+    AppendI64(v, ctx.server->options().port);
+  else if (n == "appendonly")
+    v = "no";
+  else if (n == "timeout")
+    v = "0";
+  return v;
+}
+
+void CmdConfig(CommandContext& ctx) {
+  std::string sub = ToLower(ctx.argv[1]);
+  if (sub == "get") {
+    if (ctx.argc() < 3) {
+      SubArity(ctx);
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const ConfigParam& p : kParams) {
+      bool alias = std::string_view(p.name).find("ziplist") != std::string_view::npos;
+      for (size_t i = 2; i < ctx.argc(); ++i) {
+        if (GlobMatch(ctx.argv[i], p.name, true) && (!alias || ctx.argv[i] == p.name)) {
+          out.emplace_back(p.name, ConfigValue(ctx, p));
+          break;
+        }
+      }
+    }
+    ctx.w->MapHeader(out.size());
+    for (const auto& [k, v] : out) {
+      ctx.w->Bulk(k);
+      ctx.w->Bulk(v);
+    }
+  } else if (sub == "set") {
+    if (ctx.argc() < 4 || ctx.argc() % 2 != 0) {
+      SubArity(ctx);
+      return;
+    }
+    for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
+      std::string name = ToLower(ctx.argv[i]);
+      const ConfigParam* found = nullptr;
+      for (const ConfigParam& p : kParams)
+        if (name == p.name) found = &p;
+      if (found == nullptr) {
+        std::string m = "ERR Unknown option or number of arguments for CONFIG SET - '";
+        m.append(ctx.argv[i]);
+        m += "'";
+        ctx.Error(m);
+        return;
+      }
+      if (!found->mutable_) {
+        std::string m = "ERR CONFIG SET failed (possibly related to argument '";
+        m += name;
+        m += "') - can't set immutable config";
+        ctx.Error(m);
+        return;
+      }
+      if (found->field != nullptr) {
+        int64_t v;
+        if (!ParseStrictInt64(ctx.argv[i + 1], &v)) {
+          std::string m = "ERR CONFIG SET failed (possibly related to argument '";
+          m += name;
+          m += "') - argument couldn't be parsed into an integer";
+          ctx.Error(m);
+          return;
+        }
+        (ctx.server->*found->field).store(v, std::memory_order_relaxed);
+      } else if (name == "requirepass") {
+        ctx.server->set_requirepass(std::string(ctx.argv[i + 1]));
+      }
+    }
+    ctx.w->Ok();
+  } else if (sub == "resetstat") {
+    if (ctx.argc() != 2) {
+      SubArity(ctx);
+      return;
+    }
+    ctx.server->ResetStats();
+    ctx.w->Ok();
+  } else if (sub == "rewrite") {
+    ctx.Error("ERR The server is running without a config file");
+  } else if (sub == "help") {
+    const std::string_view lines[] = {
+        "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET <pattern>",
+        "    Return parameters matching the glob-like <pattern> and their values.",
+        "SET <directive> <value>",
+        "    Set the configuration <directive> to <value>.",
+        "RESETSTAT",
+        "    Reset statistics reported by the INFO command.",
+        "HELP",
+        "    Print this help."};
+    ctx.w->ArrayHeader(std::size(lines));
+    for (auto l : lines) ctx.w->Simple(l);
+  } else {
+    UnknownSubcommand(ctx);
+  }
+}
+
+}  // namespace
+
+void RegisterConfigCommands(std::vector<CommandSpec>* t) {
+  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
+                 const char* sum, const char* since) {
+    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
+  };
+  add("config", -2, kCmdAdmin | kCmdLoading | kCmdStale, CmdConfig, "server",
+      "A container for server configuration commands.", "2.0.0");
+}
+
+}  // namespace trove::resp

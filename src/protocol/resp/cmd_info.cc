@@ -1,0 +1,197 @@
+// INFO and its sections (the keyspace section counts in slices).
+// Runs on the connection's worker.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/str_append.h"
+#include "net/worker.h"
+#include "protocol/resp/collections.h"
+#include "protocol/resp/command_table.h"
+#include "protocol/resp/keyspace.h"
+#include "protocol/resp/keyspace_walk.h"
+#include "protocol/resp/resp_parser.h"
+#include "protocol/resp/resp_server.h"
+#include "protocol/resp/server_commands.h"
+#include "protocol/resp/session.h"
+
+namespace trove::resp {
+namespace {
+
+using engine::ItemRef;
+
+// --- INFO ---
+
+void CmdInfo(CommandContext& ctx) {
+  std::vector<std::string> want;
+  for (size_t i = 1; i < ctx.argc(); ++i) want.push_back(ToLower(ctx.argv[i]));
+  bool all = false, everything = false, dflt = want.empty();
+  for (const auto& w : want) {
+    if (w == "all") all = true;
+    if (w == "everything") everything = true;
+    if (w == "default") dflt = true;
+  }
+  auto show = [&](std::string_view sec, bool in_default) {
+    if (everything || all) return true;
+    if (dflt && in_default) return true;
+    for (const auto& w : want)
+      if (w == sec) return true;
+    return false;
+  };
+  uint64_t hits = 0, misses = 0, cmds = 0, conns = 0, errors = 0, in_bytes = 0;
+  int64_t clients = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> per_cmd(CommandTable::Get().size());
+  ctx.server->ForEachWorkerStats([&](const WorkerStats& w) {
+    hits += w.keyspace_hits.load(std::memory_order_relaxed);
+    misses += w.keyspace_misses.load(std::memory_order_relaxed);
+    cmds += w.total_commands.load(std::memory_order_relaxed);
+    conns += w.total_connections.load(std::memory_order_relaxed);
+    clients += w.connected_clients.load(std::memory_order_relaxed);
+    errors += w.error_replies.load(std::memory_order_relaxed);
+    in_bytes += w.net_input_bytes.load(std::memory_order_relaxed);
+    for (size_t i = 0; i < w.cmds.size() && i < per_cmd.size(); ++i) {
+      per_cmd[i].first += w.cmds[i].calls.load(std::memory_order_relaxed);
+      per_cmd[i].second += w.cmds[i].usec.load(std::memory_order_relaxed);
+    }
+  });
+  int64_t now = ctx.engine->clock()->UnixSeconds();
+  std::string s;
+  if (show("server", true)) {
+    s += "# Server\r\n";
+    AddField(&s, "redis_version", kRedisVersion);
+    AddField(&s, "trove_version", "0.1.0");
+    AddField(&s, "redis_mode", "standalone");
+    AddField(&s, "os", "Linux");
+    AddField(&s, "arch_bits", 64);
+    AddField(&s, "multiplexing_api", "epoll");
+    AddField(&s, "process_id", static_cast<int64_t>(getpid()));
+    AddField(&s, "tcp_port", ctx.server->options().port);
+    AddField(&s, "uptime_in_seconds", now - ctx.server->start_unix());
+    AddField(&s, "uptime_in_days", (now - ctx.server->start_unix()) / 86400);
+    AddField(&s, "executable", "trove");
+    s += "\r\n";
+  }
+  if (show("clients", true)) {
+    s += "# Clients\r\n";
+    AddField(&s, "connected_clients", clients);
+    AddField(&s, "maxclients", ctx.server->maxclients.load(std::memory_order_relaxed));
+    AddField(&s, "blocked_clients", 0);
+    AddField(&s, "tracking_clients", 0);
+    s += "\r\n";
+  }
+  if (show("memory", true)) {
+    s += "# Memory\r\n";
+    // used_memory is the slab memory the engine holds (Redis: allocator
+    // total); used_memory_dataset the bytes of items. Heap collections are
+    // counted against -m by the engine but not yet reported in its stats.
+    int64_t items = 0, malloced = 0;
+    for (const auto& [k, v] : ctx.engine->Stats()) {
+      if (k == "bytes") ParseStrictInt64(v, &items);
+    }
+    for (const auto& [k, v] : ctx.engine->SlabStats()) {
+      if (k == "total_malloced") ParseStrictInt64(v, &malloced);
+    }
+    AddField(&s, "used_memory", malloced > items ? malloced : items);
+    AddField(&s, "used_memory_dataset", items);
+    AddField(&s, "maxmemory", static_cast<int64_t>(ctx.engine->options().mem_limit));
+    AddField(&s, "maxmemory_policy",
+             ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");
+    s += "\r\n";
+  }
+  if (show("persistence", true)) {
+    s += "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:0\r\n\r\n";
+  }
+  if (show("stats", true)) {
+    s += "# Stats\r\n";
+    AddField(&s, "total_connections_received", static_cast<int64_t>(conns));
+    AddField(&s, "total_commands_processed", static_cast<int64_t>(cmds));
+    AddField(&s, "total_net_input_bytes", static_cast<int64_t>(in_bytes));
+    AddField(&s, "keyspace_hits", static_cast<int64_t>(hits));
+    AddField(&s, "keyspace_misses", static_cast<int64_t>(misses));
+    AddField(&s, "total_error_replies", static_cast<int64_t>(errors));
+    for (const auto& [k, v] : ctx.engine->Stats()) {
+      if (k == "evictions") AddField(&s, "evicted_keys", v);
+      if (k == "expired_unfetched") AddField(&s, "expired_keys", v);
+    }
+    s += "\r\n";
+  }
+  if (show("replication", true)) s += "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n";
+  if (show("cpu", true)) s += "# CPU\r\n\r\n";
+  if (show("commandstats", false)) {
+    s += "# Commandstats\r\n";
+    const auto& specs = CommandTable::Get().all();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (per_cmd[i].first == 0) continue;
+      std::string v = "calls=";
+      AppendU64(v, per_cmd[i].first);
+      v += ",usec=";
+      AppendU64(v, per_cmd[i].second);
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ",usec_per_call=%.2f",
+                    static_cast<double>(per_cmd[i].second) / static_cast<double>(per_cmd[i].first));
+      v += buf;
+      v += ",rejected_calls=0,failed_calls=0";
+      AddField(&s, std::string("cmdstat_") + specs[i].name, v);
+    }
+    s += "\r\n";
+  }
+  if (show("cluster", true)) s += "# Cluster\r\ncluster_enabled:0\r\n\r\n";
+  if (!show("keyspace", true)) {
+    if (s.size() >= 2) s.resize(s.size() - 2);  // Redis drops the last blank line
+    ctx.w->Verbatim(s);
+    return;
+  }
+  // The keyspace section walks every key: in slices (keyspace_walk.h).
+  struct State {
+    std::string text;
+    std::vector<std::pair<int64_t, int64_t>> dbs;  // keys, keys with an expiry
+  };
+  auto st = std::make_shared<State>();
+  st->text = std::move(s);
+  st->dbs.resize(static_cast<size_t>(ctx.server->databases()));
+  auto walk = std::make_shared<SlicedWalk>();
+  walk->engine = ctx.engine;
+  walk->visit = [st](const ItemRef& it) {
+    int db;
+    std::string_view k;
+    DecodeDbKey(it.key(), &db, &k);
+    if (db < 0 || static_cast<size_t>(db) >= st->dbs.size()) return;
+    st->dbs[static_cast<size_t>(db)].first++;
+    if (it.expires_at_unix() != 0) st->dbs[static_cast<size_t>(db)].second++;
+  };
+  walk->finish = [st](RespWriter& w) {
+    std::string& out = st->text;
+    out += "# Keyspace\r\n";
+    for (size_t d = 0; d < st->dbs.size(); ++d) {
+      if (st->dbs[d].first == 0) continue;
+      std::string v = "keys=";
+      AppendI64(v, st->dbs[d].first);
+      v += ",expires=";
+      AppendI64(v, st->dbs[d].second);
+      v += ",avg_ttl=0";
+      AddField(&out, "db" + std::to_string(d), v);
+    }
+    // Redis drops the last blank line (the keyspace section ends without one).
+    w.Verbatim(out);
+  };
+  RunSlicedWalk(ctx, std::move(walk));
+}
+
+}  // namespace
+
+void RegisterInfoCommands(std::vector<CommandSpec>* t) {
+  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
+                 const char* sum, const char* since) {
+    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
+  };
+  add("info", -1, kCmdLoading | kCmdStale | kCmdGlobal, CmdInfo, "server",
+      "Returns information and statistics about the server.", "1.0.0");
+}
+
+}  // namespace trove::resp

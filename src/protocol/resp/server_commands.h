@@ -1,0 +1,33 @@
+// The connection and server commands, split by concern over cmd_server.cc,
+// cmd_connection.cc, cmd_client.cc, cmd_info.cc, cmd_config.cc and
+// cmd_introspection.cc, and the helpers they share. Connection's worker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/resp/command.h"
+
+namespace trove::resp {
+
+// The Redis version Trove reports (INFO, HELLO).
+inline constexpr const char* kRedisVersion = "7.0.15";
+
+// "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
+void UnknownSubcommand(CommandContext& ctx);
+// "ERR wrong number of arguments for '<cmd>|<sub>' command"
+void SubArity(CommandContext& ctx);
+// An INFO line "k:v\r\n".
+void AddField(std::string* s, std::string_view k, std::string_view v);
+void AddField(std::string* s, std::string_view k, int64_t v);
+
+// Each file registers its own commands; RegisterServerCommands calls them.
+void RegisterConnectionCommands(std::vector<CommandSpec>* t);
+void RegisterClientCommands(std::vector<CommandSpec>* t);
+void RegisterInfoCommands(std::vector<CommandSpec>* t);
+void RegisterConfigCommands(std::vector<CommandSpec>* t);
+void RegisterIntrospectionCommands(std::vector<CommandSpec>* t);
+
+}  // namespace trove::resp

@@ -56,8 +56,22 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     size_t consumed = parser_.consumed();
     if (!argv.empty()) {
       prefetch_.Before(server_->engine(), conn_.identity().db(), data, len, used + consumed);
-      w.set_proto(conn_.identity().proto());
-      Execute(argv, &w);
+      Identity& id = conn_.identity();
+      // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
+      const bool drop = id.reply_mode() == Identity::Reply::kOff || skip_next_reply_;
+      skip_next_reply_ = false;
+      if (!drop) {
+        w.set_proto(id.proto());
+        Execute(argv, &w);
+      } else {
+        RespWriter dw(&dropped_, id.proto());
+        Execute(argv, &dw);
+        dropped_.Clear();
+      }
+      if (id.reply_mode() == Identity::Reply::kSkip) {  // skips the next command's reply
+        id.SetReplyMode(Identity::Reply::kOn);
+        skip_next_reply_ = true;
+      }
     }
     used += consumed;
     if (control_ != nullptr && control_->suspended()) break;  // invariant 3
@@ -83,6 +97,7 @@ void UnknownCommand(RespWriter* w, std::span<const std::string_view> argv) {
 void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
   TransactionState& txn = conn_.txn();
+  if (spec != nullptr) conn_.identity().SetLastCmd(spec->name);
   if (spec == nullptr) {
     UnknownCommand(w, argv);
     txn.MarkDirty();

@@ -84,9 +84,39 @@ struct ConnInfoView {
   ConnControl* control = nullptr;  // the connection itself; see ConnControl
 };
 
+// One connection as CLIENT LIST shows it (Redis 7.2's fields). net/ fills the
+// socket's part, the handler the protocol's (DescribeClient).
+struct ClientInfo {
+  // net/
+  uint64_t id = 0;
+  std::string addr;   // peer "ip:port"
+  std::string laddr;  // local "ip:port"
+  int fd = -1;
+  int64_t age_s = 0;
+  int64_t idle_s = 0;
+  uint64_t qbuf = 0, qbuf_free = 0;  // unparsed input, and the room after it
+  uint64_t rbs = 0;                  // the input buffer's size
+  uint64_t obl = 0, oll = 0, omem = 0;
+  uint64_t tot_mem = 0;
+  std::string events;  // "r", "w", "rw"
+  // the handler (defaults describe a connection of no RESP state)
+  bool resp = false;  // a RESP session (CLIENT LIST shows only these)
+  std::string name;
+  std::string flags = "N";
+  int db = 0;
+  int64_t sub = 0, psub = 0, ssub = 0, multi = -1, watch = 0;
+  uint64_t argv_mem = 0, multi_mem = 0;
+  std::string cmd = "NULL";
+  std::string user = "default";
+  int resp_version = 2;
+  std::string lib_name, lib_ver;
+};
+
 class ProtocolHandler {
  public:
   virtual ~ProtocolHandler() = default;
+  // Fills the protocol's part of *info (CLIENT LIST).
+  virtual void DescribeClient(ClientInfo* info) const { (void)info; }
   // Parses and executes every complete request in [data, data+len), appending
   // replies to `out`. Returns the bytes consumed; unconsumed bytes are kept
   // and offered again with more data appended.

@@ -2,12 +2,16 @@
 // and its inbox. Runs on the worker thread (Start/Stop on the server thread).
 #include "net/worker.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -144,6 +148,54 @@ std::vector<ServerServices::ConnInfo> Worker::DescribeAll() const {
   mine.reserve(conns_.size());
   for (auto& [id, c] : conns_) mine.push_back(Describe(*c));
   return mine;
+}
+
+ClientInfo Worker::ClientInfoOf(Connection& c) {
+  ClientInfo ci;
+  ci.id = c.conn_id;
+  ci.addr = c.peer;
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (!c.is_unix && ::getsockname(c.fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    char host[INET6_ADDRSTRLEN] = {0};
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+      auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+      port = ntohs(a->sin_port);
+      ci.laddr = std::string(host) + ":" + std::to_string(port);
+    } else if (ss.ss_family == AF_INET6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+      port = ntohs(a->sin6_port);
+      ci.laddr = std::string(host) + ":" + std::to_string(port);
+    }
+  } else {
+    ci.laddr = c.listen_name;
+  }
+  ci.fd = c.fd;
+  const int64_t now = Now();
+  ci.age_s = (now - c.created_ns) / kNanosPerSec;
+  ci.idle_s = (now - c.last_active_ns) / kNanosPerSec;
+  ci.qbuf = c.in.size();
+  ci.qbuf_free = c.in.capacity() > c.in.size() ? c.in.capacity() - c.in.size() : 0;
+  ci.rbs = c.in.capacity();
+  ci.omem = c.out.pending_bytes();
+  ci.oll = c.out.empty() ? 0 : 1;
+  ci.tot_mem = c.in.capacity() + ci.omem + sizeof(Connection);
+  if (c.epoll_mask & EPOLLIN) ci.events += "r";
+  if (c.epoll_mask & EPOLLOUT) ci.events += "w";
+  if (c.handler) c.handler->DescribeClient(&ci);
+  return ci;
+}
+
+std::vector<ClientInfo> Worker::ClientInfos() {
+  std::vector<ClientInfo> out;
+  out.reserve(conns_.size());
+  for (auto& [id, c] : conns_) {
+    if (!c->closed) out.push_back(ClientInfoOf(*c));
+  }
+  return out;
 }
 
 bool Worker::RequestClose(uint64_t conn_id) {

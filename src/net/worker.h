@@ -100,6 +100,9 @@ class Worker {
   Connection* Find(uint64_t conn_id);
   // "stats conns" lines for every connection of this worker.
   std::vector<ServerServices::ConnInfo> DescribeAll() const;
+  // CLIENT LIST entries for every connection of this worker.
+  std::vector<ClientInfo> ClientInfos();
+  ClientInfo ClientInfoOf(Connection& c);
   // Closes conn_id at the next safe point; false if it is not open here.
   bool RequestClose(uint64_t conn_id);
   // Wakes the idle check at once (tests with a ManualClock).

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -26,37 +27,275 @@ namespace {
 
 using engine::ItemRef;
 
-// CLIENT KILL of a connection that may live on another worker: ask its
-// owner, answer when the owner replies. Nothing waits.
-void KillAsync(CommandContext& ctx, net::ConnControl* self, uint64_t target, bool new_form) {
-  const uint64_t me = self->id();
-  if (target == me) {  // as Redis: the reply goes out, then the close
-    ctx.w->Integer(1);
-    self->CloseSoon();
+// --- CLIENT LIST / INFO ---
+
+void AppendClientLine(std::string* out, const net::ClientInfo& c) {
+  auto num = [out](const char* k, int64_t v) {
+    out->push_back(' ');
+    out->append(k);
+    out->push_back('=');
+    AppendI64(*out, v);
+  };
+  auto str = [out](const char* k, std::string_view v) {
+    out->push_back(' ');
+    out->append(k);
+    out->push_back('=');
+    out->append(v);
+  };
+  out->append("id=");
+  AppendU64(*out, c.id);
+  str("addr", c.addr);
+  str("laddr", c.laddr);
+  num("fd", c.fd);
+  str("name", c.name);
+  num("age", c.age_s);
+  num("idle", c.idle_s);
+  str("flags", c.flags);
+  num("db", c.db);
+  num("sub", c.sub);
+  num("psub", c.psub);
+  num("ssub", c.ssub);
+  num("multi", c.multi);
+  num("watch", c.watch);
+  num("qbuf", static_cast<int64_t>(c.qbuf));
+  num("qbuf-free", static_cast<int64_t>(c.qbuf_free));
+  num("argv-mem", static_cast<int64_t>(c.argv_mem));
+  num("multi-mem", static_cast<int64_t>(c.multi_mem));
+  num("rbs", static_cast<int64_t>(c.rbs));
+  num("rbp", static_cast<int64_t>(c.rbs));
+  num("obl", static_cast<int64_t>(c.obl));
+  num("oll", static_cast<int64_t>(c.oll));
+  num("omem", static_cast<int64_t>(c.omem));
+  num("tot-mem", static_cast<int64_t>(c.tot_mem));
+  str("events", c.events);
+  str("cmd", c.cmd);
+  str("user", c.user);
+  num("redir", -1);
+  num("resp", c.resp_version);
+  str("lib-name", c.lib_name);
+  str("lib-ver", c.lib_ver);
+  out->push_back('\n');
+}
+
+// TYPE filter values: "normal", "pubsub"; Trove has no replicas, so
+// "master", "replica" and "slave" match nothing.
+bool ParseClientType(std::string_view t, std::string* out) {
+  std::string l = ToLower(t);
+  if (l == "normal" || l == "pubsub" || l == "master" || l == "replica" || l == "slave") {
+    *out = l == "slave" ? "replica" : l;
+    return true;
+  }
+  return false;
+}
+
+bool TypeMatches(const net::ClientInfo& c, const std::string& type) {
+  if (type.empty()) return true;
+  const bool pubsub = c.sub + c.psub + c.ssub > 0;
+  if (type == "pubsub") return pubsub;
+  if (type == "normal") return !pubsub;
+  return false;
+}
+
+// Runs on this connection's worker once the others have answered, or at
+// once when there is no connection (tests).
+template <typename T>
+void Reply(CommandContext& ctx, std::function<T(net::Worker&)> each,
+           std::function<void(std::vector<T>, RespWriter&)> done) {
+  net::ConnControl* self = ctx.session->control();
+  if (self == nullptr || net::Worker::Current() == nullptr || ctx.in_exec) {
+    std::vector<T> one;
+    if (net::Worker* w = net::Worker::Current()) one.push_back(each(*w));
+    done(std::move(one), *ctx.w);
     return;
   }
-  const int proto = ctx.conn->identity().proto();
-  net::WorkerGroup& group = self->group();
+  const uint64_t me = self->id();
+  const int proto = ctx.w->proto();
   self->Suspend();
-  net::Worker& owner = group.worker(group.OwnerOf(target));
-  net::Worker* asker = net::Worker::Current();
-  owner.Post([&owner, asker, me, target, new_form, proto] {
-    const bool found = owner.RequestClose(target);
-    asker->Post([asker, me, found, new_form, proto] {
-      net::Connection* c = asker->Find(me);
-      if (c == nullptr) return;
-      RespWriter w(&c->output(), proto);
-      if (found) {
-        w.Integer(1);
-      } else if (new_form) {
-        w.Integer(0);
-      } else {
-        w.Error("ERR No such client");
-      }
-      c->OutputAdded();
-      c->Resume();
-    });
+  self->group().Gather<T>(std::move(each), [me, proto, done = std::move(done)](std::vector<T> all) {
+    net::Connection* c = net::Worker::Current()->Find(me);
+    if (c == nullptr) return;
+    RespWriter w(&c->output(), proto);
+    done(std::move(all), w);
+    c->OutputAdded();
+    c->Resume();
   });
+}
+
+void ClientList(CommandContext& ctx) {
+  std::string type;
+  std::vector<uint64_t> ids;
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    std::string o = ToLower(ctx.argv[i]);
+    if (o == "type" && i + 1 < ctx.argc()) {
+      if (!ParseClientType(ctx.argv[++i], &type)) {
+        ctx.Error("ERR Unknown client type '" + std::string(ctx.argv[i].substr(0, 128)) + "'");
+        return;
+      }
+    } else if (o == "id" && i + 1 < ctx.argc()) {
+      for (++i; i < ctx.argc(); ++i) {
+        int64_t v;
+        if (!ParseStrictInt64(ctx.argv[i], &v) || v <= 0) {
+          ctx.Error("ERR Invalid client ID");
+          return;
+        }
+        ids.push_back(static_cast<uint64_t>(v));
+      }
+    } else {
+      ctx.SyntaxError();
+      return;
+    }
+  }
+  using Infos = std::vector<net::ClientInfo>;
+  Reply<Infos>(
+      ctx, [](net::Worker& w) { return w.ClientInfos(); },
+      [type, ids](std::vector<Infos> per_worker, RespWriter& w) {
+        Infos all;
+        for (Infos& v : per_worker) {
+          for (auto& ci : v) {
+            if (!ci.resp || !TypeMatches(ci, type)) continue;
+            if (!ids.empty() && std::find(ids.begin(), ids.end(), ci.id) == ids.end()) continue;
+            all.push_back(std::move(ci));
+          }
+        }
+        std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
+        std::string text;
+        for (const auto& ci : all) AppendClientLine(&text, ci);
+        w.Verbatim(text);
+      });
+}
+
+// --- CLIENT KILL ---
+
+struct KillFilter {
+  bool old_form = false;  // CLIENT KILL ip:port
+  std::vector<uint64_t> ids;
+  std::string addr, laddr, user, type;
+  bool has_type = false;
+  int64_t maxage = -1;
+  bool skipme = true;
+  uint64_t me = 0;
+  bool Matches(const net::ClientInfo& c) const {
+    if (!c.resp) return false;
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), c.id) == ids.end()) return false;
+    if (!addr.empty() && c.addr != addr) return false;
+    if (!laddr.empty() && c.laddr != laddr) return false;
+    if (!user.empty() && c.user != user) return false;
+    if (has_type && !TypeMatches(c, type)) return false;
+    if (maxage >= 0 && c.age_s < maxage) return false;
+    if (skipme && c.id == me) return false;
+    return true;
+  }
+};
+
+bool ParseKill(CommandContext& ctx, KillFilter* f) {
+  if (ctx.argc() == 3) {  // the old form: CLIENT KILL addr:port
+    f->old_form = true;
+    f->addr.assign(ctx.argv[2]);
+    f->skipme = false;
+    return true;
+  }
+  if ((ctx.argc() - 2) % 2 != 0) {
+    ctx.SyntaxError();
+    return false;
+  }
+  for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
+    std::string o = ToLower(ctx.argv[i]);
+    std::string_view v = ctx.argv[i + 1];
+    if (o == "id") {
+      int64_t id;
+      if (!ParseStrictInt64(v, &id) || id <= 0) {
+        ctx.Error("ERR client-id should be greater than 0");
+        return false;
+      }
+      f->ids.push_back(static_cast<uint64_t>(id));
+    } else if (o == "addr") {
+      f->addr.assign(v);
+    } else if (o == "laddr") {
+      f->laddr.assign(v);
+    } else if (o == "user") {
+      f->user.assign(v);
+    } else if (o == "type") {
+      if (!ParseClientType(v, &f->type)) {
+        ctx.Error("ERR Unknown client type '" + std::string(v.substr(0, 128)) + "'");
+        return false;
+      }
+      f->has_type = true;
+    } else if (o == "skipme") {
+      std::string y = ToLower(v);
+      if (y == "yes") {
+        f->skipme = true;
+      } else if (y == "no") {
+        f->skipme = false;
+      } else {
+        ctx.SyntaxError();
+        return false;
+      }
+    } else if (o == "maxage") {
+      if (!ParseStrictInt64(v, &f->maxage) || f->maxage < 0) {
+        ctx.SyntaxError();
+        return false;
+      }
+    } else {
+      ctx.SyntaxError();
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every worker closes its matching connections at its next safe point. The
+// killer itself, when it matches (SKIPME no), is answered first and closed
+// after its reply, as Redis does.
+void ClientKill(CommandContext& ctx) {
+  KillFilter f;
+  if (!ParseKill(ctx, &f)) return;
+  net::ConnControl* self = ctx.session->control();
+  f.me = self != nullptr ? self->id() : ctx.conn->identity().id();
+  struct Count {
+    size_t killed = 0;
+    bool self = false;
+  };
+  Reply<Count>(
+      ctx,
+      [f](net::Worker& w) {
+        Count n;
+        for (const net::ClientInfo& ci : w.ClientInfos()) {
+          if (!f.Matches(ci)) continue;
+          ++n.killed;
+          if (ci.id == f.me) {
+            n.self = true;
+          } else {
+            w.RequestClose(ci.id);
+          }
+        }
+        return n;
+      },
+      [f](std::vector<Count> per_worker, RespWriter& w) {
+        Count total;
+        for (const Count& c : per_worker) {
+          total.killed += c.killed;
+          total.self = total.self || c.self;
+        }
+        if (f.old_form) {
+          if (total.killed == 0) {
+            w.Error("ERR No such client");
+          } else {
+            w.Ok();
+          }
+        } else {
+          w.Integer(static_cast<int64_t>(total.killed));
+        }
+        if (total.self) {
+          if (net::Connection* c = net::Worker::Current()->Find(f.me)) c->CloseSoon();
+        }
+      });
+}
+
+bool ValidClientText(std::string_view v) {
+  for (char c : v) {
+    if (c < '!' || c > '~') return false;
+  }
+  return true;
 }
 
 void CmdClient(CommandContext& ctx) {
@@ -65,11 +304,9 @@ void CmdClient(CommandContext& ctx) {
   if (sub == "id" && ctx.argc() == 2) {
     ctx.w->Integer(static_cast<int64_t>(id.id()));
   } else if (sub == "setname" && ctx.argc() == 3) {
-    for (char c : ctx.argv[2]) {
-      if (c < '!' || c > '~') {
-        ctx.Error("ERR Client names cannot contain spaces, newlines or special characters.");
-        return;
-      }
+    if (!ValidClientText(ctx.argv[2])) {
+      ctx.Error("ERR Client names cannot contain spaces, newlines or special characters.");
+      return;
     }
     id.SetName(ctx.argv[2]);
     ctx.w->Ok();
@@ -78,48 +315,76 @@ void CmdClient(CommandContext& ctx) {
       ctx.w->Null();
     else
       ctx.w->Bulk(id.name());
-  } else if ((sub == "info" && ctx.argc() == 2) || (sub == "list" && ctx.argc() >= 2)) {
-    std::string line = "id=";
-    AppendU64(line, id.id());
-    line += " addr=" + id.addr() + " laddr= fd=0 name=" + id.name() + " age=";
-    AppendI64(line, ctx.engine->clock()->UnixSeconds() - ctx.session->created_unix());
-    line += " idle=0 flags=";
-    line += ctx.conn->in_transaction() ? "x" : "N";
-    line += " db=";
-    AppendI64(line, id.db());
-    line += " sub=0 psub=0 ssub=0 multi=";
-    AppendI64(line, ctx.conn->in_transaction()
-                        ? static_cast<int64_t>(ctx.conn->txn().queued().size())
-                        : -1);
-    line +=
-        " qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 "
-        "tot-mem=0 events=r cmd=client|" +
-        sub + " user=" + id.user() + " redir=-1 resp=";
-    AppendI64(line, id.proto());
-    line += "\n";
-    ctx.w->Verbatim(line);
-  } else if ((sub == "setinfo" && ctx.argc() == 4) || (sub == "no-evict" && ctx.argc() == 3) ||
-             (sub == "no-touch" && ctx.argc() == 3)) {
-    ctx.w->Ok();
-  } else if (sub == "kill" && ctx.argc() >= 3) {
-    int64_t target = -1;
-    if (ctx.argc() == 4 && EqualsIgnoreCase(ctx.argv[2], "id"))
-      ParseStrictInt64(ctx.argv[3], &target);
+  } else if (sub == "info" && ctx.argc() == 2) {
     net::ConnControl* self = ctx.session->control();
-    if (target > 0 && self != nullptr) {
-      KillAsync(ctx, self, static_cast<uint64_t>(target), ctx.argc() == 4);
+    net::ClientInfo ci;
+    if (self != nullptr && net::Worker::Current() != nullptr) {
+      if (net::Connection* c = net::Worker::Current()->Find(self->id())) {
+        ci = net::Worker::Current()->ClientInfoOf(*c);
+      }
+    } else {
+      ci.id = id.id();
+      ci.addr = id.addr();
+      ctx.session->DescribeClient(&ci);
+    }
+    std::string line;
+    AppendClientLine(&line, ci);
+    ctx.w->Verbatim(line);
+  } else if (sub == "list") {
+    ClientList(ctx);
+  } else if (sub == "kill" && ctx.argc() >= 3) {
+    ClientKill(ctx);
+  } else if (sub == "setinfo" && ctx.argc() == 4) {
+    std::string attr = ToLower(ctx.argv[2]);
+    if (attr != "lib-name" && attr != "lib-ver") {
+      ctx.Error("ERR Unrecognized option '" + std::string(ctx.argv[2].substr(0, 128)) + "'");
       return;
     }
-    net::ServerServices* sv = ctx.server->services();
-    if (target > 0 && sv != nullptr && sv->CloseConnection(static_cast<uint64_t>(target))) {
-      ctx.w->Integer(1);
-    } else if (ctx.argc() == 4) {
-      ctx.w->Integer(0);
+    if (!ValidClientText(ctx.argv[3])) {
+      ctx.Error("ERR " + attr + " cannot contain spaces, newlines or special characters.");
+      return;
+    }
+    if (attr == "lib-name") {
+      id.SetLibName(ctx.argv[3]);
     } else {
-      ctx.Error("ERR No such client");
+      id.SetLibVer(ctx.argv[3]);
+    }
+    ctx.w->Ok();
+  } else if (sub == "no-evict" && ctx.argc() == 3) {
+    // Trove evicts no clients (no maxmemory-clients), so the flag is only
+    // recorded and shown, exactly what it means in Redis without eviction.
+    std::string v = ToLower(ctx.argv[2]);
+    if (v != "on" && v != "off") {
+      ctx.SyntaxError();
+      return;
+    }
+    id.SetNoEvict(v == "on");
+    ctx.w->Ok();
+  } else if (sub == "no-touch" && ctx.argc() == 3) {
+    std::string v = ToLower(ctx.argv[2]);
+    if (v == "off") {
+      ctx.w->Ok();
+    } else if (v == "on") {
+      // Refused rather than ignored: reads would still bump the LRU.
+      ctx.Error("ERR CLIENT NO-TOUCH ON is not supported by Trove yet");
+    } else {
+      ctx.SyntaxError();
+    }
+  } else if (sub == "reply" && ctx.argc() == 3) {
+    std::string v = ToLower(ctx.argv[2]);
+    if (v == "on") {
+      id.SetReplyMode(Identity::Reply::kOn);
+      ctx.w->Ok();
+    } else if (v == "off") {
+      id.SetReplyMode(Identity::Reply::kOff);
+    } else if (v == "skip") {
+      id.SetReplyMode(Identity::Reply::kSkip);
+    } else {
+      ctx.SyntaxError();
     }
   } else if (sub == "id" || sub == "setname" || sub == "getname" || sub == "info" ||
-             sub == "setinfo" || sub == "no-evict" || sub == "no-touch" || sub == "kill") {
+             sub == "setinfo" || sub == "no-evict" || sub == "no-touch" || sub == "kill" ||
+             sub == "reply") {
     SubArity(ctx);
   } else {
     UnknownSubcommand(ctx);
@@ -127,6 +392,29 @@ void CmdClient(CommandContext& ctx) {
 }
 
 }  // namespace
+
+void Session::DescribeClient(net::ClientInfo* info) const {
+  const Identity& id = conn_.identity();
+  const PubSubState& ps = conn_.pubsub();
+  info->resp = true;
+  info->name = id.name();
+  std::string flags;
+  if (ps.active()) flags += 'P';
+  if (conn_.in_transaction()) flags += 'x';
+  if (id.no_evict()) flags += 'e';
+  info->flags = flags.empty() ? "N" : flags;
+  info->db = id.db();
+  info->sub = static_cast<int64_t>(ps.set(PubSubState::kChannel).size());
+  info->psub = static_cast<int64_t>(ps.set(PubSubState::kPattern).size());
+  info->ssub = static_cast<int64_t>(ps.set(PubSubState::kShard).size());
+  info->multi = conn_.in_transaction() ? static_cast<int64_t>(conn_.txn().queued().size()) : -1;
+  info->watch = static_cast<int64_t>(conn_.txn().watched().size());
+  info->cmd = id.last_cmd();
+  info->user = id.user();
+  info->resp_version = id.proto();
+  info->lib_name = id.lib_name();
+  info->lib_ver = id.lib_ver();
+}
 
 void RegisterClientCommands(std::vector<CommandSpec>* t) {
   auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,

@@ -31,6 +31,18 @@ class Identity {
     addr_ = std::move(addr);
   }
   void SetName(std::string_view n) { name_.assign(n); }
+  // CLIENT SETINFO, NO-EVICT, REPLY; the last command run (CLIENT LIST cmd=).
+  const std::string& lib_name() const { return lib_name_; }
+  const std::string& lib_ver() const { return lib_ver_; }
+  void SetLibName(std::string_view v) { lib_name_.assign(v); }
+  void SetLibVer(std::string_view v) { lib_ver_.assign(v); }
+  bool no_evict() const { return no_evict_; }
+  void SetNoEvict(bool on) { no_evict_ = on; }
+  enum class Reply : uint8_t { kOn, kOff, kSkip };
+  Reply reply_mode() const { return reply_; }
+  void SetReplyMode(Reply r) { reply_ = r; }
+  const char* last_cmd() const { return last_cmd_; }
+  void SetLastCmd(const char* c) { last_cmd_ = c; }
   void SetProto(int p) { proto_ = p; }
   void SelectDb(int db) { db_ = db; }
   void Authenticate(std::string_view user) {
@@ -44,6 +56,8 @@ class Identity {
   // RESET: back to the state of a new connection (keeps id and address).
   void Reset(bool auth_required) {
     name_.clear();
+    no_evict_ = false;
+    reply_ = Reply::kOn;
     proto_ = 2;
     db_ = 0;
     Deauthenticate(auth_required);
@@ -57,6 +71,11 @@ class Identity {
   int db_ = 0;
   std::string user_ = "default";
   bool authenticated_ = true;
+  std::string lib_name_;
+  std::string lib_ver_;
+  bool no_evict_ = false;
+  Reply reply_ = Reply::kOn;
+  const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
 };
 
 // One WATCHed key and the version seen at WATCH time.
@@ -173,6 +192,18 @@ class ConnState {
     return txn_;
   }
   PubSubState& pubsub() {
+    DCHECK(OnOwnerThread());
+    return pubsub_;
+  }
+  const Identity& identity() const {
+    DCHECK(OnOwnerThread());
+    return identity_;
+  }
+  const TransactionState& txn() const {
+    DCHECK(OnOwnerThread());
+    return txn_;
+  }
+  const PubSubState& pubsub() const {
     DCHECK(OnOwnerThread());
     return pubsub_;
   }

@@ -34,6 +34,8 @@ class Session final : public net::ProtocolHandler {
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
   bool WantsClose() const override { return close_; }
   size_t BytesWanted() const override { return parser_.bytes_wanted(); }
+  // CLIENT LIST's protocol fields (cmd_client.cc).
+  void DescribeClient(net::ClientInfo* info) const override;
 
   // Runs one command (argv[0] is the name) writing its reply.
   void Execute(std::span<const std::string_view> argv, RespWriter* w);
@@ -80,6 +82,8 @@ class Session final : public net::ProtocolHandler {
   std::vector<std::string> key_buf_;
   std::vector<std::string_view> view_buf_;
   bool close_ = false;
+  bool skip_next_reply_ = false;  // CLIENT REPLY SKIP ran: drop the next reply
+  net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
   int64_t obuf_soft_since_ns_ = 0;  // when output first passed the soft limit (0: below)
   int64_t created_unix_;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)

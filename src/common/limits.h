@@ -34,4 +34,13 @@ inline constexpr size_t kRespMaxBulk = 512ull * 1024 * 1024;
 // Redis multibulk length limit (1024*1024 arguments).
 inline constexpr int64_t kRespMaxMultibulk = 1024 * 1024;
 
+// Redis's SLOWLOG_ENTRY_MAX_ARGC / SLOWLOG_ENTRY_MAX_STRING: a slow log entry
+// keeps at most 32 arguments and 128 bytes of each, so a huge MSET logged at
+// slowlog-log-slower-than 0 costs a bounded amount of memory.
+inline constexpr size_t kSlowLogMaxArgc = 32;
+inline constexpr size_t kSlowLogMaxArgLen = 128;
+// Redis's LATENCY_TS_LEN: an event keeps its worst sample of each of the last
+// 160 seconds that had one.
+inline constexpr size_t kLatencySamples = 160;
+
 }  // namespace trove::limits

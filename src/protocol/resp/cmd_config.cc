@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -32,6 +33,9 @@ struct ConfigParam {
   const char* name;
   std::atomic<int64_t> RespServer::*field;  // nullptr: special
   bool mutable_;
+  // Redis's accepted range of an integer parameter (config.c).
+  int64_t min = INT64_MIN;
+  int64_t max = INT64_MAX;
 };
 
 const ConfigParam kParams[] = {
@@ -43,7 +47,10 @@ const ConfigParam kParams[] = {
     {"zset-max-listpack-value", &RespServer::zset_max_listpack_value, true},
     {"proto-max-bulk-len", &RespServer::proto_max_bulk_len, true},
     {"maxclients", &RespServer::maxclients, true},
-    {"slowlog-log-slower-than", &RespServer::slowlog_log_slower_than, true},
+    {"slowlog-log-slower-than", &RespServer::slowlog_log_slower_than, true, -1},
+    {"slowlog-max-len", &RespServer::slowlog_max_len, true, 0},
+    {"latency-monitor-threshold", &RespServer::latency_monitor_threshold, true, 0},
+    {"latency-tracking", nullptr, true},
     {"hash-max-ziplist-entries", &RespServer::hash_max_listpack_entries, true},
     {"hash-max-ziplist-value", &RespServer::hash_max_listpack_value, true},
     {"zset-max-ziplist-entries", &RespServer::zset_max_listpack_entries, true},
@@ -80,6 +87,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = "no";
   else if (n == "timeout")
     v = "0";
+  else if (n == "latency-tracking")
+    v = ctx.server->latency_tracking.load(std::memory_order_relaxed) ? "yes" : "no";
   return v;
 }
 
@@ -138,7 +147,29 @@ void CmdConfig(CommandContext& ctx) {
           ctx.Error(m);
           return;
         }
+        if (v < found->min || v > found->max) {
+          std::string m = "ERR CONFIG SET failed (possibly related to argument '";
+          m += name;
+          m += "') - argument must be between ";
+          AppendI64(m, found->min);
+          m += " and ";
+          AppendI64(m, found->max);
+          m += " inclusive";
+          ctx.Error(m);
+          return;
+        }
         (ctx.server->*found->field).store(v, std::memory_order_relaxed);
+        ctx.server->ConfigChanged();
+      } else if (name == "latency-tracking") {
+        const std::string b = ToLower(ctx.argv[i + 1]);
+        if (b != "yes" && b != "no") {
+          std::string m = "ERR CONFIG SET failed (possibly related to argument '";
+          m += name;
+          m += "') - argument must be 'yes' or 'no'";
+          ctx.Error(m);
+          return;
+        }
+        ctx.server->latency_tracking.store(b == "yes", std::memory_order_relaxed);
       } else if (name == "requirepass") {
         ctx.server->set_requirepass(std::string(ctx.argv[i + 1]));
       }

@@ -195,6 +195,7 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
   RegisterInfoCommands(t);
   RegisterConfigCommands(t);
   RegisterIntrospectionCommands(t);
+  RegisterSlowlogCommands(t);
   add("shutdown", -1, kCmdAdmin | kCmdNoMulti | kCmdLoading | kCmdStale, CmdShutdown, "server",
       "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0");
 }

@@ -1,17 +1,62 @@
 // RespServer: shared RESP state; any worker thread.
 #include "protocol/resp/resp_server.h"
 
-#include "protocol/resp/session.h"
+#include <string_view>
 
 #include "protocol/resp/command_table.h"
+#include "protocol/resp/session.h"
 
 namespace trove::resp {
 
 RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
                        const RespOptions& opts)
-    : engine_(engine), services_(services), opts_(opts), pubsub_(&Session::DeliverPubSub) {
+    : engine_(engine),
+      services_(services),
+      opts_(opts),
+      pubsub_(&Session::DeliverPubSub),
+      slots_(&HistogramSlots::Get()) {
   start_unix_ = engine_->clock()->UnixSeconds();
   requirepass_ = opts.requirepass;
+  ConfigChanged();
+}
+
+void RespServer::ConfigChanged() {
+  const int64_t slower = slowlog_log_slower_than.load(std::memory_order_relaxed);
+  const int64_t lat_ms = latency_monitor_threshold.load(std::memory_order_relaxed);
+  uint64_t above = static_cast<uint64_t>(slower);  // -1: never
+  if (lat_ms > 0) {
+    const uint64_t lat_us = static_cast<uint64_t>(lat_ms) > UINT64_MAX / 1000
+                                ? UINT64_MAX
+                                : static_cast<uint64_t>(lat_ms) * 1000;
+    if (lat_us < above) above = lat_us;
+  }
+  {
+    // Serialises concurrent CONFIG SETs so the last one's values win.
+    MutexLock l(&mu_);
+    record_above_us_.store(above, std::memory_order_relaxed);
+  }
+  if (slower >= 0) {
+    slowlog_.Trim(static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
+  }
+}
+
+void RespServer::RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
+                            const Identity& who, int64_t usec) {
+  const int64_t now = engine_->clock()->UnixSeconds();
+  const int64_t lat_ms = latency_monitor_threshold.load(std::memory_order_relaxed);
+  if (lat_ms > 0 && usec / 1000 >= lat_ms) {
+    latency_.AddSample((spec.flags & kCmdFast) != 0 ? "fast-command" : "command", usec / 1000, now);
+  }
+  const int64_t slower = slowlog_log_slower_than.load(std::memory_order_relaxed);
+  // EXEC is Redis's one skip_slowlog command here; its commands are logged.
+  if (slower < 0 || usec < slower || std::string_view(spec.name) == "exec") return;
+  SlowLogEntry e;
+  e.unix_time = now;
+  e.usec = usec;
+  e.argv = SlowLogArgv(argv);
+  e.addr = who.addr();
+  e.name = who.name();
+  slowlog_.Push(std::move(e), static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
 }
 
 int64_t RespServer::NowMs() const { return engine_->clock()->UnixMicros() / 1000; }
@@ -29,7 +74,8 @@ WorkerStats* RespServer::StatsFor(int worker) {
   MutexLock l(&mu_);
   size_t w = static_cast<size_t>(worker < 0 ? 0 : worker);
   if (stats_.size() <= w) stats_.resize(w + 1);
-  if (!stats_[w]) stats_[w] = std::make_unique<WorkerStats>(CommandTable::Get().size());
+  if (!stats_[w])
+    stats_[w] = std::make_unique<WorkerStats>(CommandTable::Get().size(), slots_->size());
   return stats_[w].get();
 }
 
@@ -49,6 +95,8 @@ void RespServer::ResetStats() {
       c.rejected.store(0, std::memory_order_relaxed);
       c.failed.store(0, std::memory_order_relaxed);
     }
+    for (auto& h : s->latency)
+      for (auto& b : h.buckets) b.store(0, std::memory_order_relaxed);
     s->keyspace_hits.store(0, std::memory_order_relaxed);
     s->keyspace_misses.store(0, std::memory_order_relaxed);
     s->total_commands.store(0, std::memory_order_relaxed);

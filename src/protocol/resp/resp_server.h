@@ -6,14 +6,20 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/mutex.h"
 #include "engine/engine.h"
 #include "net/protocol_handler.h"
+#include "protocol/resp/command.h"
+#include "protocol/resp/latency_histogram.h"
+#include "protocol/resp/latency_monitor.h"
 #include "protocol/resp/pubsub.h"
 #include "protocol/resp/resp_protocol.h"
+#include "protocol/resp/slowlog.h"
 
 namespace trove::resp {
 
@@ -27,8 +33,10 @@ struct CommandCounters {
 
 // Per-worker statistics; written by that worker, summed by INFO on any worker.
 struct WorkerStats {
-  explicit WorkerStats(size_t ncmds) : cmds(ncmds) {}
+  WorkerStats(size_t ncmds, size_t nslots) : cmds(ncmds), latency(nslots) {}
   std::vector<CommandCounters> cmds;
+  // LATENCY HISTOGRAM, indexed by HistogramSlots slot.
+  std::vector<LatencyHistogram> latency;
   std::atomic<uint64_t> keyspace_hits{0};  // relaxed: statistics only
   std::atomic<uint64_t> keyspace_misses{0};
   std::atomic<uint64_t> total_commands{0};
@@ -41,7 +49,8 @@ struct WorkerStats {
 
 // Thread safety: the engine and services are thread-safe; config values are
 // atomics (relaxed: each is read independently, no ordering with data);
-// requirepass and the worker-stats table are guarded by mu_.
+// requirepass and the worker-stats table are guarded by mu_; the slow log
+// and latency monitor lock themselves (leaf locks, never held with mu_).
 class RespServer {
  public:
   RespServer(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts);
@@ -62,6 +71,30 @@ class RespServer {
   void set_requirepass(std::string p) EXCLUDES(mu_);
   bool auth_required() const { return !requirepass().empty(); }
 
+  // Called by Session::Run after every command that ran, with its
+  // duration (the one commandstats counts). The common path is a histogram
+  // increment in the worker's own stats plus one comparison against the
+  // lowest of the slowlog and latency-monitor thresholds; only a slower
+  // command goes on to RecordSlow, which takes the slow log's or the latency
+  // monitor's leaf lock.
+  void RecordCommand(WorkerStats* ws, const CommandSpec& spec,
+                     std::span<const std::string_view> argv, const Identity& who, int64_t usec) {
+    const int slot = slots_->SlotOf(spec, argv);
+    if (slot < 0) return;  // unknown subcommand: Redis rejects it before it runs
+    if (latency_tracking.load(std::memory_order_relaxed))
+      ws->latency[static_cast<size_t>(slot)].Add(usec);
+    if (static_cast<uint64_t>(usec) >= record_above_us_.load(std::memory_order_relaxed))
+      RecordSlow(spec, argv, who, usec);
+  }
+  // Applies a CONFIG SET of the slowlog / latency parameters: recomputes the
+  // RecordCommand threshold and trims the slow log to slowlog-max-len
+  // (Redis trims after the CONFIG SET itself runs, when the log is enabled).
+  void ConfigChanged() EXCLUDES(mu_);
+
+  SlowLog& slowlog() { return slowlog_; }
+  LatencyMonitor& latency_monitor() { return latency_; }
+  const HistogramSlots& histogram_slots() const { return *slots_; }
+
   int64_t start_unix() const { return start_unix_; }
   int64_t NowMs() const;
   int64_t NowUs() const;
@@ -75,7 +108,13 @@ class RespServer {
   std::atomic<int64_t> zset_max_listpack_value{64};
   std::atomic<int64_t> proto_max_bulk_len{512ll * 1024 * 1024};
   std::atomic<int64_t> maxclients{10000};
+  // Slow log and latency monitor (Redis's names, units and defaults): µs,
+  // -1 disables, 0 logs everything; entries kept; ms, 0 disables. Written by
+  // CONFIG SET, which then calls ConfigChanged().
   std::atomic<int64_t> slowlog_log_slower_than{10000};
+  std::atomic<int64_t> slowlog_max_len{128};
+  std::atomic<int64_t> latency_monitor_threshold{0};
+  std::atomic<bool> latency_tracking{true};  // LATENCY HISTOGRAM recording
   std::atomic<bool> active_expire{true};
   std::atomic<int64_t> next_client_id{1};
   // client-output-buffer-limit, class pubsub (Redis's defaults): a
@@ -89,11 +128,22 @@ class RespServer {
   PubSubHub& pubsub() { return pubsub_; }
 
  private:
+  // RecordCommand's slow path: the slow log entry and the latency sample.
+  void RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
+                  const Identity& who, int64_t usec);
+
   engine::Engine* engine_;
   net::ServerServices* services_;
   RespOptions opts_;
   int64_t start_unix_;
   PubSubHub pubsub_;
+  const HistogramSlots* slots_;
+  SlowLog slowlog_;
+  LatencyMonitor latency_;
+  // min(slowlog-log-slower-than as unsigned, so -1 never matches;
+  // latency-monitor-threshold in µs, or never when 0). Relaxed: a command
+  // racing a CONFIG SET may use either value. Recomputed under mu_.
+  std::atomic<uint64_t> record_above_us_{10000};
   mutable Mutex mu_{LockRank::kLeaf};
   std::string requirepass_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);

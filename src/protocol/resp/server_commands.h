@@ -1,6 +1,7 @@
 // The connection and server commands, split by concern over cmd_server.cc,
-// cmd_connection.cc, cmd_client.cc, cmd_info.cc, cmd_config.cc and
-// cmd_introspection.cc, and the helpers they share. Connection's worker.
+// cmd_connection.cc, cmd_client.cc, cmd_info.cc, cmd_config.cc,
+// cmd_introspection.cc and cmd_slowlog.cc, and the helpers they share.
+// Connection's worker.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,6 @@ void RegisterClientCommands(std::vector<CommandSpec>* t);
 void RegisterInfoCommands(std::vector<CommandSpec>* t);
 void RegisterConfigCommands(std::vector<CommandSpec>* t);
 void RegisterIntrospectionCommands(std::vector<CommandSpec>* t);
+void RegisterSlowlogCommands(std::vector<CommandSpec>* t);
 
 }  // namespace trove::resp

@@ -212,6 +212,7 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   c.calls.fetch_add(1, std::memory_order_relaxed);
   c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);
   stats_->total_commands.fetch_add(1, std::memory_order_relaxed);
+  server_->RecordCommand(stats_, spec, argv, conn_.identity(), (t1 - t0) / 1000);
 }
 
 // --- transactions ---

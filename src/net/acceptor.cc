@@ -14,7 +14,8 @@
 
 namespace trove::net {
 
-Acceptor::Acceptor(const AcceptorOptions& opts) : opts_(opts) {
+Acceptor::Acceptor(const AcceptorOptions& opts)
+    : opts_(opts), max_connections_(opts.max_connections) {
   CHECK(opts_.counters != nullptr);
   CHECK(!opts_.workers.empty());
 }
@@ -65,8 +66,8 @@ void Acceptor::Run() {
   epoll_event events[16];
   bool backoff = false;
   while (!stopping_.load(std::memory_order_relaxed)) {
-    // Out of fds (or full without maxconns_fast): leave the listeners alone briefly (they stay readable, so a
-    // level-triggered wait would spin) and retry, as memcached does.
+    // Out of fds (or full without maxconns_fast): leave the listeners alone briefly (they stay
+    // readable, so a level-triggered wait would spin) and retry, as memcached does.
     if (backoff) {
       epoll_event stop_ev;
       int w = ::epoll_wait(epoll_fd_, &stop_ev, 1, 10);
@@ -88,8 +89,7 @@ void Acceptor::Run() {
 bool Acceptor::AcceptFrom(const BoundListener& l) {
   for (;;) {
     if (!opts_.reject_when_full &&
-        opts_.counters->curr_connections.load(std::memory_order_relaxed) >=
-            opts_.max_connections) {
+        opts_.counters->curr_connections.load(std::memory_order_relaxed) >= max_connections()) {
       return true;  // the backlog holds them until a connection closes
     }
     sockaddr_storage ss;
@@ -107,7 +107,7 @@ bool Acceptor::AcceptFrom(const BoundListener& l) {
     if (!l.listener.is_unix) (void)SetNoDelay(fd);
     // The limit comes first, before any per-connection work (seed 002).
     uint64_t cur = opts_.counters->curr_connections.load(std::memory_order_relaxed);
-    if (cur >= opts_.max_connections) {
+    if (cur >= max_connections()) {
       // Counted first, so a client that sees the refusal also sees the count.
       opts_.counters->rejected_connections.fetch_add(1, std::memory_order_relaxed);
       if (!l.reject_reply.empty()) {

@@ -24,12 +24,12 @@ struct BoundListener {
 };
 
 struct AcceptorOptions {
-  size_t max_connections = 1024;   // -c
+  size_t max_connections = 1024;  // -c
   // memcached's maxconns_fast: over the limit, refuse with reject_reply and
   // close. Off: leave new connections in the backlog until one closes.
   bool reject_when_full = true;
   NetCounters* counters = nullptr;
-  std::vector<Worker*> workers;    // at least one
+  std::vector<Worker*> workers;  // at least one
 };
 
 // The listener thread (seed 002 "Connection establishment"): accept, set
@@ -58,6 +58,11 @@ class Acceptor {
   // Stops accepting, closes the listening sockets, joins the thread.
   void Stop();
 
+  // CONFIG SET maxclients: the limit for connections accepted from now on
+  // (any thread; existing connections stay).
+  void SetMaxConnections(size_t n) { max_connections_.store(n, std::memory_order_relaxed); }
+  size_t max_connections() const { return max_connections_.load(std::memory_order_relaxed); }
+
   // The worker that owns connection `id`.
   static size_t WorkerIndexFor(uint64_t id, size_t num_workers) { return id % num_workers; }
 
@@ -72,8 +77,9 @@ class Acceptor {
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread thread_;
-  std::atomic<bool> stopping_{false};  // relaxed: the eventfd wakes the loop
-  uint64_t next_id_ = 0;               // acceptor thread only
+  std::atomic<bool> stopping_{false};    // relaxed: the eventfd wakes the loop
+  std::atomic<size_t> max_connections_;  // relaxed: a limit, read per accept
+  uint64_t next_id_ = 0;                 // acceptor thread only
 };
 
 }  // namespace trove::net

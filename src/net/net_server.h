@@ -20,12 +20,12 @@
 namespace trove::net {
 
 struct NetServerOptions {
-  int num_workers = 4;              // -t
-  size_t max_connections = 1024;    // -c
-  bool maxconns_fast = true;        // over -c: refuse at once (false: wait in the backlog)
-  int64_t idle_timeout_s = 0;       // -o idle_timeout
-  int verbosity = 0;                // -v count; SetVerbosity changes it later
-  const Clock* clock = nullptr;     // nullptr = SystemClock::Default()
+  int num_workers = 4;            // -t
+  size_t max_connections = 1024;  // -c
+  bool maxconns_fast = true;      // over -c: refuse at once (false: wait in the backlog)
+  int64_t idle_timeout_s = 0;     // -o idle_timeout
+  int verbosity = 0;              // -v count; SetVerbosity changes it later
+  const Clock* clock = nullptr;   // nullptr = SystemClock::Default()
 };
 
 // Owns the listener thread and the workers.
@@ -48,8 +48,7 @@ class NetServer {
 
   // Registers listening sockets served by `factory` (which outlives this).
   // reject_reply is written to connections refused by -c.
-  void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
-                    std::string reject_reply);
+  void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory, std::string reject_reply);
   Status Start();
   void Stop();
 
@@ -59,6 +58,13 @@ class NetServer {
   // Closes connection `id` at its worker's next safe point; false if no
   // connection has that id. Blocks like Connections().
   bool CloseConnection(uint64_t id);
+  // CONFIG SET maxclients / INFO maxclients (any thread, after Start()).
+  void SetMaxConnections(size_t n) {
+    if (acceptor_) acceptor_->SetMaxConnections(n);
+  }
+  size_t MaxConnections() const {
+    return acceptor_ ? acceptor_->max_connections() : opts_.max_connections;
+  }
   // The workers as they reach each other (valid after Start()).
   WorkerGroup& group() { return group_; }
   // "verbosity N": workers log connections at >= 2 (any thread).

@@ -73,6 +73,13 @@ class ServerServices {
   virtual void SetVerbosity(int v) = 0;
   // Closes another connection by id (CLIENT KILL); false if none.
   virtual bool CloseConnection(uint64_t id) = 0;
+  // The connection limit (-c, RESP maxclients); 0 when unknown (tests).
+  virtual int64_t MaxConnections() const { return 0; }
+  // Changes it for new connections; false when this server cannot.
+  virtual bool SetMaxConnections(int64_t n) {
+    (void)n;
+    return false;
+  }
 };
 
 // Per-connection facts a handler may read.
@@ -80,7 +87,7 @@ struct ConnInfoView {
   uint64_t id = 0;
   int worker_id = 0;
   bool is_unix = false;
-  std::string peer;           // "ip:port" or unix path
+  std::string peer;                // "ip:port" or unix path
   ConnControl* control = nullptr;  // the connection itself; see ConnControl
 };
 

@@ -588,6 +588,7 @@ memcache::ProtocolOptions Config::ToProtocolOptions() const {
 resp::RespOptions Config::ToRespOptions() const {
   resp::RespOptions o;
   o.port = resp_port;
+  o.idle_timeout_s = idle_timeout_s;
   return o;
 }
 

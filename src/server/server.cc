@@ -211,6 +211,14 @@ std::vector<net::ServerServices::ConnInfo> Server::Connections() {
 
 bool Server::CloseConnection(uint64_t id) { return net_->CloseConnection(id); }
 
+int64_t Server::MaxConnections() const { return static_cast<int64_t>(net_->MaxConnections()); }
+
+bool Server::SetMaxConnections(int64_t n) {
+  if (n < 1) return false;
+  net_->SetMaxConnections(static_cast<size_t>(n));
+  return true;
+}
+
 void Server::SetVerbosity(int v) {
   verbosity_.store(v, std::memory_order_relaxed);
   net_->SetVerbosity(v);
@@ -231,7 +239,7 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   s.emplace_back("pointer_size", Num(sizeof(void*) * 8));
   s.emplace_back("rusage_user", Rusage(ru.ru_utime));
   s.emplace_back("rusage_system", Rusage(ru.ru_stime));
-  s.emplace_back("max_connections", Num(cfg_.max_connections));
+  s.emplace_back("max_connections", Num(static_cast<uint64_t>(MaxConnections())));
   s.emplace_back("curr_connections", Num(c.curr_connections.load(std::memory_order_relaxed)));
   s.emplace_back("total_connections", Num(c.total_connections.load(std::memory_order_relaxed)));
   s.emplace_back("rejected_connections",
@@ -260,7 +268,7 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
 std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   std::vector<std::pair<std::string, std::string>> s;
   auto yn = [](bool b) { return std::string(b ? "yes" : "no"); };
-  s.emplace_back("maxconns", Num(cfg_.max_connections));
+  s.emplace_back("maxconns", Num(static_cast<uint64_t>(MaxConnections())));
   s.emplace_back("tcpport", Num(static_cast<uint64_t>(mc_port_ >= 0 ? mc_port_ : 0)));
   s.emplace_back("udpport", Num(static_cast<uint64_t>(cfg_.udp_port)));
   std::string inter;

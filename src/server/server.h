@@ -61,6 +61,8 @@ class Server final : public net::ServerServices {
   void RequestShutdown() override;
   void SetVerbosity(int v) override;
   bool CloseConnection(uint64_t id) override;
+  int64_t MaxConnections() const override;
+  bool SetMaxConnections(int64_t n) override;
 
   int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -46,7 +47,8 @@ const ConfigParam kParams[] = {
     {"zset-max-listpack-entries", &RespServer::zset_max_listpack_entries, true},
     {"zset-max-listpack-value", &RespServer::zset_max_listpack_value, true},
     {"proto-max-bulk-len", &RespServer::proto_max_bulk_len, true},
-    {"maxclients", &RespServer::maxclients, true},
+    {"maxclients", nullptr, true},
+    {"client-output-buffer-limit", nullptr, true},
     {"slowlog-log-slower-than", &RespServer::slowlog_log_slower_than, true, -1},
     {"slowlog-max-len", &RespServer::slowlog_max_len, true, 0},
     {"latency-monitor-threshold", &RespServer::latency_monitor_threshold, true, 0},
@@ -65,6 +67,22 @@ const ConfigParam kParams[] = {
     {"appendonly", nullptr, true},
     {"timeout", nullptr, true},
 };
+
+int64_t MaxClients(CommandContext& ctx) {
+  net::ServerServices* sv = ctx.server->services();
+  int64_t n = sv != nullptr ? sv->MaxConnections() : 0;
+  return n > 0 ? n : ctx.server->maxclients.load(std::memory_order_relaxed);
+}
+
+std::string ObufLimitString(RespServer* srv) {
+  std::string v = "normal 0 0 0 slave 268435456 67108864 60 pubsub ";
+  AppendI64(v, srv->pubsub_obuf_hard.load(std::memory_order_relaxed));
+  v.push_back(' ');
+  AppendI64(v, srv->pubsub_obuf_soft.load(std::memory_order_relaxed));
+  v.push_back(' ');
+  AppendI64(v, srv->pubsub_obuf_soft_seconds.load(std::memory_order_relaxed));
+  return v;
+}
 
 std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   std::string v;
@@ -85,11 +103,144 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     AppendI64(v, ctx.server->options().port);
   else if (n == "appendonly")
     v = "no";
+  else if (n == "save")
+    v = "";
   else if (n == "timeout")
-    v = "0";
+    AppendI64(v, ctx.server->options().idle_timeout_s);
+  else if (n == "maxclients")
+    AppendI64(v, MaxClients(ctx));
+  else if (n == "client-output-buffer-limit")
+    v = ObufLimitString(ctx.server);
   else if (n == "latency-tracking")
     v = ctx.server->latency_tracking.load(std::memory_order_relaxed) ? "yes" : "no";
   return v;
+}
+
+void SetFailed(CommandContext& ctx, std::string_view name, std::string_view why) {
+  std::string m = "ERR CONFIG SET failed (possibly related to argument '";
+  m.append(name);
+  m += "') - ";
+  m.append(why);
+  ctx.Error(m);
+}
+
+// Redis's memory units: a number with an optional k/kb/m/mb/g/gb suffix.
+bool ParseMemory(std::string_view s, int64_t* out) {
+  std::string l = ToLower(s);
+  int64_t mul = 1;
+  auto ends = [&l](std::string_view suf) {
+    return l.size() > suf.size() && l.compare(l.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  const std::pair<const char*, int64_t> units[] = {{"kb", 1024},       {"mb", 1024 * 1024},
+                                                   {"gb", 1ll << 30},  {"k", 1000},
+                                                   {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}};
+  for (const auto& [suf, m] : units) {
+    if (ends(suf)) {
+      l.resize(l.size() - std::strlen(suf));
+      mul = m;
+      break;
+    }
+  }
+  int64_t v;
+  if (!ParseStrictInt64(l, &v) || v < 0) return false;
+  *out = v * mul;
+  return true;
+}
+
+// Parameters without a plain integer field. Each does what it says or is
+// refused with a reason; none is accepted and ignored.
+bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view value) {
+  if (name == "maxclients") {
+    int64_t n;
+    net::ServerServices* sv = ctx.server->services();
+    if (!ParseStrictInt64(value, &n) || n < 1) {
+      SetFailed(ctx, name, "argument must be between 1 and 4294967295 inclusive");
+      return false;
+    }
+    if (sv == nullptr || !sv->SetMaxConnections(n)) {
+      ctx.server->maxclients.store(n, std::memory_order_relaxed);  // tests without a server
+    }
+    return true;
+  }
+  if (name == "save") {
+    if (!value.empty()) {
+      SetFailed(ctx, name, "Trove keeps no snapshots; only \"\" is accepted");
+      return false;
+    }
+    return true;
+  }
+  if (name == "appendonly") {
+    if (ToLower(value) != "no") {
+      SetFailed(ctx, name, "Trove has no append-only file; only 'no' is accepted");
+      return false;
+    }
+    return true;
+  }
+  if (name == "timeout") {
+    int64_t n;
+    if (!ParseStrictInt64(value, &n) || n != ctx.server->options().idle_timeout_s) {
+      SetFailed(ctx, name,
+                "the idle timeout cannot change at run time; start with -o idle_timeout=N");
+      return false;
+    }
+    return true;
+  }
+  if (name == "client-output-buffer-limit") {
+    // "<class> <hard> <soft> <soft seconds>" repeated. Trove enforces the
+    // pubsub class; normal must stay unlimited (0 0 0) and replicas do not
+    // exist, so their limits are accepted only at Redis's defaults.
+    std::vector<std::string> t;
+    std::string cur;
+    for (char c : value) {
+      if (c == ' ') {
+        if (!cur.empty()) t.push_back(cur);
+        cur.clear();
+      } else {
+        cur.push_back(c);
+      }
+    }
+    if (!cur.empty()) t.push_back(cur);
+    if (t.empty() || t.size() % 4 != 0) {
+      SetFailed(ctx, name, "Wrong number of arguments in buffer limit configuration.");
+      return false;
+    }
+    int64_t ph = -1, ps = 0, psec = 0;
+    for (size_t j = 0; j < t.size(); j += 4) {
+      std::string cls = ToLower(t[j]);
+      int64_t hard, soft, secs;
+      if (!ParseMemory(t[j + 1], &hard) || !ParseMemory(t[j + 2], &soft) ||
+          !ParseStrictInt64(t[j + 3], &secs) || secs < 0) {
+        SetFailed(ctx, name,
+                  "Error in hard, soft or soft_seconds setting in buffer limit configuration.");
+        return false;
+      }
+      if (cls == "pubsub") {
+        ph = hard;
+        ps = soft;
+        psec = secs;
+      } else if (cls == "normal") {
+        if (hard != 0 || soft != 0 || secs != 0) {
+          SetFailed(ctx, name, "Trove enforces no limit for the normal class; only 0 0 0");
+          return false;
+        }
+      } else if (cls == "slave" || cls == "replica" || cls == "master") {
+        if (hard != 268435456 || soft != 67108864 || secs != 60) {
+          SetFailed(ctx, name, "Trove has no replicas; only the default 256mb 64mb 60");
+          return false;
+        }
+      } else {
+        SetFailed(ctx, name, "Invalid client class specified in buffer limit configuration.");
+        return false;
+      }
+    }
+    if (ph >= 0) {
+      ctx.server->pubsub_obuf_hard.store(ph, std::memory_order_relaxed);
+      ctx.server->pubsub_obuf_soft.store(ps, std::memory_order_relaxed);
+      ctx.server->pubsub_obuf_soft_seconds.store(psec, std::memory_order_relaxed);
+    }
+    return true;
+  }
+  return true;
 }
 
 void CmdConfig(CommandContext& ctx) {
@@ -172,6 +323,8 @@ void CmdConfig(CommandContext& ctx) {
         ctx.server->latency_tracking.store(b == "yes", std::memory_order_relaxed);
       } else if (name == "requirepass") {
         ctx.server->set_requirepass(std::string(ctx.argv[i + 1]));
+      } else if (!SetSpecial(ctx, name, ctx.argv[i + 1])) {
+        return;
       }
     }
     ctx.w->Ok();

@@ -45,7 +45,7 @@ void CmdInfo(CommandContext& ctx) {
     return false;
   };
   uint64_t hits = 0, misses = 0, cmds = 0, conns = 0, errors = 0, in_bytes = 0;
-  int64_t clients = 0;
+  int64_t clients = 0, pubsub_clients = 0;
   std::vector<std::pair<uint64_t, uint64_t>> per_cmd(CommandTable::Get().size());
   ctx.server->ForEachWorkerStats([&](const WorkerStats& w) {
     hits += w.keyspace_hits.load(std::memory_order_relaxed);
@@ -53,6 +53,7 @@ void CmdInfo(CommandContext& ctx) {
     cmds += w.total_commands.load(std::memory_order_relaxed);
     conns += w.total_connections.load(std::memory_order_relaxed);
     clients += w.connected_clients.load(std::memory_order_relaxed);
+    pubsub_clients += w.pubsub_clients.load(std::memory_order_relaxed);
     errors += w.error_replies.load(std::memory_order_relaxed);
     in_bytes += w.net_input_bytes.load(std::memory_order_relaxed);
     for (size_t i = 0; i < w.cmds.size() && i < per_cmd.size(); ++i) {
@@ -80,9 +81,14 @@ void CmdInfo(CommandContext& ctx) {
   if (show("clients", true)) {
     s += "# Clients\r\n";
     AddField(&s, "connected_clients", clients);
-    AddField(&s, "maxclients", ctx.server->maxclients.load(std::memory_order_relaxed));
-    AddField(&s, "blocked_clients", 0);
+    net::ServerServices* sv = ctx.server->services();
+    const int64_t maxc = sv != nullptr ? sv->MaxConnections() : 0;
+    AddField(&s, "maxclients",
+             maxc > 0 ? maxc : ctx.server->maxclients.load(std::memory_order_relaxed));
+    AddField(&s, "blocked_clients", 0);  // no blocking commands yet: exact
     AddField(&s, "tracking_clients", 0);
+    AddField(&s, "pubsub_clients", pubsub_clients);
+    AddField(&s, "clients_in_timeout_table", 0);
     s += "\r\n";
   }
   if (show("memory", true)) {

@@ -141,8 +141,12 @@ void CmdPubsub(CommandContext& ctx) {
 }  // namespace
 
 void Session::Subscribe(Kind k, std::string_view name) {
+  const bool was = conn_.pubsub().active();
   auto [it, added] = conn_.pubsub().set(k).emplace(name);
   if (added) server_->pubsub().Add(k, name, conn_.identity().id());
+  if (!was && conn_.pubsub().active()) {
+    stats_->pubsub_clients.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void Session::Unsubscribe(Kind k, std::string_view name) {
@@ -151,10 +155,12 @@ void Session::Unsubscribe(Kind k, std::string_view name) {
   if (it == set.end()) return;
   set.erase(it);
   server_->pubsub().Remove(k, name, conn_.identity().id());
+  if (!conn_.pubsub().active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Session::UnsubscribeAll() {
   PubSubState& ps = conn_.pubsub();
+  if (ps.active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
   for (Kind k : {Kind::kChannel, Kind::kPattern, Kind::kShard}) {
     for (const std::string& n : ps.set(k)) server_->pubsub().Remove(k, n, conn_.identity().id());
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@ struct RespOptions {
   int databases = 16;
   std::string requirepass;  // empty = default user without password
   int port = 6379;
+  int64_t idle_timeout_s = 0;  // -o idle_timeout (CONFIG GET timeout)
 };
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,

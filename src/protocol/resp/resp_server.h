@@ -42,6 +42,7 @@ struct WorkerStats {
   std::atomic<uint64_t> total_commands{0};
   std::atomic<uint64_t> total_connections{0};
   std::atomic<int64_t> connected_clients{0};
+  std::atomic<int64_t> pubsub_clients{0};  // connections with a subscription
   std::atomic<uint64_t> expired_keys{0};
   std::atomic<uint64_t> error_replies{0};
   std::atomic<uint64_t> net_input_bytes{0};

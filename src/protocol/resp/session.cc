@@ -64,8 +64,11 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
         w.set_proto(id.proto());
         Execute(argv, &w);
       } else {
+        const bool was_off = id.reply_mode() == Identity::Reply::kOff;
         RespWriter dw(&dropped_, id.proto());
         Execute(argv, &dw);
+        // CLIENT REPLY ON answers +OK although replies were off before it.
+        if (was_off && id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(dropped_);
         dropped_.Clear();
       }
       if (id.reply_mode() == Identity::Reply::kSkip) {  // skips the next command's reply

@@ -7,6 +7,7 @@
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/latency_histogram.h"
 
 namespace trove::resp {
 
@@ -100,7 +101,13 @@ void UnknownCommand(RespWriter* w, std::span<const std::string_view> argv) {
 void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
   TransactionState& txn = conn_.txn();
-  if (spec != nullptr) conn_.identity().SetLastCmd(spec->name);
+  if (spec != nullptr) {
+    // CLIENT LIST's cmd=: "client|list" for a container's subcommand, as Redis.
+    const HistogramSlots& slots = HistogramSlots::Get();
+    const int slot = slots.SlotOf(*spec, argv);
+    conn_.identity().SetLastCmd(slot >= 0 ? slots.name(static_cast<size_t>(slot)).c_str()
+                                          : spec->name);
+  }
   if (spec == nullptr) {
     UnknownCommand(w, argv);
     txn.MarkDirty();

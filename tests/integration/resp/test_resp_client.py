@@ -127,11 +127,13 @@ def test_client_list_fields_from_every_worker(raw):
         assert entries[i]["laddr"].endswith(":%d" % cs[0].s.getpeername()[1])
         assert entries[i]["addr"] == "%s:%d" % cs[ids.index(i)].s.getsockname()
     b = entries[ids[1]]
-    assert (b["name"], b["lib-name"], b["lib-ver"], b["cmd"]) == ("bob", "pytest", "1.2", "client")
+    assert (b["name"], b["lib-name"], b["lib-ver"], b["cmd"]) == \
+        ("bob", "pytest", "1.2", "client|setinfo")
     assert entries[ids[2]]["db"] == "3"
     assert (entries[ids[3]]["flags"], entries[ids[3]]["sub"]) == ("P", "1")
     assert (entries[ids[4]]["flags"], entries[ids[4]]["multi"]) == ("x", "1")
-    assert entries[ids[0]]["cmd"] == "client"
+    assert entries[ids[0]]["cmd"] == "client|list"
+    assert entries[ids[2]]["cmd"] == "select"
     assert set(list_of(cs[0], "TYPE", "pubsub")) == {ids[3]}
     assert set(list_of(cs[0], "ID", ids[1], ids[5])) == {ids[1], ids[5]}
     assert cs[0].cmd("CLIENT", "LIST", "TYPE", "bogus") == "ERR:ERR Unknown client type 'bogus'"

@@ -121,6 +121,9 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "keyspace_hits", static_cast<int64_t>(hits));
     AddField(&s, "keyspace_misses", static_cast<int64_t>(misses));
     AddField(&s, "total_error_replies", static_cast<int64_t>(errors));
+    AddField(&s, "client_output_buffer_limit_disconnections",
+             static_cast<int64_t>(
+                 ctx.server->obuf_limit_disconnections.load(std::memory_order_relaxed)));
     for (const auto& [k, v] : ctx.engine->Stats()) {
       if (k == "evictions") AddField(&s, "evicted_keys", v);
       if (k == "expired_unfetched") AddField(&s, "expired_keys", v);

@@ -298,3 +298,29 @@ def test_slow_walk_yields_to_its_workers_other_clients(raw):
     flusher = raw()
     assert flusher.cmd("FLUSHALL") == "OK"
     assert flusher.cmd("DBSIZE") == "0"
+
+
+def test_info_stats_counts_output_limit_disconnections(raw):
+    c = raw()
+    info = c.cmd("INFO", "stats")
+    assert "client_output_buffer_limit_disconnections:" in info
+    before = int(info.split("client_output_buffer_limit_disconnections:")[1].split()[0])
+    assert c.cmd("CONFIG", "SET", "client-output-buffer-limit", "pubsub 64kb 0 0") == "OK"
+    sub = raw()
+    sub.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sub.send("SUBSCRIBE", "flood")
+    pub = raw()
+    payload = "x" * 16384
+    for _ in range(400):
+        pub.send("PUBLISH", "flood", payload)
+    for _ in range(400):
+        pub.reply()
+    deadline = time.time() + 10
+    now = before
+    while time.time() < deadline and now == before:
+        now = int(c.cmd("INFO", "stats").split(
+            "client_output_buffer_limit_disconnections:")[1].split()[0])
+        time.sleep(0.05)
+    assert now >= before + 1
+    assert c.cmd("CONFIG", "SET", "client-output-buffer-limit",
+                 "pubsub 33554432 8388608 60") == "OK"

@@ -21,6 +21,10 @@ import pytest
 from harness import server as hserver
 
 WORKERS = 4
+# TSan builds run several times slower: time bounds are scaled, and the PING
+# latency bound (a performance figure, not a behaviour) is only printed.
+TSAN = "tsan" in os.environ.get("TROVE_BIN", "")
+SLOW = 10 if TSAN else 1
 
 
 def _target():
@@ -724,7 +728,7 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
             receivers += [publisher.read_reply() for _ in range(batch)]
             sent += batch * len(payload)
             rss_peak[0] = max(rss_peak[0], rss_kb(pid))
-            assert time.monotonic() - started < 15, "publishing 100 MB took too long"
+            assert time.monotonic() - started < 15 * SLOW, "publishing 100 MB took too long"
         # The subscription goes when the connection does.
         gone = wait_until(lambda: numsub(r, "slow") == 0, timeout=5)
     finally:
@@ -764,4 +768,5 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
           "median %.1f ms, worst %.1f ms" % (sent >> 20, received >> 10, growth_mb,
                                             len(latencies), median * 1000, worst * 1000))
     # Generous: a shared 2-core machine, a debug build (Redis: worst ~4 ms).
-    assert worst < 1.0, "a PING on the subscriber's worker took %.0f ms" % (worst * 1000)
+    if not TSAN:
+        assert worst < 1.0, "a PING on the subscriber's worker took %.0f ms" % (worst * 1000)

@@ -3,6 +3,7 @@
 #include "engine/crawler.h"
 
 #include <charconv>
+#include <chrono>
 
 #include "engine/engine_impl.h"
 
@@ -105,8 +106,16 @@ void Crawler::Loop() {
     std::vector<bool> sel;
     {
       MutexLock l(&mu_);
-      if (stop_) return;
-      if (!pending_) cv_.WaitFor(kAutoCrawlMs);
+      // Condition variables wake spuriously: only a request, Stop or the
+      // full autocrawl period may start a crawl, or a requester waiting for
+      // "its" crawl would see an unrequested one finish first.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAutoCrawlMs);
+      while (!stop_ && !pending_) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        cv_.WaitFor(left.count());
+      }
       if (stop_) return;
       if (pending_) {
         sel = request_;
@@ -114,6 +123,9 @@ void Crawler::Loop() {
       } else {
         sel.assign(kMaxClasses, true);
       }
+      // Marked running before the lock drops, so Request() never sees an
+      // idle crawler between taking this work and starting it.
+      impl_->crawler_running.store(true, std::memory_order_relaxed);
     }
     CrawlNow(sel);
   }

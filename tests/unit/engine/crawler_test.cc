@@ -47,6 +47,7 @@ TEST_F(CrawlerTest, ReclaimsExpiredItemsOnRequest) {
   uint64_t starts = StatU(e_->Stats(), "lru_crawler_starts");
   ASSERT_EQ(e_->CrawlerCrawl("all"), "OK");
   ASSERT_TRUE(WaitIdle(starts + 1));
+  EXPECT_EQ(StatU(e_->Stats(), "lru_crawler_starts"), starts + 1);  // no unrequested crawl
   EXPECT_EQ(e_->curr_items(), 200u);
   EXPECT_EQ(StatU(e_->Stats(), "crawler_reclaimed"), 200u);
   EXPECT_EQ(StatU(e_->ItemStats(), "items:1:crawler_reclaimed"), 200u);

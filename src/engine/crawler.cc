@@ -90,6 +90,7 @@ void Crawler::CrawlNow(const std::vector<bool>& classes) {
         st.crawler_reclaimed.fetch_add(1, std::memory_order_relaxed);
         m->crawler_reclaimed_total.fetch_add(1, std::memory_order_relaxed);
         if (!HasFlag(it, kItemFetched)) st.expired_unfetched.fetch_add(1, std::memory_order_relaxed);
+        if (m->IsExpired(it, now)) m->ReportRemoval(it, RemovalCause::kExpired);
         m->UnlinkLocked(it, HashKey(KeyOf(it)));
       }
     });

@@ -133,6 +133,12 @@ void Engine::Impl::StopTicker() {
   ticker.join();
 }
 
+void Engine::AddObserver(ItemObserver* o) {
+  CHECK(!impl_->started_threads);
+  CHECK(impl_->num_observers < Impl::kMaxObservers);
+  impl_->observers[impl_->num_observers++] = o;
+}
+
 void Engine::Start() {
   if (impl_->started_threads) return;
   impl_->started_threads = true;

@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "engine/item_observer.h"
 
 namespace trove::engine {
 
@@ -228,6 +229,11 @@ class Engine {
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+
+  // Registers an observer of the items the engine removes on its own
+  // (expiry, eviction). REQUIRES: before Start and before any worker runs;
+  // at most 4; `o` outlives the engine.
+  void AddObserver(ItemObserver* o);
 
   // Background threads (per options). Stop() joins them; called by ~Engine.
   void Start();

@@ -14,6 +14,7 @@
 #include "engine/hash_table.h"
 #include "engine/item.h"
 #include "engine/item_locks.h"
+#include "engine/item_observer.h"
 #include "engine/lru.h"
 #include "engine/slab_allocator.h"
 #include "engine/stats.h"
@@ -78,6 +79,15 @@ struct Engine::Impl {
   // REQUIRES: stripe(hv) held.
   void LinkLocked(Item* it, uint64_t hv, ThreadStats* ts, uint64_t cas);
   void UnlinkLocked(Item* it, uint64_t hv);
+  // Tells the observers that `it` is being removed for `cause`. REQUIRES:
+  // stripe held, `it` still readable. Costs one load per observer while
+  // nobody listens.
+  void ReportRemoval(const Item* it, RemovalCause cause) {
+    for (int i = 0; i < num_observers; ++i) {
+      if (observers[i]->WantsRemovals()) ReportRemovalSlow(it, cause, observers[i]);
+    }
+  }
+  void ReportRemovalSlow(const Item* it, RemovalCause cause, ItemObserver* o);
   // REQUIRES: stripe(hv) held and `list` (the item's LRU list) locked.
   void UnlinkLruHeld(Item* it, uint64_t hv, Lru::List& list) REQUIRES(list.mu);
   void ReplaceLocked(Item* old_it, Item* new_it, uint64_t hv, ThreadStats* ts, uint64_t cas);
@@ -144,6 +154,11 @@ struct Engine::Impl {
   CondVar ticker_cv{&ticker_mu};
   bool ticker_stop GUARDED_BY(ticker_mu) = false;
   std::thread ticker;
+
+  // Registered before Start (Engine::AddObserver); fixed afterwards.
+  static constexpr int kMaxObservers = 4;
+  ItemObserver* observers[kMaxObservers] = {};
+  int num_observers = 0;
 
   std::unique_ptr<LruMaintainer> maintainer;
   std::unique_ptr<Crawler> crawler;

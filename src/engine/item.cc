@@ -202,6 +202,22 @@ void Engine::Impl::UnlinkLocked(Item* it, uint64_t hv) {
   Release(it);
 }
 
+void Engine::Impl::ReportRemovalSlow(const Item* it, RemovalCause cause, ItemObserver* o) {
+  const uint32_t now = Now();
+  const uint32_t exp = it->exptime.load(std::memory_order_relaxed);
+  const uint32_t last = it->time.load(std::memory_order_relaxed);
+  ItemRemoval r;
+  r.cause = cause;
+  r.key = KeyOf(it);
+  r.clsid = ClassOf(it);
+  r.value_bytes = it->nbytes;
+  r.ttl = exp == 0 ? -1 : (exp > now ? int64_t{exp} - now : 0);
+  r.idle = now > last ? now - last : 0;
+  r.fetched = HasFlag(it, kItemFetched);
+  r.value_type = it->type;
+  o->OnRemoved(r);
+}
+
 void Engine::Impl::UnlinkLruHeld(Item* it, uint64_t hv, Lru::List& list) {
   DCHECK(HasFlag(it, kItemLinked));
   ClearFlag(it, kItemLinked);
@@ -255,6 +271,7 @@ Item* Engine::Impl::PeekLocked(std::string_view key, uint64_t hv, uint32_t now, 
   }
   if (IsExpired(it, now)) {
     Ts(ts)->get_expired.Add();
+    ReportRemoval(it, RemovalCause::kExpired);
     UnlinkLocked(it, hv);
     return nullptr;
   }

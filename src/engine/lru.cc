@@ -103,6 +103,7 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
         continue;
       }
       if (IsDead(search, now)) {
+        if (IsExpired(search, now)) ReportRemoval(search, RemovalCause::kExpired);
         st.reclaimed.fetch_add(1, std::memory_order_relaxed);
         if (!HasFlag(search, kItemFetched)) st.expired_unfetched.fetch_add(1, std::memory_order_relaxed);
         UnlinkLruHeld(search, hv, l);
@@ -151,6 +152,7 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
             }
             if (!HasFlag(search, kItemFetched)) st.evicted_unfetched.fetch_add(1, std::memory_order_relaxed);
             if (HasFlag(search, kItemActive)) st.evicted_active.fetch_add(1, std::memory_order_relaxed);
+            ReportRemoval(search, RemovalCause::kEvicted);
             UnlinkLruHeld(search, hv, l);
             ++removed;
           } else if (mode == PullMode::kJuggle && HasFlag(search, kItemActive)) {

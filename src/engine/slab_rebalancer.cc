@@ -100,11 +100,14 @@ bool SlabRebalancer::MovePage(int src, int dst) {
         const uint64_t hv = HashKey(KeyOf(owner));
         StripeLock l(&m->locks, m->locks.StripeOf(hv));
         if (HasFlag(owner, kItemLinked)) {
-          if (m->IsDead(owner, m->Now())) {
+          const uint32_t now = m->Now();
+          if (m->IsDead(owner, now)) {
             m->reassign_inline_reclaim.fetch_add(1, std::memory_order_relaxed);
+            if (m->IsExpired(owner, now)) m->ReportRemoval(owner, RemovalCause::kExpired);
             m->UnlinkLocked(owner, hv);
           } else if (!Rescue(owner, hv)) {
             m->reassign_evictions.fetch_add(1, std::memory_order_relaxed);
+            m->ReportRemoval(owner, RemovalCause::kEvicted);
             m->UnlinkLocked(owner, hv);
           }
         }

@@ -1,0 +1,103 @@
+// ItemObserver: the engine reports expiry found by reads and by the crawler,
+// and eviction, with the item's details; nothing while nobody listens.
+#include "engine/item_observer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine_test_util.h"
+
+namespace trove::engine {
+namespace {
+
+struct Seen {
+  RemovalCause cause;
+  std::string key;
+  uint32_t bytes;
+  int64_t ttl;
+  bool fetched;
+};
+
+class Recorder final : public ItemObserver {
+ public:
+  bool WantsRemovals() const override { return on; }
+  void OnRemoved(const ItemRemoval& r) override {
+    seen.push_back({r.cause, std::string(r.key), r.value_bytes, r.ttl, r.fetched});
+  }
+  bool on = true;
+  std::vector<Seen> seen;
+};
+
+using testing::StatU;
+
+EngineOptions Small() {
+  EngineOptions o;
+  o.lru_maintainer = false;
+  o.lru_crawler = false;
+  o.slab_reassign = false;
+  return o;
+}
+
+TEST(ItemObserverTest, ExpiryFoundByAReadIsReported) {
+  ManualClock clock;
+  Recorder rec;
+  auto e = testing::MakeEngine(Small(), &clock);
+  e->AddObserver(&rec);
+  ThreadStats* ts = e->NewThreadStats();
+  ASSERT_EQ(e->Store("k", 0, 5, "value", {}, ts), StoreResult::kStored);
+  ASSERT_EQ(e->Store("forever", 0, 0, "v", {}, ts), StoreResult::kStored);
+  clock.AdvanceSeconds(6);
+  EXPECT_FALSE(e->Get("k", ts));
+  EXPECT_TRUE(e->Get("forever", ts));
+  ASSERT_EQ(rec.seen.size(), 1u);
+  EXPECT_EQ(rec.seen[0].cause, RemovalCause::kExpired);
+  EXPECT_EQ(rec.seen[0].key, "k");
+  EXPECT_EQ(rec.seen[0].bytes, 5u);
+  EXPECT_EQ(rec.seen[0].ttl, 0);
+  EXPECT_FALSE(rec.seen[0].fetched);
+}
+
+TEST(ItemObserverTest, FlushedItemsAreNotReported) {
+  ManualClock clock;
+  Recorder rec;
+  auto e = testing::MakeEngine(Small(), &clock);
+  e->AddObserver(&rec);
+  ThreadStats* ts = e->NewThreadStats();
+  ASSERT_EQ(e->Store("k", 0, 0, "v", {}, ts), StoreResult::kStored);
+  e->FlushAll(0);
+  EXPECT_FALSE(e->Get("k", ts));
+  EXPECT_TRUE(rec.seen.empty());
+}
+
+TEST(ItemObserverTest, EvictionIsReportedAndSilentWhenNotWanted) {
+  ManualClock clock;
+  Recorder rec;
+  EngineOptions o = Small();
+  o.mem_limit = 2u << 20;
+  auto e = testing::MakeEngine(o, &clock);
+  e->AddObserver(&rec);
+  ThreadStats* ts = e->NewThreadStats();
+  const std::string value(1000, 'x');
+  rec.on = false;
+  int i = 0;
+  for (; i < 20000 && StatU(e->Stats(), "evictions") == 0; ++i) {
+    ASSERT_EQ(e->Store("key" + std::to_string(i), 0, 0, value, {}, ts), StoreResult::kStored);
+  }
+  ASSERT_GT(StatU(e->Stats(), "evictions"), 0u);
+  EXPECT_TRUE(rec.seen.empty());
+  rec.on = true;
+  for (int j = 0; j < 100; ++j, ++i) {
+    ASSERT_EQ(e->Store("key" + std::to_string(i), 0, 0, value, {}, ts), StoreResult::kStored);
+  }
+  ASSERT_FALSE(rec.seen.empty());
+  EXPECT_EQ(rec.seen[0].cause, RemovalCause::kEvicted);
+  EXPECT_EQ(rec.seen[0].bytes, 1000u);
+  EXPECT_EQ(rec.seen[0].ttl, -1);
+  EXPECT_EQ(rec.seen[0].key.rfind("key", 0), 0u);
+}
+
+}  // namespace
+}  // namespace trove::engine

@@ -182,6 +182,13 @@ ItemRef Engine::Get(std::string_view key, ThreadStats* ts, bool bump) {
   return ItemRef(this, it);
 }
 
+ItemRef Engine::Peek(std::string_view key, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const uint64_t hv = HashKey(key);
+  StripeLock l(&m->locks, m->locks.StripeOf(hv));
+  return ItemRef(this, m->FindLocked(key, hv, m->Now(), m->Ts(ts)));
+}
+
 ItemRef Engine::GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* ts) {
   Impl* m = impl_.get();
   ts = m->Ts(ts);

@@ -102,6 +102,7 @@ class ItemRef {
   uint64_t cas() const;            // 0 when CAS is off
   uint32_t value_length() const;   // bytes, without the trailing CRLF
   ValueType type() const;
+  int slab_class() const;          // of the head chunk
   bool is_heap() const;            // value is a HeapValue*
   bool is_chunked() const;         // value spans several chunks
   bool key_is_binary() const;      // stored with a base64 key (meta b)
@@ -248,6 +249,10 @@ class Engine {
   // larger an absolute unix time; negative already expired.
   ItemRef Get(std::string_view key, ThreadStats* ts, bool bump = true);
   ItemRef GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* ts);
+  // The live item for key without counting a get or bumping it (what a
+  // store looks up first; `watch fetchers` shows that lookup as memcached
+  // does). Dead items found are unlinked and counted as for Get.
+  ItemRef Peek(std::string_view key, ThreadStats* ts);
   bool Touch(std::string_view key, int64_t exptime, ThreadStats* ts);
   StoreResult Store(std::string_view key, uint32_t flags, int64_t exptime,
                     std::string_view value, const StoreArgs& args, ThreadStats* ts,

@@ -303,6 +303,7 @@ uint32_t ItemRef::client_flags() const { return ClientFlagsOf(item_); }
 uint64_t ItemRef::cas() const { return CasOf(item_); }
 uint32_t ItemRef::value_length() const { return item_->nbytes; }
 ValueType ItemRef::type() const { return static_cast<ValueType>(item_->type); }
+int ItemRef::slab_class() const { return ClassOf(item_); }
 bool ItemRef::is_heap() const { return HasFlag(item_, kItemHeap); }
 bool ItemRef::is_chunked() const { return HasFlag(item_, kItemChunked); }
 bool ItemRef::key_is_binary() const { return HasFlag(item_, kItemKeyBinary); }

@@ -74,6 +74,10 @@ class Connection final : public IoWatcher, public ConnControl {
   bool read_paused = false;  // unsent output above kOutputSoftLimit
   bool closing = false;      // close once `out` drains
   bool closed = false;
+  // Why it closes (memcached's conn_close reasons, for `watch connevents`);
+  // set just before Close, normal unless said otherwise.
+  enum class CloseReason : uint8_t { kError, kNormal, kIdleTimeout, kShutdown };
+  CloseReason close_reason = CloseReason::kNormal;
   bool in_ready = false;         // queued to parse buffered input again
   bool close_requested = false;  // CloseConnection by id: closes at a safe point
   bool flush_queued = false;     // output waits for the end of the loop turn

@@ -44,6 +44,7 @@ Status NetServer::Start() {
     wo.verbosity = &verbosity_;
     wo.factories = factories_;
     wo.group = &group_;
+    wo.log = opts_.log;
     workers_.push_back(std::make_unique<Worker>(wo));
     group_.Add(workers_.back().get());
     Status s = workers_.back()->Start();

@@ -26,6 +26,7 @@ struct NetServerOptions {
   int64_t idle_timeout_s = 0;     // -o idle_timeout
   int verbosity = 0;              // -v count; SetVerbosity changes it later
   const Clock* clock = nullptr;   // nullptr = SystemClock::Default()
+  LogHub* log = nullptr;          // connection events for watchers; may be null
 };
 
 // Owns the listener thread and the workers.
@@ -67,6 +68,9 @@ class NetServer {
   }
   // The workers as they reach each other (valid after Start()).
   WorkerGroup& group() { return group_; }
+  // The event log the workers write connection events to. REQUIRES: before
+  // Start (the hub is built on group(), so it comes after construction).
+  void SetLog(LogHub* log) { opts_.log = log; }
   // "verbosity N": workers log connections at >= 2 (any thread).
   void SetVerbosity(int v) { verbosity_.store(v, std::memory_order_relaxed); }
   int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }

@@ -86,6 +86,7 @@ class ServerServices {
 struct ConnInfoView {
   uint64_t id = 0;
   int worker_id = 0;
+  int fd = -1;  // memcached's cfd= in watch lines
   bool is_unix = false;
   std::string peer;                // "ip:port" or unix path
   ConnControl* control = nullptr;  // the connection itself; see ConnControl
@@ -131,6 +132,9 @@ class ProtocolHandler {
   // True once the connection should close after `out` is flushed (quit, or a
   // framing error after which memcached/Redis close).
   virtual bool WantsClose() const = 0;
+  // With WantsClose: the close is for a protocol error (memcached's
+  // conn_close reason=error), not the client's quit.
+  virtual bool CloseIsError() const { return false; }
   // When a request is incomplete and its total size is known (a large value),
   // the bytes it needs from the start of the unconsumed data; 0 if unknown.
   virtual size_t BytesWanted() const { return 0; }

@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -130,7 +132,10 @@ void Worker::Run() {
   std::vector<Connection*> all;
   all.reserve(conns_.size());
   for (auto& [id, c] : conns_) all.push_back(c.get());
-  for (Connection* c : all) Close(c);
+  for (Connection* c : all) {
+    c->close_reason = Connection::CloseReason::kShutdown;
+    Close(c);
+  }
   graveyard_.clear();
   ready_.clear();
   flush_.clear();
@@ -226,6 +231,7 @@ void Worker::AcceptNew() {
     view.id = c->conn_id;
     view.control = c.get();
     view.worker_id = opts_.id;
+    view.fd = c->fd;
     view.is_unix = c->is_unix;
     view.peer = c->peer;
     c->handler = nc.factory->Create(opts_.id, view);
@@ -235,6 +241,7 @@ void Worker::AcceptNew() {
       continue;
     }
     c->epoll_mask = EPOLLIN;
+    if (opts_.log != nullptr && opts_.log->Wants(kLogConnevents)) LogConnEvent(*c, true);
     if (Verbose(2)) {
       std::fprintf(stderr, "<%llu new client connection from %s on %s\n",
                    static_cast<unsigned long long>(c->conn_id), c->peer.c_str(),
@@ -250,11 +257,13 @@ void Worker::AcceptNew() {
 void Worker::OnEvent(Connection* c, uint32_t events) {
   if (c->closed) return;
   if (events & EPOLLERR) {
+    c->close_reason = Connection::CloseReason::kError;
     Close(c);
     return;
   }
   if (events & EPOLLOUT) {
     if (!FlushOut(c)) {
+      c->close_reason = Connection::CloseReason::kError;
       Close(c);
       return;
     }
@@ -294,6 +303,7 @@ void Worker::Serve(Connection* c, bool from_socket) {
     }
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      c->close_reason = Connection::CloseReason::kError;
       Close(c);
       return;
     }
@@ -323,6 +333,7 @@ void Worker::Serve(Connection* c, bool from_socket) {
     return;
   }
   if (c->handler->WantsClose()) {
+    if (c->handler->CloseIsError()) c->close_reason = Connection::CloseReason::kError;
     c->closing = true;
     c->in.Consume(c->in.size());
   }
@@ -413,6 +424,7 @@ void Worker::Close(Connection* c) {
   if (Verbose(2)) {
     std::fprintf(stderr, "<%llu connection closed.\n", static_cast<unsigned long long>(c->conn_id));
   }
+  if (opts_.log != nullptr && opts_.log->Wants(kLogConnevents)) LogConnEvent(*c, false);
   loop_.DelFd(c->fd);
   ::close(c->fd);
   c->fd = -1;
@@ -425,6 +437,32 @@ void Worker::Close(Connection* c) {
   CHECK(it != conns_.end());
   graveyard_.push_back(std::move(it->second));
   conns_.erase(it);
+}
+
+void Worker::LogConnEvent(const Connection& c, bool opened) {
+  // memcached's conn_new / conn_close lines: rip rport transport [reason] cfd.
+  std::string_view ip = "unix";
+  unsigned port = 0;
+  if (!c.is_unix) {
+    std::string_view p = c.peer;
+    const size_t colon = p.rfind(':');
+    ip = p.substr(0, colon);
+    if (colon != std::string_view::npos) port = static_cast<unsigned>(std::atoi(c.peer.c_str() + colon + 1));
+    if (ip.size() >= 2 && ip.front() == '[' && ip.back() == ']') ip = ip.substr(1, ip.size() - 2);
+  }
+  static constexpr const char* kReasons[] = {"error", "normal", "idle_timeout", "shutdown"};
+  char buf[160];
+  int n;
+  if (opened) {
+    n = std::snprintf(buf, sizeof(buf), "type=conn_new rip=%.*s rport=%u transport=%s cfd=%d",
+                      static_cast<int>(ip.size()), ip.data(), port, c.is_unix ? "local" : "tcp", c.fd);
+  } else {
+    n = std::snprintf(buf, sizeof(buf),
+                      "type=conn_close rip=%.*s rport=%u transport=%s reason=%s cfd=%d",
+                      static_cast<int>(ip.size()), ip.data(), port, c.is_unix ? "local" : "tcp",
+                      kReasons[static_cast<int>(c.close_reason)], c.fd);
+  }
+  if (n > 0) opts_.log->Log(kLogConnevents, std::string_view(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1)));
 }
 
 void Worker::RunDeferredCloses() {
@@ -463,6 +501,7 @@ void Worker::CheckIdle() {
   }
   for (Connection* c : idle) {
     counters_->idle_kicks.fetch_add(1, std::memory_order_relaxed);
+    c->close_reason = Connection::CloseReason::kIdleTimeout;
     Close(c);
   }
   loop_.ArmAfter(&idle_timer_, 1000);

@@ -15,6 +15,7 @@
 #include "net/channel.h"
 #include "net/connection.h"
 #include "net/event_loop.h"
+#include "net/log_hub.h"
 #include "net/protocol_handler.h"
 #include "net/worker_group.h"
 
@@ -44,6 +45,7 @@ struct WorkerOptions {
   // closing on stderr. Relaxed atomic owned by NetServer; may be null.
   const std::atomic<int>* verbosity = nullptr;
   WorkerGroup* group = nullptr;  // required: the server's workers
+  LogHub* log = nullptr;         // `watch connevents`; may be null
 };
 
 // One worker thread: an EventLoop over its connections, its new-connection
@@ -137,6 +139,8 @@ class Worker {
   void AfterIo(Connection* c);
   void SetMask(Connection* c, uint32_t mask);
   void Close(Connection* c);
+  // `watch connevents`: conn_new when adopted, conn_close when closed.
+  void LogConnEvent(const Connection& c, bool opened);
   void RunDeferredCloses();
   void ProcessReady();
   void CheckIdle();

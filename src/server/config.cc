@@ -184,8 +184,15 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     c->lru_segmented = false;
     c->lru_crawler = false;
     c->temp_lru = false;
-  } else if (n == "watcher_logbuf_size" || n == "worker_logbuf_size" ||
-             n == "read_buf_mem_limit" || n == "num_napi_ids" || n == "ext_page_size" ||
+  } else if (n == "watcher_logbuf_size" || n == "worker_logbuf_size") {
+    // memcached: kilobytes.
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 1, 1 << 20, &v)) {
+      return Bad("could not parse argument to " + n + ": " + std::string(value));
+    }
+    (n == "watcher_logbuf_size" ? c->watcher_logbuf_kb : c->worker_logbuf_kb) = static_cast<size_t>(v);
+  } else if (n == "read_buf_mem_limit" || n == "num_napi_ids" || n == "ext_page_size" ||
              n == "ext_wbuf_size" || n == "ext_threads" || n == "ext_item_size" ||
              n == "ext_item_age" || n == "ext_low_ttl" || n == "ext_recache_rate" ||
              n == "ext_compact_under" || n == "ext_drop_under" || n == "ext_max_sleep" ||
@@ -482,7 +489,7 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
     case 'S': return Bad("SASL is not supported by Trove (-S)");
     case 'F': c->disable_flush_all = true; break;
     case 'X': c->disable_dumping = true; break;
-    case 'W': c->warnings.push_back("-W: watch commands are not implemented; ignored"); break;
+    case 'W': c->disable_watch = true; break;
     case 'Y': return Bad("ASCII authentication (-Y) is not supported by Trove");
     case 'e': return Bad("restartable memory files (-e) are not supported by Trove");
     case 'Z': return Bad("TLS (-Z) is not supported by Trove yet");
@@ -582,6 +589,7 @@ memcache::ProtocolOptions Config::ToProtocolOptions() const {
   o.item_size_max = item_size_max;
   o.binary_refused = true;
   o.flush_enabled = !disable_flush_all;
+  o.watch_enabled = !disable_watch;
   return o;
 }
 

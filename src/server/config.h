@@ -80,6 +80,9 @@ struct Config {
   // --- process ---
   bool enable_shutdown = false;     // -A
   bool disable_flush_all = false;   // -F
+  bool disable_watch = false;       // -W
+  size_t watcher_logbuf_kb = 256;   // -o watcher_logbuf_size (memcached's default)
+  size_t worker_logbuf_kb = 64;     // -o worker_logbuf_size
   bool disable_dumping = false;     // -X
   std::string pid_file;             // -P
   std::string user;                 // -u

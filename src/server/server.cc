@@ -16,6 +16,7 @@
 #include "common/str_append.h"
 #include "net/socket.h"
 #include "protocol/memcache/memcache_protocol.h"
+#include "protocol/memcache/watch_log.h"
 #include "protocol/resp/resp_protocol.h"
 
 namespace trove::server {
@@ -60,9 +61,18 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   auto eng = engine::Engine::Create(cfg.ToEngineOptions());
   if (!eng.ok()) return eng.status();
   s->engine_ = std::move(eng.value());
-  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions());
-  s->resp_factory_ = resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions());
   s->net_ = std::make_unique<net::NetServer>(cfg.ToNetOptions());
+  net::LogHubOptions lo;
+  lo.worker_buf = cfg.worker_logbuf_kb * 1024;
+  lo.watcher_buf = cfg.watcher_logbuf_kb * 1024;
+  s->log_ = std::make_unique<net::LogHub>(&s->net_->group(), s->clock_, lo);
+  s->net_->SetLog(s->log_.get());
+  s->eviction_log_ = std::make_unique<memcache::EvictionLog>(s->log_.get());
+  s->engine_->AddObserver(s->eviction_log_.get());
+  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions(),
+                                                s->log_.get());
+  s->resp_factory_ =
+      resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions(), s->log_.get());
   Status st = s->Bind();
   if (!st.ok()) return st;
   return s;
@@ -163,6 +173,7 @@ Status Server::Start() {
   if (cfg_.lru_crawler_tocrawl != 0) engine_->CrawlerSetToCrawl(cfg_.lru_crawler_tocrawl);
   Status s = net_->Start();
   if (!s.ok()) return s;
+  log_->Start();
   started_ = true;
   return WritePortFile();
 }
@@ -194,6 +205,7 @@ void Server::WaitForShutdown() {
 void Server::Shutdown() {
   if (stopped_) return;
   stopped_ = true;
+  if (log_) log_->Stop();  // its collector posts to the workers
   if (net_) net_->Stop();
   if (engine_ && started_) engine_->Stop();
   if (!cfg_.port_file.empty() && started_) ::unlink(cfg_.port_file.c_str());
@@ -301,6 +313,8 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("flush_enabled", yn(!cfg_.disable_flush_all));
   s.emplace_back("dump_enabled", yn(!cfg_.disable_dumping));
   s.emplace_back("idle_timeout", Num(static_cast<uint64_t>(cfg_.idle_timeout_s)));
+  s.emplace_back("watcher_logbuf_size", Num(cfg_.watcher_logbuf_kb * 1024));
+  s.emplace_back("worker_logbuf_size", Num(cfg_.worker_logbuf_kb * 1024));
   s.emplace_back("lru_segmented", yn(cfg_.lru_segmented));
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
   return s;

@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "common/status.h"
 #include "engine/engine.h"
+#include "net/log_hub.h"
 #include "net/net_server.h"
 #include "net/protocol_handler.h"
 #include "server/config.h"
@@ -75,6 +76,10 @@ class Server final : public net::ServerServices {
   const Clock* clock_;
   int64_t started_unix_ = 0;
   std::unique_ptr<engine::Engine> engine_;
+  // The event log behind `watch` and MONITOR; started after the workers and
+  // stopped before them (its collector posts to them).
+  std::unique_ptr<net::LogHub> log_;
+  std::unique_ptr<engine::ItemObserver> eviction_log_;
   std::unique_ptr<net::ProtocolFactory> mc_factory_;
   std::unique_ptr<net::ProtocolFactory> resp_factory_;
   std::unique_ptr<net::NetServer> net_;

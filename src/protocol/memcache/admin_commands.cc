@@ -9,29 +9,13 @@
 #include "common/str_append.h"
 #include "net/worker.h"
 #include "protocol/memcache/dispatch.h"
+#include "protocol/memcache/watch_log.h"
 
 namespace trove::memcache {
 namespace {
 
 void WriteStats(const engine::StatList& stats, ReplyWriter& w) {
   for (const auto& [name, value] : stats) w.Stat(name, value);
-}
-
-// memcached metadump keys are URI-encoded (%XX for anything unusual).
-void AppendUriEncoded(std::string& out, std::string_view key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (char ch : key) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 c == '-' || c == '.' || c == '_' || c == '~';
-    if (plain) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
 }
 
 // The engine answers with memcached's reply word; add memcached's message
@@ -84,7 +68,18 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
   net::ServerServices* sv = ctx_->services;
   if (pl.count == 1) {
     if (sv) WriteStats(sv->ServerStats(), w);
-    WriteStats(engine_->Stats(), w);
+    for (const auto& [name, value] : engine_->Stats()) {
+      w.Stat(name, value);
+      // memcached prints its logger's counters right after malloc_fails.
+      if (name == "malloc_fails" && ctx_->log != nullptr) {
+        const net::LogHubStats ls = ctx_->log->Stats();
+        w.Stat("log_worker_dropped", ls.worker_dropped);
+        w.Stat("log_worker_written", ls.worker_written);
+        w.Stat("log_watcher_skipped", ls.watcher_skipped);
+        w.Stat("log_watcher_sent", ls.watcher_sent);
+        w.Stat("log_watchers", ls.watchers);
+      }
+    }
     w.Word("END");
     return;
   }
@@ -277,7 +272,7 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
     std::string out;
     for (const engine::DumpEntry& d : engine_->MetaDump(pl.tokens[2])) {
       out.append("key=");
-      AppendUriEncoded(out, d.key);
+      UriEncode(d.key, &out);  // metadump keys are URI-encoded
       out.append(" exp=");
       AppendI64(out, d.exp_unix);
       out.append(" la=");

@@ -3,6 +3,7 @@
 #include "protocol/memcache/dispatch.h"
 
 #include "protocol/memcache/text_prefetch.h"
+#include "protocol/memcache/watch_log.h"
 
 #include <cstring>
 #include <memory>
@@ -23,8 +24,92 @@ bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
 }  // namespace
 
 MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
-                                 net::ConnControl* control)
-    : ctx_(ctx), control_(control), engine_(ctx->engine), ts_(ts) {}
+                                 net::ConnControl* control, int fd)
+    : ctx_(ctx), control_(control), engine_(ctx->engine), ts_(ts), fd_(fd) {}
+
+MemcacheHandler::~MemcacheHandler() {
+  if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
+}
+
+void MemcacheHandler::Watch(const ParsedLine& pl, ReplyWriter& w) {
+  if (!ctx_->opts.watch_enabled || ctx_->log == nullptr || control_ == nullptr) {
+    w.ClientError("watch commands not allowed");
+    return;
+  }
+  // memcached refuses when replies of earlier pipelined commands are queued.
+  if (w.buffer()->pending_bytes() > 0) {
+    w.Status("ERROR cannot pipeline other commands before watch");
+    return;
+  }
+  struct Name {
+    const char* word;
+    uint32_t bit;
+  };
+  static constexpr Name kTypes[] = {
+      {"rawcmds", net::kLogRawcmds},         {"evictions", net::kLogEvictions},
+      {"fetchers", net::kLogFetchers},       {"mutations", net::kLogMutations},
+      {"sysevents", net::kLogSysevents},     {"connevents", net::kLogConnevents},
+      {"proxyreqs", net::kLogProxyreqs},     {"proxyevents", net::kLogProxyevents},
+      {"proxyuser", net::kLogProxyuser},     {"deletions", net::kLogDeletions},
+  };
+  uint32_t mask = 0;
+  for (size_t i = 1; i < pl.count; ++i) {
+    uint32_t bit = 0;
+    for (const Name& n : kTypes) {
+      if (pl.tokens[i] == n.word) bit = n.bit;
+    }
+    if (bit == 0) {
+      w.Error();
+      return;
+    }
+    mask |= bit;
+  }
+  if (mask == 0) mask = net::kLogFetchers;
+  uint64_t id = 0;
+  if (ctx_->log->AddWatcher(control_->id(), mask, &id) != net::LogHub::AddResult::kOk) {
+    w.Status("WATCHER_TOO_MANY log watcher limit reached");
+    return;
+  }
+  watcher_id_ = id;
+  w.Word("OK");
+}
+
+void MemcacheHandler::Unknown(const ParsedLine& pl, ReplyWriter& w) {
+  if (pl.count > 1 && pl.tokens[pl.count - 1].substr(0, 5) == "HTTP/") {
+    close_ = true;
+    close_error_ = true;
+    return;
+  }
+  w.Error();
+}
+
+void MemcacheHandler::LogStoreLookup(std::string_view key) {
+  engine::ItemRef old = engine_->Peek(key, ts_);
+  LogItemGet(ctx_->log, key, old ? 1 : 0, old ? old.slab_class() : 0, fd_,
+             old ? old.value_length() : 0);
+}
+
+void MemcacheHandler::LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
+                               int64_t exptime, size_t n) {
+  static constexpr const char* kCmd[] = {"set", "add", "replace", "append", "prepend", "cas"};
+  int mi = 0;
+  switch (mode) {
+    case engine::StoreMode::kSet: mi = 0; break;
+    case engine::StoreMode::kAdd: mi = 1; break;
+    case engine::StoreMode::kReplace: mi = 2; break;
+    case engine::StoreMode::kAppend: mi = 3; break;
+    case engine::StoreMode::kPrepend: mi = 4; break;
+    case engine::StoreMode::kCas: mi = 5; break;
+    default: break;
+  }
+  // memcached prints the relative seconds left (0: none).
+  int64_t ttl = exptime;
+  if (exptime > limits::kRealtimeMaxDelta) ttl = exptime - engine_->clock()->UnixSeconds();
+  if (ttl < 0) ttl = 0;
+  const size_t total = ItemTotalSize(key.size(), 0, n);
+  LogItemStore(ctx_->log, key, r, kCmd[mi], ttl, static_cast<int>(SlabClassFor(total)), fd_,
+               static_cast<uint32_t>(n));
+}
 
 size_t MemcacheHandler::Swallow(size_t n, size_t avail) {
   size_t now = n < avail ? n : avail;
@@ -44,6 +129,7 @@ bool MemcacheHandler::TooLarge(size_t nkey, uint32_t flags, size_t vlen) const {
 
 size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   wanted_ = 0;
+  if (watcher_id_ != 0) return len;  // a watcher's input is ignored (memcached stops reading)
   size_t used = 0;
   if (swallow_ > 0) {
     used = Swallow(swallow_, len);
@@ -58,7 +144,7 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
     ++handled;
   }
   prefetch_.Reset();
-  while (used < len && !close_ && handled < limit) {
+  while (used < len && !close_ && handled < limit && watcher_id_ == 0) {
     size_t n = ProcessOne(data + used, len - used, w);
     w.set_quiet(false);
     if (n == 0) break;
@@ -140,7 +226,16 @@ void MemcacheHandler::FinishPending(ReplyWriter& w) {
     return;
   }
   uint64_t cas = 0;
+  const bool log_store = Watching(net::kLogMutations);
+  std::string key_copy;
+  int64_t exp_unix = 0;
+  if (log_store) {
+    key_copy.assign(item.key());
+    exp_unix = item.expires_at_unix();
+  }
+  if (Watching(net::kLogFetchers)) LogStoreLookup(item.key());
   engine::StoreResult r = engine_->StoreItem(item, pv.args, ts_, &cas);
+  if (log_store) LogStore(key_copy, r, pv.args.mode, exp_unix, pv.n);
   if (pv.meta) {
     // The request's flags, parsed again from the kept line.
     ParsedLine pl;
@@ -168,6 +263,7 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
     return lr.consumed;
   }
   std::string_view line = lr.line;
+  if (Watching(net::kLogRawcmds)) LogRawCmd(ctx_->log, fd_, line);
   // The command word, found without tokenizing: multigets skip the tokenizer.
   size_t s = 0;
   while (s < line.size() && line[s] == ' ') ++s;
@@ -298,8 +394,10 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
     Slabs(pl, w);
   } else if (Is(cmd, "lru_crawler")) {
     LruCrawler(pl, w);
+  } else if (Is(cmd, "watch")) {
+    Watch(pl, w);
   } else {
-    w.Error();
+    Unknown(pl, w);
   }
   return lr.consumed;
 }
@@ -313,15 +411,16 @@ namespace {
 class MemcacheFactory final : public net::ProtocolFactory {
  public:
   MemcacheFactory(engine::Engine* engine, net::ServerServices* services,
-                  const ProtocolOptions& opts) {
+                  const ProtocolOptions& opts, net::LogHub* log) {
     ctx_.engine = engine;
     ctx_.services = services;
+    ctx_.log = log;
     ctx_.opts = opts;
   }
 
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
                                                const net::ConnInfoView& conn) override {
-    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control);
+    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control, conn.fd);
   }
   void InitWorker(int worker_id) override { (void)StatsFor(worker_id); }
 
@@ -343,8 +442,9 @@ class MemcacheFactory final : public net::ProtocolFactory {
 
 std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
                                                          net::ServerServices* services,
-                                                         const ProtocolOptions& opts) {
-  return std::make_unique<MemcacheFactory>(engine, services, opts);
+                                                         const ProtocolOptions& opts,
+                                                         net::LogHub* log) {
+  return std::make_unique<MemcacheFactory>(engine, services, opts, log);
 }
 
 }  // namespace trove::memcache

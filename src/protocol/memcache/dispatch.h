@@ -22,6 +22,7 @@ namespace trove::memcache {
 struct HandlerContext {
   engine::Engine* engine = nullptr;
   net::ServerServices* services = nullptr;  // may be null in tests
+  net::LogHub* log = nullptr;               // `watch`; may be null in tests
   ProtocolOptions opts;
 };
 
@@ -45,10 +46,12 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // `control` is the connection (null in tests that drive OnData directly;
   // then the commands that need other workers answer synchronously).
   MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
-                  net::ConnControl* control = nullptr);
+                  net::ConnControl* control = nullptr, int fd = -1);
+  ~MemcacheHandler() override;
 
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
   bool WantsClose() const override { return close_; }
+  bool CloseIsError() const override { return close_error_; }
   size_t BytesWanted() const override { return wanted_; }
 
  private:
@@ -72,6 +75,18 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void Shutdown(const ParsedLine& pl, ReplyWriter& w);
   void Slabs(const ParsedLine& pl, ReplyWriter& w);
   void LruCrawler(const ParsedLine& pl, ReplyWriter& w);
+  // `watch [types...]` (memcached 1.6): the connection becomes a log
+  // watcher; it reads no more commands until it closes.
+  void Watch(const ParsedLine& pl, ReplyWriter& w);
+  // An unknown command: ERROR, or (memcached) a silent close when the line
+  // ends in an HTTP/ token.
+  void Unknown(const ParsedLine& pl, ReplyWriter& w);
+  // What `watch fetchers/mutations/deletions` show, when someone watches.
+  bool Watching(net::LogType t) const { return ctx_->log != nullptr && ctx_->log->Wants(t); }
+  // The lookup a store does first, as memcached's fetchers show it.
+  void LogStoreLookup(std::string_view key);
+  void LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
+                int64_t exptime, size_t n);
   // Meta commands (meta_commands.cc).
   void MetaGet(const ParsedLine& pl, ReplyWriter& w);
   size_t MetaSet(const ParsedLine& pl, size_t line_len, const char* after, size_t after_len,
@@ -142,9 +157,12 @@ class MemcacheHandler final : public net::ProtocolHandler {
   net::ConnControl* control_;
   engine::Engine* engine_;
   engine::ThreadStats* ts_;
+  const int fd_;
   size_t swallow_ = 0;
   size_t wanted_ = 0;
   bool close_ = false;
+  bool close_error_ = false;
+  uint64_t watcher_id_ = 0;  // != 0: a `watch` connection (reads nothing more)
   protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead
   PendingValue pending_;
   char key_buf_[kMaxDecodedKey];  // base64-decoded meta keys

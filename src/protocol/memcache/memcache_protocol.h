@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "net/log_hub.h"
 #include "net/protocol_handler.h"
 
 namespace trove::memcache {
@@ -18,11 +19,13 @@ struct ProtocolOptions {
   size_t item_size_max = 1u << 20;         // -I, for "object too large" checks
   bool binary_refused = true;              // -B ascii/auto: binary gets an error
   bool flush_enabled = true;               // -F turns flush_all off
+  bool watch_enabled = true;               // -W turns `watch` off
 };
 
 // engine and services outlive the factory and every handler it creates.
 std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
                                                          net::ServerServices* services,
-                                                         const ProtocolOptions& opts);
+                                                         const ProtocolOptions& opts,
+                                                         net::LogHub* log = nullptr);
 
 }  // namespace trove::memcache

@@ -6,6 +6,7 @@
 #include "common/limits.h"
 #include "common/str_append.h"
 #include "protocol/memcache/dispatch.h"
+#include "protocol/memcache/watch_log.h"
 
 namespace trove::memcache {
 namespace {
@@ -97,6 +98,10 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
     args.recache_ttl = f.recache_ttl < 0 ? 0u : static_cast<uint32_t>(f.recache_ttl);
   }
   engine::MetaGetOutput o = engine_->MetaGet(f.key, args, ts_);
+  if (Watching(net::kLogFetchers)) {
+    LogItemGet(ctx_->log, f.key, o.item ? 1 : 0, o.item ? o.item.slab_class() : 0, fd_,
+               o.item ? o.item.value_length() : 0);
+  }
 
   if (!o.item) {
     if (f.Has('q')) return;  // quiet mode hides a miss
@@ -234,8 +239,13 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     return line_len + total;
   }
   uint64_t cas = 0;
+  if (Watching(net::kLogFetchers)) LogStoreLookup(f.key);
   engine::StoreResult r =
       engine_->Store(f.key, f.client_flags, exptime, std::string_view(after, n), args, ts_, &cas);
+  if (Watching(net::kLogMutations)) {
+    const bool compared = f.has_cas && args.mode == engine::StoreMode::kSet;
+    LogStore(f.key, r, compared ? engine::StoreMode::kCas : args.mode, exptime, n);
+  }
   MetaSetReply(pl, f, r, cas, w);
   return line_len + total;
 }
@@ -315,8 +325,20 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
   args.remove_value = f.Has('x');
   if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
   const char* code = "NF";
+  // `watch deletions`: only an md that removes the item (not I or x).
+  const bool log = Watching(net::kLogDeletions) && !args.invalidate && !args.remove_value;
+  int clsid = 0;
+  uint32_t size = 0;
+  if (log) {
+    engine::ItemRef old = engine_->Peek(f.key, ts_);
+    if (old) {
+      clsid = old.slab_class();
+      size = old.value_length();
+    }
+  }
   switch (engine_->Delete(f.key, args, ts_)) {
     case engine::DeleteResult::kDeleted:
+      if (log) LogDeleted(ctx_->log, f.key, "md", clsid, size);
       if (f.Has('q')) return;
       code = "HD";
       break;

@@ -6,6 +6,7 @@
 #include "common/limits.h"
 #include "common/str_append.h"
 #include "protocol/memcache/dispatch.h"
+#include "protocol/memcache/watch_log.h"
 
 namespace trove::memcache {
 
@@ -55,6 +56,10 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     if (!it.Next(&key)) break;
     if (in_batch > 0) --in_batch;
     engine::ItemRef ref = touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
+    if (Watching(net::kLogFetchers)) {
+      LogItemGet(ctx_->log, key, ref ? 1 : 0, ref ? ref.slab_class() : 0, fd_,
+                 ref ? ref.value_length() : 0);
+    }
     if (!ref) continue;
     if (ref.type() != engine::ValueType::kString) {
       // Like memcached's other mid-multiget errors: the error ends the reply.
@@ -130,7 +135,10 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
     w.ClientError("bad data chunk");
     return line_len + total;
   }
-  StoreReply(engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_), w);
+  if (Watching(net::kLogFetchers)) LogStoreLookup(key);
+  const engine::StoreResult r = engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_);
+  if (Watching(net::kLogMutations)) LogStore(key, r, mode, exptime, n);
+  StoreReply(r, w);
   return line_len + total;
 }
 
@@ -199,8 +207,20 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError(kBadFormat);
     return;
   }
+  // `watch deletions` shows the deleted item's class and size.
+  int clsid = 0;
+  uint32_t size = 0;
+  const bool log = Watching(net::kLogDeletions);
+  if (log) {
+    engine::ItemRef old = engine_->Peek(key, ts_);
+    if (old) {
+      clsid = old.slab_class();
+      size = old.value_length();
+    }
+  }
   switch (engine_->Delete(key, engine::DeleteArgs{}, ts_)) {
     case engine::DeleteResult::kDeleted:
+      if (log) LogDeleted(ctx_->log, key, "delete", clsid, size);
       w.Word("DELETED");
       break;
     case engine::DeleteResult::kNotFound:

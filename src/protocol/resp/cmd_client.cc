@@ -399,6 +399,7 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   info->resp = true;
   info->name = id.name();
   std::string flags;
+  if (monitor_id_ != 0) flags += 'O';
   if (ps.active()) flags += 'P';
   if (conn_.in_transaction()) flags += 'x';
   if (id.no_evict()) flags += 'e';

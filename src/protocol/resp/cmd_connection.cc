@@ -52,6 +52,7 @@ void CmdQuit(CommandContext& ctx) {
 
 void CmdReset(CommandContext& ctx) {
   ctx.session->UnsubscribeAll();
+  ctx.session->StopMonitor();
   ctx.conn->Reset(ctx.server->auth_required());
   ctx.w->set_proto(2);
   ctx.w->Simple("RESET");

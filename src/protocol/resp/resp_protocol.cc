@@ -12,8 +12,10 @@ namespace {
 // is thread-safe.
 class RespFactory final : public net::ProtocolFactory {
  public:
-  RespFactory(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts)
+  RespFactory(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts,
+              net::LogHub* log)
       : server_(engine, services, opts) {
+    server_.set_log(log);
     (void)CommandTable::Get();  // build the table before any worker races for it
   }
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
@@ -33,8 +35,9 @@ class RespFactory final : public net::ProtocolFactory {
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
                                                      net::ServerServices* services,
-                                                     const RespOptions& opts) {
-  return std::make_unique<RespFactory>(engine, services, opts);
+                                                     const RespOptions& opts,
+                                                     net::LogHub* log) {
+  return std::make_unique<RespFactory>(engine, services, opts, log);
 }
 
 }  // namespace trove::resp

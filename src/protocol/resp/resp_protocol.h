@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "net/log_hub.h"
 #include "net/protocol_handler.h"
 
 namespace trove::resp {
@@ -21,6 +22,7 @@ struct RespOptions {
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
                                                      net::ServerServices* services,
-                                                     const RespOptions& opts);
+                                                     const RespOptions& opts,
+                                                     net::LogHub* log = nullptr);
 
 }  // namespace trove::resp

@@ -80,6 +80,7 @@ class RespServer {
   // monitor's leaf lock.
   void RecordCommand(WorkerStats* ws, const CommandSpec& spec,
                      std::span<const std::string_view> argv, const Identity& who, int64_t usec) {
+    if (log_ != nullptr && log_->Wants(net::kLogMonitor)) FeedMonitors(spec, argv, who);
     const int slot = slots_->SlotOf(spec, argv);
     if (slot < 0) return;  // unknown subcommand: Redis rejects it before it runs
     if (latency_tracking.load(std::memory_order_relaxed))
@@ -128,7 +129,15 @@ class RespServer {
 
   PubSubHub& pubsub() { return pubsub_; }
 
+  // The event log MONITOR reads (set once by the factory, before workers run).
+  void set_log(net::LogHub* log) { log_ = log; }
+  net::LogHub* log() const { return log_; }
+
  private:
+  // MONITOR's line for a command that ran (cmd_monitor.cc): Redis's format,
+  // admin commands left out, AUTH/HELLO passwords redacted.
+  void FeedMonitors(const CommandSpec& spec, std::span<const std::string_view> argv,
+                    const Identity& who);
   // RecordCommand's slow path: the slow log entry and the latency sample.
   void RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
                   const Identity& who, int64_t usec);
@@ -138,6 +147,7 @@ class RespServer {
   RespOptions opts_;
   int64_t start_unix_;
   PubSubHub pubsub_;
+  net::LogHub* log_ = nullptr;
   const HistogramSlots* slots_;
   SlowLog slowlog_;
   LatencyMonitor latency_;

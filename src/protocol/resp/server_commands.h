@@ -31,5 +31,6 @@ void RegisterInfoCommands(std::vector<CommandSpec>* t);
 void RegisterConfigCommands(std::vector<CommandSpec>* t);
 void RegisterIntrospectionCommands(std::vector<CommandSpec>* t);
 void RegisterSlowlogCommands(std::vector<CommandSpec>* t);
+void RegisterMonitorCommands(std::vector<CommandSpec>* t);
 
 }  // namespace trove::resp

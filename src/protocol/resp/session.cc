@@ -33,6 +33,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
 
 Session::~Session() {
   UnsubscribeAll();
+  StopMonitor();
   stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }
 

@@ -57,6 +57,11 @@ class Session final : public net::ProtocolHandler {
   void Subscribe(PubSubState::Kind k, std::string_view name);
   void Unsubscribe(PubSubState::Kind k, std::string_view name);
   void UnsubscribeAll();
+  // MONITOR: this connection receives every command the server runs
+  // (cmd_monitor.cc). StopMonitor on RESET and close.
+  void StartMonitor(CommandContext& ctx);
+  void StopMonitor();
+  bool monitoring() const { return monitor_id_ != 0; }
   // The hub's delivery hook: runs on the subscriber's worker, writes the
   // message as a push and enforces the pubsub output limits. Only Sessions
   // ever subscribe, so the connection's handler is a Session.
@@ -82,6 +87,7 @@ class Session final : public net::ProtocolHandler {
   std::vector<std::string> key_buf_;
   std::vector<std::string_view> view_buf_;
   bool close_ = false;
+  uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
   bool skip_next_reply_ = false;  // CLIENT REPLY SKIP ran: drop the next reply
   net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
   int64_t obuf_soft_since_ns_ = 0;  // when output first passed the soft limit (0: below)

@@ -95,8 +95,10 @@ void ItemRef::Reset() {
 std::string_view ItemRef::key() const { return item_->key; }
 uint32_t ItemRef::client_flags() const { return item_->flags; }
 uint64_t ItemRef::cas() const { return item_->cas; }
+int64_t ItemRef::expires_at_unix() const { return 0; }
 // The stand-in holds strings only.
 ValueType ItemRef::type() const { return ValueType::kString; }
+int ItemRef::slab_class() const { return 1; }
 bool ItemRef::key_is_binary() const { return item_->key_binary; }
 uint32_t ItemRef::value_length() const { return static_cast<uint32_t>(item_->value.size() - 2); }
 std::string_view ItemRef::value() const {
@@ -144,6 +146,7 @@ ItemRef Engine::Get(std::string_view key, ThreadStats*, bool bump) {
   }
   return impl_->Ref(this, it);
 }
+ItemRef Engine::Peek(std::string_view key, ThreadStats* ts) { return Get(key, ts, false); }
 ItemRef Engine::GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* ts) {
   ItemRef r = Get(key, ts);
   if (r) {

@@ -1,0 +1,44 @@
+// memcached's `watch` event lines (fetchers, mutations, deletions,
+// evictions, rawcmds) as memcached 1.6.45's logger prints them, written to
+// the server's LogHub. Called on workers (and, for evictions, on whichever
+// engine thread evicts).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "engine/engine.h"
+#include "engine/item_observer.h"
+#include "net/log_hub.h"
+
+namespace trove::memcache {
+
+// memcached's uriencode: every byte outside [A-Za-z0-9-._~] as %XX.
+// Appends to *out.
+void UriEncode(std::string_view in, std::string* out);
+
+// "type=item_get": status 0 not_found, 1 found, 2 flushed, 3 expired.
+void LogItemGet(net::LogHub* hub, std::string_view key, int status, int clsid, int cfd,
+                uint32_t size);
+// "type=item_store": status as engine::StoreResult; cmd is memcached's
+// name (set, add, replace, append, prepend, cas); ttl in seconds (0 none).
+void LogItemStore(net::LogHub* hub, std::string_view key, engine::StoreResult status,
+                  std::string_view cmd, int64_t ttl, int clsid, int cfd, uint32_t size);
+// "type=deleted": cmd "delete" or "md".
+void LogDeleted(net::LogHub* hub, std::string_view key, std::string_view cmd, int clsid,
+                uint32_t size);
+// rawcmds: "<cfd line" (memcached defines this entry; Trove fills it).
+void LogRawCmd(net::LogHub* hub, int cfd, std::string_view line);
+
+// `watch evictions`: the engine's evictions as "type=eviction" lines.
+class EvictionLog final : public engine::ItemObserver {
+ public:
+  explicit EvictionLog(net::LogHub* hub) : hub_(hub) {}
+  bool WantsRemovals() const override { return hub_->Wants(net::kLogEvictions); }
+  void OnRemoved(const engine::ItemRemoval& r) override;
+
+ private:
+  net::LogHub* hub_;
+};
+
+}  // namespace trove::memcache

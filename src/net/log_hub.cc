@@ -225,8 +225,19 @@ size_t LogHub::CollectOnce() {
   for (auto& w : watchers) {
     w->skipped += w->dropped_at_worker.exchange(0, std::memory_order_relaxed);
   }
-  size_t entries = 0;
-  for (Ring* r : rings) {
+  // Entries of every ring, merged by gid: lines reach watchers in the order
+  // they were logged across threads (as one Redis thread would print them).
+  struct View {
+    uint64_t gid;
+    uint32_t type;
+    int64_t ts_us;
+    std::string_view body;
+  };
+  thread_local std::vector<View> views;
+  views.clear();
+  std::vector<uint64_t> new_tails(rings.size());
+  for (size_t ri = 0; ri < rings.size(); ++ri) {
+    Ring* r = rings[ri];
     uint64_t tl = r->tail.load(std::memory_order_relaxed);
     const uint64_t hd = r->head.load(std::memory_order_acquire);
     while (tl < hd) {
@@ -237,36 +248,43 @@ size_t LogHub::CollectOnce() {
         tl += r->buf.size() - pos;
         continue;
       }
-      std::string_view body(&r->buf[pos + sizeof(h)], h.len);
-      ++entries;
-      for (auto& w : watchers) {
-        if ((w->mask & h.type) == 0 || h.gid < w->first_gid) continue;
-        const uint64_t queued = w->inflight.load(std::memory_order_relaxed) + w->batch.size();
-        if (queued >= opts_.watcher_buf) {
-          ++w->skipped;
-          continue;
-        }
-        if (w->skipped > 0 && w->mask != kLogMonitor) {
-          char sk[48];
-          const int n = std::snprintf(sk, sizeof(sk), "skipped=%llu\n",
-                                      static_cast<unsigned long long>(w->skipped));
-          w->batch.append(sk, static_cast<size_t>(n));
-          skipped_.fetch_add(w->skipped, std::memory_order_relaxed);
-          w->skipped = 0;
-        } else if (w->skipped > 0) {
-          // MONITOR: a line redis-py's monitor parser accepts.
-          std::string m = "[0 0.0.0.0:0] \"monitor-skipped\" \"" + std::to_string(w->skipped) + "\"";
-          Format(*w, kLogMonitor, h.gid, h.ts_us, m, &w->batch);
-          skipped_.fetch_add(w->skipped, std::memory_order_relaxed);
-          w->skipped = 0;
-        }
-        Format(*w, h.type, h.gid, h.ts_us, body, &w->batch);
-        ++w->batch_lines;
-      }
+      views.push_back({h.gid, h.type, h.ts_us, std::string_view(&r->buf[pos + sizeof(h)], h.len)});
       tl += Align8(sizeof(EntryHeader) + h.len);
     }
-    r->tail.store(tl, std::memory_order_release);
+    new_tails[ri] = tl;
   }
+  std::sort(views.begin(), views.end(), [](const View& a, const View& b) { return a.gid < b.gid; });
+  for (const View& v : views) {
+    for (auto& w : watchers) {
+      if ((w->mask & v.type) == 0 || v.gid < w->first_gid) continue;
+      const uint64_t queued = w->inflight.load(std::memory_order_relaxed) + w->batch.size();
+      if (queued >= opts_.watcher_buf) {
+        ++w->skipped;
+        continue;
+      }
+      if (w->skipped > 0 && w->mask != kLogMonitor) {
+        char sk[48];
+        const int n = std::snprintf(sk, sizeof(sk), "skipped=%llu\n",
+                                    static_cast<unsigned long long>(w->skipped));
+        w->batch.append(sk, static_cast<size_t>(n));
+        skipped_.fetch_add(w->skipped, std::memory_order_relaxed);
+        w->skipped = 0;
+      } else if (w->skipped > 0) {
+        // MONITOR: a line redis-py's monitor parser accepts.
+        std::string m = "[0 0.0.0.0:0] \"monitor-skipped\" \"" + std::to_string(w->skipped) + "\"";
+        Format(*w, kLogMonitor, v.gid, v.ts_us, m, &w->batch);
+        skipped_.fetch_add(w->skipped, std::memory_order_relaxed);
+        w->skipped = 0;
+      }
+      Format(*w, v.type, v.gid, v.ts_us, v.body, &w->batch);
+      ++w->batch_lines;
+    }
+  }
+  // The ring bytes the views point into are released only now.
+  for (size_t ri = 0; ri < rings.size(); ++ri) {
+    rings[ri]->tail.store(new_tails[ri], std::memory_order_release);
+  }
+  const size_t entries = views.size();
   for (auto& w : watchers) {
     if (!w->batch.empty()) Deliver(w);
   }

@@ -260,6 +260,7 @@ size_t LogHub::CollectOnce() {
       const uint64_t queued = w->inflight.load(std::memory_order_relaxed) + w->batch.size();
       if (queued >= opts_.watcher_buf) {
         ++w->skipped;
+        skipped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       if (w->skipped > 0 && w->mask != kLogMonitor) {
@@ -267,13 +268,11 @@ size_t LogHub::CollectOnce() {
         const int n = std::snprintf(sk, sizeof(sk), "skipped=%llu\n",
                                     static_cast<unsigned long long>(w->skipped));
         w->batch.append(sk, static_cast<size_t>(n));
-        skipped_.fetch_add(w->skipped, std::memory_order_relaxed);
         w->skipped = 0;
       } else if (w->skipped > 0) {
         // MONITOR: a line redis-py's monitor parser accepts.
         std::string m = "[0 0.0.0.0:0] \"monitor-skipped\" \"" + std::to_string(w->skipped) + "\"";
         Format(*w, kLogMonitor, v.gid, v.ts_us, m, &w->batch);
-        skipped_.fetch_add(w->skipped, std::memory_order_relaxed);
         w->skipped = 0;
       }
       Format(*w, v.type, v.gid, v.ts_us, v.body, &w->batch);
@@ -299,11 +298,14 @@ void LogHub::Deliver(const std::shared_ptr<Watcher>& w) {
   w->inflight.fetch_add(bytes->size(), std::memory_order_relaxed);
   const size_t limit = opts_.watcher_buf;
   std::atomic<uint64_t>* sent = &sent_;
-  group_->PostToConn(w->conn_id, [w, bytes, lines, limit, sent](ConnControl* c, ProtocolHandler*) {
+  std::atomic<uint64_t>* skipped = &skipped_;
+  group_->PostToConn(w->conn_id, [w, bytes, lines, limit, sent, skipped](ConnControl* c,
+                                                                        ProtocolHandler*) {
     w->inflight.fetch_sub(bytes->size(), std::memory_order_relaxed);
     if (c->output().pending_bytes() >= limit) {
       // The watcher is not reading: its unsent output stays bounded.
       w->dropped_at_worker.fetch_add(lines, std::memory_order_relaxed);
+      skipped->fetch_add(lines, std::memory_order_relaxed);
       return;
     }
     c->output().Append(*bytes);

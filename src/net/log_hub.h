@@ -67,7 +67,10 @@ struct LogHubStats {
 //     first Log) and one consumer (the collector): head is written only by
 //     the producer, tail only by the collector.
 //  3. A watcher sees only entries with gid >= its first gid (the log at the
-//     moment it was added), in each producer's order.
+//     moment it was added), in each producer's order; entries collected in
+//     one pass are merged by gid (so lines of different workers interleave
+//     as they happened, except for an entry whose producer was preempted
+//     between taking its gid and writing it).
 //  4. Lock order: mu_ is a leaf; the collector posts to
 //     workers holding neither, and only the collector posts (a worker never
 //     waits on itself: the collector is not a worker).

@@ -14,7 +14,9 @@ namespace trove::net {
 namespace {
 std::atomic<uint64_t> g_hub_generation{1};
 
-// An entry in a ring: this header, then `len` body bytes, padded to 8.
+// An entry in a ring: this header, then `len` body bytes, padded to 32 (a
+// multiple of the header's size class, so the room left before the ring's
+// end is always 0 or enough for a filler header).
 struct EntryHeader {
   uint32_t len;   // body bytes; kPad marks filler up to the ring's end
   uint32_t type;  // LogType
@@ -22,7 +24,9 @@ struct EntryHeader {
   int64_t ts_us;
 };
 constexpr uint32_t kPad = 0xffffffffu;
-constexpr size_t Align8(size_t n) { return (n + 7) & ~size_t{7}; }
+constexpr size_t kAlign = 32;
+static_assert(sizeof(EntryHeader) <= kAlign);
+constexpr size_t AlignEntry(size_t n) { return (n + kAlign - 1) & ~(kAlign - 1); }
 
 // The collector polls while someone watches: memcached's logger sleeps 1 ms
 // after a busy pass and backs off to this when idle.
@@ -43,7 +47,7 @@ struct LogHub::Ring {
   // Producer only. False when there is no room (the entry is dropped).
   bool Write(const EntryHeader& h, std::string_view body) {
     const size_t cap = buf.size();
-    const size_t need = Align8(sizeof(EntryHeader) + body.size());
+    const size_t need = AlignEntry(sizeof(EntryHeader) + body.size());
     uint64_t hd = head.load(std::memory_order_relaxed);
     const uint64_t tl = tail.load(std::memory_order_acquire);
     size_t pos = static_cast<size_t>(hd) & mask;
@@ -249,7 +253,7 @@ size_t LogHub::CollectOnce() {
         continue;
       }
       views.push_back({h.gid, h.type, h.ts_us, std::string_view(&r->buf[pos + sizeof(h)], h.len)});
-      tl += Align8(sizeof(EntryHeader) + h.len);
+      tl += AlignEntry(sizeof(EntryHeader) + h.len);
     }
     new_tails[ri] = tl;
   }

@@ -69,10 +69,11 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   s->net_->SetLog(s->log_.get());
   s->eviction_log_ = std::make_unique<memcache::EvictionLog>(s->log_.get());
   s->engine_->AddObserver(s->eviction_log_.get());
-  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions(),
-                                                s->log_.get());
   s->resp_factory_ =
       resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions(), s->log_.get());
+  // memcached's commands show in the RESP front's SLOWLOG and LATENCY.
+  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions(),
+                                                s->log_.get(), resp::CommandLogOf(s->resp_factory_.get()));
   Status st = s->Bind();
   if (!st.ok()) return st;
   return s;

@@ -21,11 +21,26 @@ constexpr size_t kMultigetLineCap = 1u << 20;
 
 bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
 
+// A request's command word as SLOWLOG and LATENCY HISTOGRAM name it.
+protocol::McCmd Classify(std::string_view w) {
+  for (int c = 0; c < protocol::kMcOther; ++c) {
+    if (w == protocol::kMcCmdNames[c]) return static_cast<protocol::McCmd>(c);
+  }
+  return protocol::kMcOther;
+}
+
 }  // namespace
 
 MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
-                                 net::ConnControl* control, int fd)
-    : ctx_(ctx), control_(control), engine_(ctx->engine), ts_(ts), fd_(fd) {}
+                                 net::ConnControl* control, int fd,
+                                 protocol::CommandLog::Sink* sink, std::string peer)
+    : ctx_(ctx),
+      control_(control),
+      engine_(ctx->engine),
+      ts_(ts),
+      fd_(fd),
+      sink_(sink),
+      peer_(std::move(peer)) {}
 
 MemcacheHandler::~MemcacheHandler() {
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
@@ -144,10 +159,19 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
     ++handled;
   }
   prefetch_.Reset();
+  // One clock read per command, as RESP does: a command's start is the
+  // previous one's end (or this batch's start).
+  int64_t t0 = sink_ != nullptr ? engine_->clock()->MonoNanos() : 0;
   while (used < len && !close_ && handled < limit && watcher_id_ == 0) {
+    last_line_ = {};
     size_t n = ProcessOne(data + used, len - used, w);
     w.set_quiet(false);
     if (n == 0) break;
+    if (sink_ != nullptr && !last_line_.empty()) {
+      const int64_t t1 = engine_->clock()->MonoNanos();
+      sink_->Record(last_cmd_, last_line_, peer_, (t1 - t0) / 1000);
+      t0 = t1;
+    }
     used += n;
     ++handled;
     if (control_ != nullptr && control_->suspended()) break;  // invariant 5
@@ -264,12 +288,14 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   }
   std::string_view line = lr.line;
   if (Watching(net::kLogRawcmds)) LogRawCmd(ctx_->log, fd_, line);
+  if (sink_ != nullptr) last_line_ = line;
   // The command word, found without tokenizing: multigets skip the tokenizer.
   size_t s = 0;
   while (s < line.size() && line[s] == ' ') ++s;
   size_t e = s;
   while (e < line.size() && line[e] != ' ') ++e;
   std::string_view cmd = line.substr(s, e - s);
+  if (sink_ != nullptr) last_cmd_ = Classify(cmd);
   if (cmd.size() < 2) {
     w.Error();
     return lr.consumed;
@@ -411,16 +437,20 @@ namespace {
 class MemcacheFactory final : public net::ProtocolFactory {
  public:
   MemcacheFactory(engine::Engine* engine, net::ServerServices* services,
-                  const ProtocolOptions& opts, net::LogHub* log) {
+                  const ProtocolOptions& opts, net::LogHub* log, protocol::CommandLog* cmd_log) {
     ctx_.engine = engine;
     ctx_.services = services;
     ctx_.log = log;
+    ctx_.cmd_log = cmd_log;
     ctx_.opts = opts;
   }
 
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
                                                const net::ConnInfoView& conn) override {
-    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control, conn.fd);
+    protocol::CommandLog::Sink* sink =
+        ctx_.cmd_log != nullptr ? ctx_.cmd_log->SinkFor(worker_id) : nullptr;
+    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control, conn.fd,
+                                             sink, sink != nullptr ? conn.peer : std::string());
   }
   void InitWorker(int worker_id) override { (void)StatsFor(worker_id); }
 
@@ -443,8 +473,9 @@ class MemcacheFactory final : public net::ProtocolFactory {
 std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
                                                          net::ServerServices* services,
                                                          const ProtocolOptions& opts,
-                                                         net::LogHub* log) {
-  return std::make_unique<MemcacheFactory>(engine, services, opts, log);
+                                                         net::LogHub* log,
+                                                         protocol::CommandLog* cmd_log) {
+  return std::make_unique<MemcacheFactory>(engine, services, opts, log, cmd_log);
 }
 
 }  // namespace trove::memcache

@@ -14,6 +14,7 @@
 #include "protocol/memcache/meta_parser.h"
 #include "protocol/memcache/reply_writer.h"
 #include "protocol/memcache/text_parser.h"
+#include "protocol/command_log.h"
 #include "protocol/prefetch_window.h"
 
 namespace trove::memcache {
@@ -23,6 +24,7 @@ struct HandlerContext {
   engine::Engine* engine = nullptr;
   net::ServerServices* services = nullptr;  // may be null in tests
   net::LogHub* log = nullptr;               // `watch`; may be null in tests
+  protocol::CommandLog* cmd_log = nullptr;  // SLOWLOG/LATENCY on the RESP front; may be null
   ProtocolOptions opts;
 };
 
@@ -46,7 +48,8 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // `control` is the connection (null in tests that drive OnData directly;
   // then the commands that need other workers answer synchronously).
   MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
-                  net::ConnControl* control = nullptr, int fd = -1);
+                  net::ConnControl* control = nullptr, int fd = -1,
+                  protocol::CommandLog::Sink* sink = nullptr, std::string peer = {});
   ~MemcacheHandler() override;
 
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
@@ -158,6 +161,11 @@ class MemcacheHandler final : public net::ProtocolHandler {
   engine::Engine* engine_;
   engine::ThreadStats* ts_;
   const int fd_;
+  // Commands timed for SLOWLOG / LATENCY HISTOGRAM (null: not recorded).
+  protocol::CommandLog::Sink* const sink_;
+  const std::string peer_;
+  protocol::McCmd last_cmd_ = protocol::kMcOther;  // what ProcessOne ran
+  std::string_view last_line_;                     // its request line (valid during OnData)
   size_t swallow_ = 0;
   size_t wanted_ = 0;
   bool close_ = false;

@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
+#include "protocol/command_log.h"
 
 namespace trove::memcache {
 
@@ -26,6 +27,7 @@ struct ProtocolOptions {
 std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
                                                          net::ServerServices* services,
                                                          const ProtocolOptions& opts,
-                                                         net::LogHub* log = nullptr);
+                                                         net::LogHub* log = nullptr,
+                                                         protocol::CommandLog* cmd_log = nullptr);
 
 }  // namespace trove::memcache

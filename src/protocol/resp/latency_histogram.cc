@@ -65,6 +65,13 @@ HistogramSlots::HistogramSlots() {
     }
     sub_end_[id] = static_cast<int>(names_.size());
   }
+  mc_begin_ = static_cast<int>(names_.size());
+  for (std::string_view c : protocol::kMcCmdNames) {
+    std::string full(protocol::kMcContainer);
+    full += '|';
+    full += c;
+    names_.push_back(std::move(full));
+  }
 }
 
 int HistogramSlots::SubSlot(size_t id, std::string_view sub) const {
@@ -79,6 +86,15 @@ int HistogramSlots::SubSlot(size_t id, std::string_view sub) const {
 
 void HistogramSlots::SlotsNamed(std::string_view name, std::vector<int>* out) const {
   const size_t bar = name.find('|');
+  if (EqualsIgnoreCase(name.substr(0, bar), protocol::kMcContainer)) {
+    for (int c = 0; c < protocol::kMcCmdCount; ++c) {
+      if (bar == std::string_view::npos ||
+          EqualsIgnoreCase(name.substr(bar + 1), protocol::kMcCmdNames[c])) {
+        out->push_back(mc_begin_ + c);
+      }
+    }
+    return;
+  }
   const CommandSpec* spec = CommandTable::Get().Find(name.substr(0, bar));
   if (spec == nullptr) return;
   const size_t id = static_cast<size_t>(spec->id);
@@ -97,6 +113,7 @@ void HistogramSlots::AllSlots(std::vector<int>* out) const {
     out->push_back(static_cast<int>(id));
     for (int s = sub_begin_[id]; s < sub_end_[id]; ++s) out->push_back(s);
   }
+  for (int c = 0; c < protocol::kMcCmdCount; ++c) out->push_back(mc_begin_ + c);
 }
 
 }  // namespace trove::resp

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/command_log.h"
 #include "protocol/resp/command.h"
 
 namespace trove::resp {
@@ -44,7 +45,8 @@ struct LatencyHistogram {
 
 // Slot numbering of the histograms: slot i < CommandTable size is command i
 // itself; the slots after are the subcommands of Redis's container commands
-// (CLIENT, CONFIG, COMMAND, ...), named "parent|sub" as Redis does.
+// (CLIENT, CONFIG, COMMAND, ...), named "parent|sub" as Redis does; last,
+// the memcached port's commands as "memcache|<cmd>" (a Trove addition).
 //
 // Thread safety: immutable after Get() builds it (after CommandTable).
 // Invariants:
@@ -66,6 +68,9 @@ class HistogramSlots {
     return SubSlot(id, argv[1]);
   }
 
+  // The slot of a memcached-port command ("memcache|<name>").
+  int MemcacheSlot(protocol::McCmd c) const { return mc_begin_ + static_cast<int>(c); }
+
   // LATENCY HISTOGRAM's argument lookup: "cmd" gives the command's slot and
   // then its subcommands' slots, "parent|sub" the subcommand's alone, and an
   // unknown name nothing (case-insensitive).
@@ -80,6 +85,7 @@ class HistogramSlots {
   std::vector<std::string> names_;
   std::vector<int> sub_begin_;  // per command id: first subcommand slot, -1 if not a container
   std::vector<int> sub_end_;
+  int mc_begin_ = 0;  // the memcache|<cmd> slots: [mc_begin_, mc_begin_ + kMcCmdCount)
 };
 
 }  // namespace trove::resp

@@ -26,12 +26,17 @@ class RespFactory final : public net::ProtocolFactory {
     (void)server_.ThreadStatsFor(worker_id);
     (void)server_.StatsFor(worker_id);
   }
+  RespServer* server() { return &server_; }
 
  private:
   RespServer server_;
 };
 
 }  // namespace
+
+protocol::CommandLog* CommandLogOf(net::ProtocolFactory* resp_factory) {
+  return static_cast<RespFactory*>(resp_factory)->server();
+}
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
                                                      net::ServerServices* services,

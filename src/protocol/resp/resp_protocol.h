@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
+#include "protocol/command_log.h"
 
 namespace trove::resp {
 
@@ -24,5 +25,8 @@ std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
                                                      net::ServerServices* services,
                                                      const RespOptions& opts,
                                                      net::LogHub* log = nullptr);
+// The SLOWLOG / LATENCY HISTOGRAM recorder of a factory NewRespFactory made,
+// for the memcached port's commands.
+protocol::CommandLog* CommandLogOf(net::ProtocolFactory* resp_factory);
 
 }  // namespace trove::resp

@@ -59,6 +59,64 @@ void RespServer::RecordSlow(const CommandSpec& spec, std::span<const std::string
   slowlog_.Push(std::move(e), static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
 }
 
+namespace {
+// A worker's memcached-command recorder: its histograms live in that
+// worker's WorkerStats, next to the RESP commands'.
+class McSink final : public protocol::CommandLog::Sink {
+ public:
+  McSink(RespServer* server, WorkerStats* ws) : server_(server), ws_(ws) {}
+  void Record(protocol::McCmd cmd, std::string_view line, std::string_view addr,
+              int64_t usec) override {
+    if (server_->tracking_latency()) {
+      ws_->latency[static_cast<size_t>(server_->histogram_slots().MemcacheSlot(cmd))].Add(usec);
+    }
+    if (static_cast<uint64_t>(usec) >= server_->record_above_us()) {
+      server_->RecordSlowMemcache(cmd, line, addr, usec);
+    }
+  }
+
+ private:
+  RespServer* server_;
+  WorkerStats* ws_;
+};
+}  // namespace
+
+protocol::CommandLog::Sink* RespServer::SinkFor(int worker_id) {
+  WorkerStats* ws = StatsFor(worker_id);
+  MutexLock l(&mu_);
+  const size_t w = static_cast<size_t>(worker_id < 0 ? 0 : worker_id);
+  if (mc_sinks_.size() <= w) mc_sinks_.resize(w + 1);
+  if (!mc_sinks_[w]) mc_sinks_[w] = std::make_unique<McSink>(this, ws);
+  return mc_sinks_[w].get();
+}
+
+void RespServer::RecordSlowMemcache(protocol::McCmd cmd, std::string_view line,
+                                    std::string_view addr, int64_t usec) {
+  (void)cmd;
+  const int64_t now = engine_->clock()->UnixSeconds();
+  const int64_t lat_ms = latency_monitor_threshold.load(std::memory_order_relaxed);
+  if (lat_ms > 0 && usec / 1000 >= lat_ms) latency_.AddSample("command", usec / 1000, now);
+  const int64_t slower = slowlog_log_slower_than.load(std::memory_order_relaxed);
+  if (slower < 0 || usec < slower) return;
+  // The request line's words are its argv, as memcached tokenizes it.
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ') ++j;
+    if (j > i) words.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  SlowLogEntry e;
+  e.unix_time = now;
+  e.usec = usec;
+  e.argv = SlowLogArgv(words);
+  e.addr.assign(addr);
+  e.name = "memcache";  // marks the protocol: a RESP client name has no such entry source
+  slowlog_.Push(std::move(e), static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
+}
+
 int64_t RespServer::NowMs() const { return engine_->clock()->UnixMicros() / 1000; }
 int64_t RespServer::NowUs() const { return engine_->clock()->UnixMicros(); }
 

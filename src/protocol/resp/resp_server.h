@@ -14,6 +14,7 @@
 #include "common/mutex.h"
 #include "engine/engine.h"
 #include "net/protocol_handler.h"
+#include "protocol/command_log.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/latency_histogram.h"
 #include "protocol/resp/latency_monitor.h"
@@ -52,7 +53,7 @@ struct WorkerStats {
 // atomics (relaxed: each is read independently, no ordering with data);
 // requirepass and the worker-stats table are guarded by mu_; the slow log
 // and latency monitor lock themselves (leaf locks, never held with mu_).
-class RespServer {
+class RespServer final : public protocol::CommandLog {
  public:
   RespServer(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts);
 
@@ -88,6 +89,14 @@ class RespServer {
     if (static_cast<uint64_t>(usec) >= record_above_us_.load(std::memory_order_relaxed))
       RecordSlow(spec, argv, who, usec);
   }
+  // protocol::CommandLog: memcached-port commands into this server's
+  // LATENCY HISTOGRAM (memcache|<cmd>) and SLOWLOG (client name "memcache").
+  Sink* SinkFor(int worker_id) override EXCLUDES(mu_);
+  void RecordSlowMemcache(protocol::McCmd cmd, std::string_view line, std::string_view addr,
+                          int64_t usec);
+  bool tracking_latency() const { return latency_tracking.load(std::memory_order_relaxed); }
+  uint64_t record_above_us() const { return record_above_us_.load(std::memory_order_relaxed); }
+
   // Applies a CONFIG SET of the slowlog / latency parameters: recomputes the
   // RecordCommand threshold and trims the slow log to slowlog-max-len
   // (Redis trims after the CONFIG SET itself runs, when the log is enabled).
@@ -159,6 +168,7 @@ class RespServer {
   std::string requirepass_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);
   std::vector<engine::ThreadStats*> thread_stats_ GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Sink>> mc_sinks_ GUARDED_BY(mu_);
 };
 
 }  // namespace trove::resp

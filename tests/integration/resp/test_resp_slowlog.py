@@ -371,3 +371,48 @@ def test_timestamps_follow_wall_clock(s):
     before = int(time.time())
     s.ping()
     assert entries(s, 1)[0][1] >= before - 1
+
+
+# ---- memcached-port commands (a Trove addition: no peer logs them) ----------
+
+def _mc(trove, data):
+    from harness.client import Conn
+    c = Conn.to(trove)
+    c.send(data)
+    return c
+
+
+def test_memcache_commands_enter_the_slowlog(s, trove):
+    s.config_set("slowlog-log-slower-than", "0")
+    c = _mc(trove, "set mcslow 0 0 2\r\nhi\r\nget mcslow other\r\n")
+    assert c.read_until(b"END\r\n").startswith(b"STORED\r\nVALUE mcslow 0 2\r\nhi\r\n")
+    entries = s.execute_command("SLOWLOG", "GET", "-1")
+    mine = [e for e in entries if e[5] == b"memcache"]
+    argvs = [e[3] for e in mine]
+    assert [b"get", b"mcslow", b"other"] in argvs, entries
+    assert [b"set", b"mcslow", b"0", b"0", b"2"] in argvs, entries
+    e = next(e for e in mine if e[3][0] == b"get")
+    assert isinstance(e[2], int) and e[2] >= 0
+    assert e[4].startswith(b"127.0.0.1:")
+
+
+def test_memcache_commands_respect_the_slowlog_threshold(s, trove):
+    s.config_set("slowlog-log-slower-than", "10000000")
+    c = _mc(trove, "get mcfast\r\n")
+    assert c.read_until(b"END\r\n") == b"END\r\n"
+    assert not [e for e in s.execute_command("SLOWLOG", "GET", "-1") if e[5] == b"memcache"]
+
+
+def test_memcache_commands_in_latency_histogram(s, trove):
+    s.execute_command("CONFIG", "RESETSTAT")
+    c = _mc(trove, "get h1\r\nget h2\r\nset h3 0 0 1\r\nx\r\nmn\r\n")
+    c.read_until(b"MN\r\n")
+    h = s.execute_command("LATENCY", "HISTOGRAM", "memcache")
+    flat = dict(zip(h[::2], h[1::2])) if isinstance(h, list) else h
+    names = {k.decode() if isinstance(k, bytes) else k for k in flat}
+    assert {"memcache|get", "memcache|set", "memcache|mn"} <= names, flat
+    get = flat[b"memcache|get"] if b"memcache|get" in flat else flat["memcache|get"]
+    info = dict(zip(get[::2], get[1::2])) if isinstance(get, list) else get
+    assert info[b"calls"] == 2
+    one = s.execute_command("LATENCY", "HISTOGRAM", "memcache|set")
+    assert len(one) == 2 and one[0] == b"memcache|set"

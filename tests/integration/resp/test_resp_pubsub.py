@@ -500,14 +500,23 @@ def test_resp2_subscribed_mode_allows_only_pubsub_commands(raw):
     assert c.closed()
 
 
-@pytest.mark.xfail(IS_TROVE, strict=True,
-                   reason="Trove names the container ('pubsub'), Redis the subcommand "
-                          "('pubsub|numsub', c->cmd->fullname)")
 def test_resp2_subscribed_mode_error_names_the_subcommand(raw):
+    """Redis names the command by c->cmd->fullname (server.c processCommand):
+    'pubsub|numsub' for a known subcommand, the plain name otherwise; an
+    unknown subcommand is rejected before, by the command lookup."""
     c = raw()
     c.send(command("SUBSCRIBE", "a"))
     c.read_reply()
     assert c.cmd("PUBSUB", "NUMSUB", "a") == (RESTRICTED % "pubsub|numsub").encode()
+    assert c.cmd("CLIENT", "LIST") == (RESTRICTED % "client|list").encode()
+    assert c.cmd("CONFIG", "GET", "x") == (RESTRICTED % "config|get").encode()
+    assert c.cmd("GET", "a") == (RESTRICTED % "get").encode()
+    assert c.cmd("PUBSUB") == \
+        b"-ERR wrong number of arguments for 'pubsub' command\r\n"
+    assert c.cmd("PUBSUB", "NOSUCH") == \
+        b"-ERR unknown subcommand 'NOSUCH'. Try PUBSUB HELP.\r\n"
+    # Still subscribed, still restricted.
+    assert c.cmd("PING") == frame("pong", "")
 
 
 def test_reset_leaves_pubsub_mode(raw, r):

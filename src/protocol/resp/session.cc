@@ -86,7 +86,10 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     used += consumed;
     // client-output-buffer-limit, once per command (a pipeline stops at the
     // limit; an EXEC runs whole before this): two relaxed loads and a compare.
-    if (EnforceOutputLimit(out)) break;
+    if (EnforceOutputLimit(out)) {
+      used = len;  // the rest is never parsed: the connection is closing
+      break;
+    }
     if (control_ != nullptr && control_->suspended()) break;  // invariant 3
   }
   stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);

@@ -303,8 +303,8 @@ void CmdKeys(CommandContext& ctx) {
     std::vector<std::string> keys;
     size_t reply_bytes = 0;  // the reply's size so far (the output limit's check)
   };
-  auto st = std::make_shared<State>(
-      State{std::string(ctx.argv[1]), ctx.argv[1] == "*", ctx.db(), {}, 0});
+  auto st =
+      std::make_shared<State>(State{std::string(ctx.argv[1]), ctx.argv[1] == "*", ctx.db(), {}, 0});
   auto walk = std::make_shared<SlicedWalk>();
   walk->engine = ctx.engine;
   walk->visit = [st](const ItemRef& it) {

@@ -102,8 +102,8 @@ class Session final : public net::ProtocolHandler {
   bool close_ = false;
   bool skip_next_reply_ = false;  // CLIENT REPLY SKIP ran: drop the next reply
   net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
-  ObufSoftState obuf_soft_;     // this connection against its soft output limit
-  bool obuf_killed_ = false;    // closed for its output limit: nothing more is written
+  ObufSoftState obuf_soft_;       // this connection against its soft output limit
+  bool obuf_killed_ = false;      // closed for its output limit: nothing more is written
   // Under CLIENT REPLY OFF/SKIP, the real writer: pub/sub confirmations go
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.
   RespWriter* push_w_ = nullptr;

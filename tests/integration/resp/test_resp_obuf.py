@@ -202,6 +202,16 @@ def test_transaction_runs_whole_when_its_client_is_killed(r, raw, limits):
     assert r.get("k3") == b"v3"
 
 
+def test_hrandfield_with_huge_count_stopped_mid_run(r, raw, limits):
+    """obuf-limits.tcl "Obuf limit, HRANDFIELD with huge count stopped mid-run"."""
+    r.config_set(LIMIT, "normal 1000000 0 0")
+    r.hset("myhash", "a", "b")
+    c = raw()
+    c.send(command("HRANDFIELD", "myhash", "-999999999"))
+    assert read_to_eof(c, timeout=20) == b""
+    assert r.hrandfield("myhash", -3) == [b"a", b"a", b"a"]
+
+
 def test_keys_stopped_mid_run(r, raw, limits):
     """obuf-limits.tcl "Obuf limit, KEYS stopped mid-run"."""
     prefix = "long-key-name-prefix-of-100-chars-" + "-" * 66

@@ -1,7 +1,6 @@
 // Pub/sub commands through a Session: confirmations under CLIENT REPLY
 // OFF|SKIP and the RESP2 subscribed-mode restriction. Test thread only.
 #include <gtest/gtest.h>
-
 #include <string>
 
 #include "session_test_util.h"

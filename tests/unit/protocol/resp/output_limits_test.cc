@@ -3,7 +3,6 @@
 #include "protocol/resp/output_limits.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 
 #include "session_test_util.h"
@@ -64,16 +63,16 @@ TEST(ParseMemoryUnitsTest, RedisUnits) {
 
 TEST(ObufLimitsTest, DefaultsAreRedis) {
   ObufLimits l;
-  EXPECT_EQ(l.ToString(),
-            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
+  EXPECT_EQ(l.ToString(), "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60");
 }
 
 TEST(ObufLimitsTest, ApplySetsTheNamedClassesOnly) {
   ObufLimits l;
   std::string err;
   ASSERT_TRUE(l.Apply("normal 1mb 2mb 60 replica 3mb 4mb 70", &err)) << err;
-  EXPECT_EQ(l.ToString(), "normal 1048576 2097152 60 slave 3145728 4194304 70 pubsub 33554432 "
-                          "8388608 60");
+  EXPECT_EQ(l.ToString(),
+            "normal 1048576 2097152 60 slave 3145728 4194304 70 pubsub 33554432 "
+            "8388608 60");
   ASSERT_TRUE(l.Apply("  SLAVE 1 2 3  ", &err)) << err;
   EXPECT_EQ(l.Get(ClientClass::kReplica).hard, 1);
   EXPECT_EQ(l.Get(ClientClass::kNormal).soft, 2097152);
@@ -126,8 +125,8 @@ TEST_F(SessionOutputLimitTest, OneHugeReplySendsNothingAndCloses) {
   EXPECT_EQ(h_.Cmd({"LRANGE", "big", "0", "-1"}), "");
   EXPECT_TRUE(h_.handler()->WantsClose());
   auto other = h_.NewConn();
-  EXPECT_EQ(h_.SendOn(other.get(), "INFO stats\r\n").find(
-                "client_output_buffer_limit_disconnections:1\r\n") != std::string::npos,
+  EXPECT_EQ(h_.SendOn(other.get(), "INFO stats\r\n")
+                    .find("client_output_buffer_limit_disconnections:1\r\n") != std::string::npos,
             true);
 }
 
@@ -154,6 +153,21 @@ TEST_F(SessionOutputLimitTest, KeysStopsAndCloses) {
   for (int i = 0; i < 100; ++i) h_.Cmd({"SET", std::string(60, 'k') + std::to_string(i), "v"});
   EXPECT_EQ(h_.Cmd({"KEYS", "*"}), "");
   EXPECT_TRUE(h_.handler()->WantsClose());
+}
+
+TEST_F(SessionOutputLimitTest, RandomRepeatsStopMidRun) {
+  // A billion picks would be ~16 GB gathered first; at the limit they stop.
+  EXPECT_EQ(h_.Cmd({"HSET", "h", "a", "b"}), ":1\r\n");
+  EXPECT_EQ(h_.Cmd({"HRANDFIELD", "h", "-999999999", "WITHVALUES"}), "");
+  EXPECT_TRUE(h_.handler()->WantsClose());
+  auto other = h_.NewConn();
+  EXPECT_EQ(h_.SendOn(other.get(), "SADD s m\r\nSRANDMEMBER s -999999999\r\n"),
+            "");  // SADD's reply was unsent too
+  EXPECT_TRUE(other->WantsClose());
+  // Below the limit the repeats are all there.
+  auto third = h_.NewConn();
+  EXPECT_EQ(h_.SendOn(third.get(), "HRANDFIELD h -3\r\n"),
+            "*3\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n");
 }
 
 TEST_F(SessionOutputLimitTest, SubscribedClientsUseThePubsubClass) {

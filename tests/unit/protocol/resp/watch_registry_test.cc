@@ -3,7 +3,6 @@
 #include "protocol/resp/watch_registry.h"
 
 #include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
 
@@ -39,9 +38,9 @@ class WatchInfoTest : public ::testing::Test {
     const std::string info = h_.SendOn(observer_.get(), "INFO clients\r\n");
     auto field = [&](const std::string& k) {
       size_t at = info.find(k + ":");
-      return at == std::string::npos ? std::string("?")
-                                     : info.substr(at + k.size() + 1,
-                                                   info.find('\r', at) - at - k.size() - 1);
+      return at == std::string::npos
+                 ? std::string("?")
+                 : info.substr(at + k.size() + 1, info.find('\r', at) - at - k.size() - 1);
     };
     return field("watching_clients") + "/" + field("total_watched_keys");
   }

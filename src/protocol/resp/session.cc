@@ -85,7 +85,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     }
     used += consumed;
     // client-output-buffer-limit, once per command (a pipeline stops at the
-    // limit; an EXEC runs whole before this): two relaxed loads and a compare.
+    // limit; an EXEC runs whole before this): relaxed loads and compares only.
     if (EnforceOutputLimit(out)) {
       used = len;  // the rest is never parsed: the connection is closing
       break;

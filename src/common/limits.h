@@ -19,6 +19,12 @@ inline constexpr size_t kMemcacheMaxLine = 2048;
 inline constexpr size_t kReadChunk = 16 * 1024;
 // A connection whose unsent output passes this stops being read until drained.
 inline constexpr size_t kOutputSoftLimit = 4 * 1024 * 1024;
+// Each worker's housekeeping tick: output limits checked without traffic
+// (Redis's clientsCron runs at hz 10) and buffer peaks sampled.
+inline constexpr int64_t kHousekeepingMs = 100;
+// INFO client_recent_max_input/output_buffer: the peak over this many recent
+// seconds, one slot per second (Redis's CLIENTS_PEAK_MEM_USAGE_SLOTS).
+inline constexpr size_t kBufferPeakSlots = 8;
 // Bounded channels (seed 002): new-connection handoff and worker inbox.
 inline constexpr size_t kAcceptChannelCapacity = 256;
 inline constexpr size_t kWorkerInboxCapacity = 1024;

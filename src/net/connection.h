@@ -81,6 +81,10 @@ class Connection final : public IoWatcher, public ConnControl {
   bool in_ready = false;         // queued to parse buffered input again
   bool close_requested = false;  // CloseConnection by id: closes at a safe point
   bool flush_queued = false;     // output waits for the end of the loop turn
+  // The last write left bytes behind (the socket is full): no writev is tried
+  // again until epoll reports EPOLLOUT, so a reader that stopped costs its
+  // worker no syscall per turn however much is queued for it.
+  bool write_blocked = false;
   int64_t last_active_ns = 0;    // Clock::MonoNanos of the last input
   int64_t created_ns = 0;        // Clock::MonoNanos when the worker adopted it
 

@@ -125,6 +125,10 @@ class ProtocolHandler {
   virtual ~ProtocolHandler() = default;
   // Fills the protocol's part of *info (CLIENT LIST).
   virtual void DescribeClient(ClientInfo* info) const { (void)info; }
+  // Called on the worker every limits::kHousekeepingMs for each open
+  // connection, outside OnData: checks that must run without traffic (an
+  // output limit's soft-limit time). May close through ConnControl.
+  virtual void OnHousekeeping() {}
   // Parses and executes every complete request in [data, data+len), appending
   // replies to `out`. Returns the bytes consumed; unconsumed bytes are kept
   // and offered again with more data appended.

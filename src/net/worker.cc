@@ -76,7 +76,8 @@ Worker::Worker(const WorkerOptions& opts)
       counters_(opts.counters),
       loop_(clock_, limits::kWorkerInboxCapacity),
       accept_ch_(limits::kAcceptChannelCapacity),
-      idle_timer_([this] { CheckIdle(); }) {
+      idle_timer_([this] { CheckIdle(); }),
+      housekeeping_timer_([this] { Housekeeping(); }) {
   CHECK(counters_ != nullptr);
   CHECK(opts_.group != nullptr);
 }
@@ -118,6 +119,7 @@ void Worker::Run() {
   for (ProtocolFactory* f : opts_.factories) f->InitWorker(opts_.id);
   initialised_.store(true, std::memory_order_release);
   if (opts_.idle_timeout_s > 0) loop_.ArmAfter(&idle_timer_, 1000);
+  loop_.ArmAfter(&housekeeping_timer_, limits::kHousekeepingMs);
   while (!stop_) {
     graveyard_.clear();  // invariant 2: nothing refers to these any more
     turn_now_ns_ = 0;
@@ -129,6 +131,7 @@ void Worker::Run() {
     RunDeferredCloses();
   }
   loop_.Cancel(&idle_timer_);
+  loop_.Cancel(&housekeeping_timer_);
   std::vector<Connection*> all;
   all.reserve(conns_.size());
   for (auto& [id, c] : conns_) all.push_back(c.get());
@@ -262,6 +265,7 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
     return;
   }
   if (events & EPOLLOUT) {
+    c->write_blocked = false;
     if (!FlushOut(c)) {
       c->close_reason = Connection::CloseReason::kError;
       Close(c);
@@ -372,7 +376,8 @@ void Worker::FlushQueued() {
   for (Connection* c : flush_) {
     c->flush_queued = false;
     if (c->closed) continue;
-    if (!c->out.empty() && !FlushOut(c)) {
+    // A blocked socket is retried on EPOLLOUT (OnEvent), not every turn.
+    if (!c->out.empty() && !c->write_blocked && !FlushOut(c)) {
       Close(c);
       continue;
     }
@@ -388,6 +393,7 @@ void Worker::FlushQueued() {
 bool Worker::FlushOut(Connection* c) {
   int64_t w = c->out.Flush(c->fd);
   if (w < 0) return false;
+  c->write_blocked = !c->out.empty();
   bytes_written_.store(bytes_written_.load(std::memory_order_relaxed) + static_cast<uint64_t>(w),
                        std::memory_order_relaxed);
   return true;
@@ -505,6 +511,38 @@ void Worker::CheckIdle() {
     Close(c);
   }
   loop_.ArmAfter(&idle_timer_, 1000);
+}
+
+void Worker::Housekeeping() {
+  const int64_t now = Now();
+  const size_t slot = static_cast<size_t>(now / kNanosPerSec) % limits::kBufferPeakSlots;
+  // As Redis's clientsCron: zero the next second's slot, so that when the
+  // clock reaches it, it holds only what that second saw.
+  const size_t next = (slot + 1) % limits::kBufferPeakSlots;
+  peak_in_[next].store(0, std::memory_order_relaxed);
+  peak_out_[next].store(0, std::memory_order_relaxed);
+  uint64_t in_max = peak_in_[slot].load(std::memory_order_relaxed);
+  uint64_t out_max = peak_out_[slot].load(std::memory_order_relaxed);
+  for (auto& [id, c] : conns_) {
+    if (c->closed) continue;
+    if (c->in.capacity() > in_max) in_max = c->in.capacity();
+    if (c->out.pending_bytes() > out_max) out_max = c->out.pending_bytes();
+    // Closes go through CloseSoon (deferred), so conns_ does not change here.
+    if (c->handler && !c->close_requested) c->handler->OnHousekeeping();
+  }
+  peak_in_[slot].store(in_max, std::memory_order_relaxed);
+  peak_out_[slot].store(out_max, std::memory_order_relaxed);
+  loop_.ArmAfter(&housekeeping_timer_, limits::kHousekeepingMs);
+}
+
+void Worker::RecentMaxBuffers(uint64_t* in, uint64_t* out) const {
+  uint64_t i = 0, o = 0;
+  for (size_t s = 0; s < limits::kBufferPeakSlots; ++s) {
+    i = std::max(i, peak_in_[s].load(std::memory_order_relaxed));
+    o = std::max(o, peak_out_[s].load(std::memory_order_relaxed));
+  }
+  *in = i;
+  *out = o;
 }
 
 ServerServices::ConnInfo Worker::Describe(const Connection& c) const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/limits.h"
 #include "common/mutex.h"
 #include "common/status.h"
 #include "net/channel.h"
@@ -111,6 +112,11 @@ class Worker {
   void RunIdleCheckNow();
 
   size_t num_connections() const { return num_conns_.load(std::memory_order_relaxed); }
+  // The largest input buffer (bytes allocated) and unsent output (bytes) any
+  // of this worker's connections had in the last limits::kBufferPeakSlots
+  // seconds, as sampled by the housekeeping tick (INFO
+  // client_recent_max_input_buffer / _output_buffer). Any thread.
+  void RecentMaxBuffers(uint64_t* in, uint64_t* out) const;
   // Socket bytes this worker has read and written ("stats" bytes_read/written).
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
   uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
@@ -144,6 +150,9 @@ class Worker {
   void RunDeferredCloses();
   void ProcessReady();
   void CheckIdle();
+  // Every limits::kHousekeepingMs: samples buffer peaks and runs each
+  // handler's OnHousekeeping.
+  void Housekeeping();
   ServerServices::ConnInfo Describe(const Connection& c) const;
   int64_t Now() const { return clock_->MonoNanos(); }
   // The clock read once per loop turn (at its first use after epoll
@@ -166,6 +175,7 @@ class Worker {
   Channel<NewConn> accept_ch_;
   AcceptWatcher accept_watcher_{this};
   Timer idle_timer_;
+  Timer housekeeping_timer_;
 
   // --- worker thread only ---
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
@@ -185,6 +195,10 @@ class Worker {
   // relaxed by stats from any thread.
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> bytes_written_{0};
+  // Per-second buffer peaks, slot = monotonic second % kBufferPeakSlots.
+  // Written by the worker thread only (housekeeping), read relaxed by INFO.
+  std::atomic<uint64_t> peak_in_[limits::kBufferPeakSlots] = {};
+  std::atomic<uint64_t> peak_out_[limits::kBufferPeakSlots] = {};
 };
 
 }  // namespace trove::net

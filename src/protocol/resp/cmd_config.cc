@@ -74,16 +74,6 @@ int64_t MaxClients(CommandContext& ctx) {
   return n > 0 ? n : ctx.server->maxclients.load(std::memory_order_relaxed);
 }
 
-std::string ObufLimitString(RespServer* srv) {
-  std::string v = "normal 0 0 0 slave 268435456 67108864 60 pubsub ";
-  AppendI64(v, srv->pubsub_obuf_hard.load(std::memory_order_relaxed));
-  v.push_back(' ');
-  AppendI64(v, srv->pubsub_obuf_soft.load(std::memory_order_relaxed));
-  v.push_back(' ');
-  AppendI64(v, srv->pubsub_obuf_soft_seconds.load(std::memory_order_relaxed));
-  return v;
-}
-
 std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   std::string v;
   if (p.field != nullptr) {
@@ -110,7 +100,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   else if (n == "maxclients")
     AppendI64(v, MaxClients(ctx));
   else if (n == "client-output-buffer-limit")
-    v = ObufLimitString(ctx.server);
+    v = ctx.server->obuf_limits().ToString();
   else if (n == "latency-tracking")
     v = ctx.server->latency_tracking.load(std::memory_order_relaxed) ? "yes" : "no";
   return v;
@@ -122,29 +112,6 @@ void SetFailed(CommandContext& ctx, std::string_view name, std::string_view why)
   m += "') - ";
   m.append(why);
   ctx.Error(m);
-}
-
-// Redis's memory units: a number with an optional k/kb/m/mb/g/gb suffix.
-bool ParseMemory(std::string_view s, int64_t* out) {
-  std::string l = ToLower(s);
-  int64_t mul = 1;
-  auto ends = [&l](std::string_view suf) {
-    return l.size() > suf.size() && l.compare(l.size() - suf.size(), suf.size(), suf) == 0;
-  };
-  const std::pair<const char*, int64_t> units[] = {{"kb", 1024},       {"mb", 1024 * 1024},
-                                                   {"gb", 1ll << 30},  {"k", 1000},
-                                                   {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}};
-  for (const auto& [suf, m] : units) {
-    if (ends(suf)) {
-      l.resize(l.size() - std::strlen(suf));
-      mul = m;
-      break;
-    }
-  }
-  int64_t v;
-  if (!ParseStrictInt64(l, &v) || v < 0) return false;
-  *out = v * mul;
-  return true;
 }
 
 // Parameters without a plain integer field. Each does what it says or is
@@ -186,57 +153,12 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     return true;
   }
   if (name == "client-output-buffer-limit") {
-    // "<class> <hard> <soft> <soft seconds>" repeated. Trove enforces the
-    // pubsub class; normal must stay unlimited (0 0 0) and replicas do not
-    // exist, so their limits are accepted only at Redis's defaults.
-    std::vector<std::string> t;
-    std::string cur;
-    for (char c : value) {
-      if (c == ' ') {
-        if (!cur.empty()) t.push_back(cur);
-        cur.clear();
-      } else {
-        cur.push_back(c);
-      }
-    }
-    if (!cur.empty()) t.push_back(cur);
-    if (t.empty() || t.size() % 4 != 0) {
-      SetFailed(ctx, name, "Wrong number of arguments in buffer limit configuration.");
+    // Enforced for the normal and pubsub classes (output_limits.h); the
+    // replica class is kept for CONFIG GET, with no replicas to apply it to.
+    std::string err;
+    if (!ctx.server->obuf_limits().Apply(value, &err)) {
+      SetFailed(ctx, name, err);
       return false;
-    }
-    int64_t ph = -1, ps = 0, psec = 0;
-    for (size_t j = 0; j < t.size(); j += 4) {
-      std::string cls = ToLower(t[j]);
-      int64_t hard, soft, secs;
-      if (!ParseMemory(t[j + 1], &hard) || !ParseMemory(t[j + 2], &soft) ||
-          !ParseStrictInt64(t[j + 3], &secs) || secs < 0) {
-        SetFailed(ctx, name,
-                  "Error in hard, soft or soft_seconds setting in buffer limit configuration.");
-        return false;
-      }
-      if (cls == "pubsub") {
-        ph = hard;
-        ps = soft;
-        psec = secs;
-      } else if (cls == "normal") {
-        if (hard != 0 || soft != 0 || secs != 0) {
-          SetFailed(ctx, name, "Trove enforces no limit for the normal class; only 0 0 0");
-          return false;
-        }
-      } else if (cls == "slave" || cls == "replica" || cls == "master") {
-        if (hard != 268435456 || soft != 67108864 || secs != 60) {
-          SetFailed(ctx, name, "Trove has no replicas; only the default 256mb 64mb 60");
-          return false;
-        }
-      } else {
-        SetFailed(ctx, name, "Invalid client class specified in buffer limit configuration.");
-        return false;
-      }
-    }
-    if (ph >= 0) {
-      ctx.server->pubsub_obuf_hard.store(ph, std::memory_order_relaxed);
-      ctx.server->pubsub_obuf_soft.store(ps, std::memory_order_relaxed);
-      ctx.server->pubsub_obuf_soft_seconds.store(psec, std::memory_order_relaxed);
     }
     return true;
   }

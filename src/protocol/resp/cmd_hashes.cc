@@ -225,9 +225,19 @@ void CmdHRandField(CommandContext& ctx) {
     ctx.w->Bulk(*all[CommandRng()() % all.size()].first);
     return;
   }
+  bool resp3_pairs = withvalues && ctx.w->proto() == 3;
+  if (count < 0 && count >= -(INT64_MAX / 2)) {  // repeats: written as they are picked
+    const uint64_t n = static_cast<uint64_t>(-count);
+    ctx.w->ArrayHeader(withvalues && !resp3_pairs ? n * 2 : n);
+    WriteRandomRepeats(ctx, all, n, [&](const auto& e) {
+      if (resp3_pairs) ctx.w->ArrayHeader(2);
+      ctx.w->Bulk(*e.first);
+      if (withvalues) ctx.w->Bulk(*e.second);
+    });
+    return;
+  }
   decltype(all) pick;
   if (!PickRandom(ctx, std::move(all), count, &pick)) return;
-  bool resp3_pairs = withvalues && ctx.w->proto() == 3;
   ctx.w->ArrayHeader(withvalues && !resp3_pairs ? pick.size() * 2 : pick.size());
   for (const auto& e : pick) {
     if (resp3_pairs) ctx.w->ArrayHeader(2);

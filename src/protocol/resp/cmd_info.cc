@@ -85,10 +85,31 @@ void CmdInfo(CommandContext& ctx) {
     const int64_t maxc = sv != nullptr ? sv->MaxConnections() : 0;
     AddField(&s, "maxclients",
              maxc > 0 ? maxc : ctx.server->maxclients.load(std::memory_order_relaxed));
+    // Each worker's housekeeping tick samples its connections' buffers into
+    // per-second slots (net::Worker::RecentMaxBuffers); the recent peak is
+    // the largest over every worker's slots. Relaxed reads, no lock.
+    uint64_t max_in = 0, max_out = 0;
+    if (net::ConnControl* self = ctx.session != nullptr ? ctx.session->control() : nullptr) {
+      net::WorkerGroup& g = self->group();
+      for (size_t i = 0; i < g.size(); ++i) {
+        uint64_t in, out;
+        g.worker(i).RecentMaxBuffers(&in, &out);
+        max_in = std::max(max_in, in);
+        max_out = std::max(max_out, out);
+      }
+    }
+    AddField(&s, "client_recent_max_input_buffer", static_cast<int64_t>(max_in));
+    AddField(&s, "client_recent_max_output_buffer", static_cast<int64_t>(max_out));
     AddField(&s, "blocked_clients", 0);  // no blocking commands yet: exact
     AddField(&s, "tracking_clients", 0);
     AddField(&s, "pubsub_clients", pubsub_clients);
+    AddField(&s, "watching_clients",
+             static_cast<int64_t>(ctx.server->watches().watching_clients()));
+    // Clients blocked with a timeout (Redis's clients_timeout_table). Trove
+    // has no blocking commands yet, so no client can be in it: 0 is exact.
     AddField(&s, "clients_in_timeout_table", 0);
+    AddField(&s, "total_watched_keys",
+             static_cast<int64_t>(ctx.server->watches().total_watched_keys()));
     s += "\r\n";
   }
   if (show("memory", true)) {

@@ -301,8 +301,10 @@ void CmdKeys(CommandContext& ctx) {
     bool all;
     int db;
     std::vector<std::string> keys;
+    size_t reply_bytes = 0;  // the reply's size so far (the output limit's check)
   };
-  auto st = std::make_shared<State>(State{std::string(ctx.argv[1]), ctx.argv[1] == "*", ctx.db(), {}});
+  auto st =
+      std::make_shared<State>(State{std::string(ctx.argv[1]), ctx.argv[1] == "*", ctx.db(), {}, 0});
   auto walk = std::make_shared<SlicedWalk>();
   walk->engine = ctx.engine;
   walk->visit = [st](const ItemRef& it) {
@@ -310,8 +312,12 @@ void CmdKeys(CommandContext& ctx) {
     std::string_view k;
     DecodeDbKey(it.key(), &kdb, &k);
     if (kdb != st->db) return;
-    if (st->all || GlobMatch(st->pattern, k)) st->keys.emplace_back(k);
+    if (st->all || GlobMatch(st->pattern, k)) {
+      st->keys.emplace_back(k);
+      st->reply_bytes += k.size() + 16;  // "$<len>\r\n" and the CRLF, near enough
+    }
   };
+  walk->reply_bytes = &st->reply_bytes;
   walk->finish = [st](RespWriter& w) {
     w.ArrayHeader(st->keys.size());
     for (const auto& k : st->keys) w.Bulk(k);

@@ -43,10 +43,12 @@ size_t CountFor(const PubSubState& ps, Kind k) {
   return k == Kind::kShard ? ps.shard_count() : ps.global_count();
 }
 
+// Confirmations go to ctx.push: they reach the client even under CLIENT
+// REPLY OFF|SKIP, as Redis's CLIENT_PUSHING replies do.
 void SubscribeCmd(CommandContext& ctx, Kind k) {
   for (size_t i = 1; i < ctx.argc(); ++i) {
     ctx.session->Subscribe(k, ctx.argv[i]);
-    Confirm(ctx.w, k, true, &ctx.argv[i], CountFor(ctx.conn->pubsub(), k));
+    Confirm(ctx.push, k, true, &ctx.argv[i], CountFor(ctx.conn->pubsub(), k));
   }
 }
 
@@ -55,19 +57,19 @@ void UnsubscribeCmd(CommandContext& ctx, Kind k) {
   if (ctx.argc() > 1) {
     for (size_t i = 1; i < ctx.argc(); ++i) {
       ctx.session->Unsubscribe(k, ctx.argv[i]);
-      Confirm(ctx.w, k, false, &ctx.argv[i], CountFor(ps, k));
+      Confirm(ctx.push, k, false, &ctx.argv[i], CountFor(ps, k));
     }
     return;
   }
   if (ps.set(k).empty()) {  // Redis always answers once
-    Confirm(ctx.w, k, false, nullptr, CountFor(ps, k));
+    Confirm(ctx.push, k, false, nullptr, CountFor(ps, k));
     return;
   }
   std::vector<std::string> names(ps.set(k).begin(), ps.set(k).end());
   for (const std::string& n : names) {
     ctx.session->Unsubscribe(k, n);
     std::string_view v = n;
-    Confirm(ctx.w, k, false, &v, CountFor(ps, k));
+    Confirm(ctx.push, k, false, &v, CountFor(ps, k));
   }
 }
 
@@ -167,13 +169,30 @@ void Session::UnsubscribeAll() {
   ps.Clear();
 }
 
-void Session::DeliverPubSub(uint64_t conn_id, const PublishedMessage& m, int pattern) {
+namespace {
+// A payload at least this long is referenced in the subscriber's output, not
+// copied: one copy per receiver was what a stuck subscriber cost its worker
+// (and the page faults of fresh output blocks), and the shared message lives
+// anyway until every receiver's task has run. Shorter ones are copied, which
+// costs less than the reference (an allocation and two atomic updates).
+constexpr size_t kSharedPayloadMin = 4096;
+
+void ReleaseMessage(void* /*ctx*/, void* obj) {
+  delete static_cast<std::shared_ptr<const PublishedMessage>*>(obj);
+}
+}  // namespace
+
+void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
+                            int pattern) {
   net::Worker* self = net::Worker::Current();
   if (self == nullptr) return;
   net::Connection* c = self->Find(conn_id);
-  if (c == nullptr) return;
+  if (c == nullptr || c->close_requested) return;
   auto* s = static_cast<Session*>(c->handler.get());
-  RespWriter w(&c->output(), s->conn_.identity().proto());
+  if (s->obuf_killed_) return;  // being closed for its limit: nothing more goes out
+  const PublishedMessage& m = *msg;
+  net::OutputBuffer& out = c->output();
+  RespWriter w(&out, s->conn_.identity().proto());
   if (pattern >= 0) {
     w.PushHeader(4);
     w.Bulk("pmessage");
@@ -183,28 +202,18 @@ void Session::DeliverPubSub(uint64_t conn_id, const PublishedMessage& m, int pat
     w.Bulk(m.shard ? "smessage" : "message");
   }
   w.Bulk(m.channel);
-  w.Bulk(m.payload);
-  c->OutputAdded();
+  if (m.payload.size() < kSharedPayloadMin) {
+    w.Bulk(m.payload);
+  } else {
+    net::Releaser rel;
+    rel.fn = &ReleaseMessage;
+    rel.obj = new std::shared_ptr<const PublishedMessage>(msg);
+    w.BulkShared(m.payload, rel);
+  }
   // client-output-buffer-limit pubsub: a subscriber that does not read is
   // cut off, so a publisher can never grow a worker's memory without bound.
-  RespServer* srv = s->server_;
-  const int64_t pending = static_cast<int64_t>(c->output().pending_bytes());
-  const int64_t hard = srv->pubsub_obuf_hard.load(std::memory_order_relaxed);
-  const int64_t soft = srv->pubsub_obuf_soft.load(std::memory_order_relaxed);
-  bool over = hard > 0 && pending > hard;
-  if (soft > 0 && pending > soft) {
-    const int64_t now = c->loop().NowNs();
-    if (s->obuf_soft_since_ns_ == 0) s->obuf_soft_since_ns_ = now;
-    const int64_t secs = srv->pubsub_obuf_soft_seconds.load(std::memory_order_relaxed);
-    if (now - s->obuf_soft_since_ns_ >= secs * 1000000000) over = true;
-  } else {
-    s->obuf_soft_since_ns_ = 0;
-  }
-  if (over) {
-    srv->obuf_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
-    c->output().Clear();  // Redis frees the client's pending output at once
-    c->CloseSoon();
-  }
+  if (s->EnforceOutputLimit(out)) return;
+  c->OutputAdded();
 }
 
 void RegisterPubSubCommands(std::vector<CommandSpec>* t) {

@@ -143,6 +143,12 @@ void CmdSRandMember(CommandContext& ctx) {
     ctx.w->Bulk(all[CommandRng()() % all.size()]);
     return;
   }
+  if (count < 0 && count >= -(INT64_MAX / 2)) {  // repeats: written as they are picked
+    ctx.w->ArrayHeader(static_cast<uint64_t>(-count));
+    WriteRandomRepeats(ctx, all, static_cast<uint64_t>(-count),
+                       [&](const std::string& m) { ctx.w->Bulk(m); });
+    return;
+  }
   std::vector<std::string> pick;
   if (!PickRandom(ctx, std::move(all), count, &pick)) return;
   ctx.w->ArrayHeader(pick.size());

@@ -75,6 +75,10 @@ struct CommandContext {
   engine::ThreadStats* ts = nullptr;
   ConnState* conn = nullptr;
   RespWriter* w = nullptr;
+  // Where pub/sub confirmations go: w, except under CLIENT REPLY OFF/SKIP,
+  // where replies are dropped but these still reach the client (Redis's
+  // CLIENT_PUSHING).
+  RespWriter* push = nullptr;
   std::span<const std::string_view> argv;
   const CommandSpec* spec = nullptr;
   bool locked = false;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "protocol/resp/watch_registry.h"
 
 namespace trove::resp {
 
@@ -90,8 +91,13 @@ struct WatchedKey {
 // MULTI queue and WATCHed keys.
 // Thread safety: owner worker only.
 // Invariants: 1. queued() is empty unless active(). 2. dirty() only if active().
+// 3. Once attached, the registry holds exactly this connection's watched keys
+//    (every change of watched() goes through Watch/Unwatch, and the owner
+//    calls Unwatch before the state dies).
 class TransactionState {
  public:
+  // The server's registry of watched keys (INFO); tests may leave it null.
+  void AttachRegistry(WatchRegistry* r) { registry_ = r; }
   bool active() const { return active_; }
   bool dirty() const { return dirty_; }
   void Begin() {
@@ -114,9 +120,15 @@ class TransactionState {
   void Watch(WatchedKey w) {
     for (const WatchedKey& k : watched_)
       if (k.key == w.key) return;
+    if (registry_ != nullptr) registry_->Add(w.key, watched_.empty());
     watched_.push_back(std::move(w));
   }
-  void Unwatch() { watched_.clear(); }
+  // Only a connection that watches something touches the registry.
+  void Unwatch() {
+    if (watched_.empty()) return;
+    if (registry_ != nullptr) registry_->RemoveClient(watched_.begin(), watched_.end());
+    watched_.clear();
+  }
   const std::vector<WatchedKey>& watched() const { return watched_; }
 
  private:
@@ -124,6 +136,7 @@ class TransactionState {
   bool dirty_ = false;
   std::vector<std::vector<std::string>> queue_;
   std::vector<WatchedKey> watched_;
+  WatchRegistry* registry_ = nullptr;  // the server's; outlives every connection
 };
 
 // Subscriptions. "In pub/sub mode" is derived from the sets, never stored.

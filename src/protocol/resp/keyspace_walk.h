@@ -34,6 +34,14 @@ struct SlicedWalk {
   // the slice collected here). May be empty.
   std::function<void()> after_slice;
   std::function<void(RespWriter&)> finish;  // writes the reply once the walk ends
+  // For a walk that gathers its reply as it goes (KEYS): the bytes that reply
+  // will take so far. After each Scan call the walk checks the client's
+  // output limit against its unsent output plus these, and past it stops
+  // mid-run and closes the client (Redis's KEYS stops on CLIENT_CLOSE_ASAP),
+  // so a huge keyspace cannot build a reply the limit forbids. Not checked
+  // inside EXEC, which runs whole. Null: no check.
+  const size_t* reply_bytes = nullptr;
+  bool killed = false;  // stopped by that check
 };
 
 // Runs `walk` for ctx's connection: to the end at once when it is short, or

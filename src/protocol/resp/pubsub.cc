@@ -71,8 +71,9 @@ size_t PubSubHub::Publish(std::string_view channel, std::string_view payload, bo
   DeliverFn deliver = deliver_;
   for (size_t w = 0; w < nworkers; ++w) {
     if (per_worker[w].empty()) continue;
-    auto run = [deliver, msg, list = std::move(per_worker[w])] {
-      for (const Delivery& d : list) deliver(d.conn_id, *msg, d.pattern);
+    std::shared_ptr<const PublishedMessage> shared = msg;
+    auto run = [deliver, shared, list = std::move(per_worker[w])] {
+      for (const Delivery& d : list) deliver(d.conn_id, shared, d.pattern);
     };
     if (group == nullptr || group->size() == 0) {
       run();  // tests without workers: deliver in place

@@ -48,8 +48,11 @@ struct Delivery {
 class PubSubHub {
  public:
   using Kind = PubSubState::Kind;
-  // The sessions' delivery hook, run on the subscriber's worker.
-  using DeliverFn = void (*)(uint64_t conn_id, const PublishedMessage& m, int pattern);
+  // The sessions' delivery hook, run on the subscriber's worker. The message
+  // is shared by every receiver: a receiver may keep a reference to it (its
+  // payload, referenced in place by the output buffer) until written.
+  using DeliverFn = void (*)(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& m,
+                             int pattern);
 
   explicit PubSubHub(DeliverFn deliver) : deliver_(deliver) {}
 

@@ -4,6 +4,7 @@
 
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
+#include "protocol/resp/session.h"
 
 namespace trove::resp {
 
@@ -29,6 +30,14 @@ bool ParseRandomArgs(CommandContext& ctx, const char* with_word, bool* has_count
     }
     *with = true;
   }
+  return true;
+}
+
+bool StoppedByOutputLimit(CommandContext& ctx) {
+  if (ctx.in_exec || ctx.session == nullptr) return false;
+  net::OutputBuffer& out = *ctx.w->out();
+  if (!ctx.session->OutputOverLimit(out, 0)) return false;
+  ctx.session->KillForOutputLimit(out);
   return true;
 }
 

@@ -42,4 +42,26 @@ bool PickRandom(CommandContext& ctx, std::vector<T> all, int64_t count, std::vec
   return true;
 }
 
+// The output-limit check of a reply written as it goes (random_pick.cc):
+// true when the client is past its client-output-buffer-limit, in which
+// case it has been closed and the caller stops. Never inside EXEC, which
+// runs whole (Redis's commands stop only on CLIENT_CLOSE_ASAP).
+bool StoppedByOutputLimit(CommandContext& ctx);
+
+// Redis's count < 0 rule, written as it goes rather than gathered first:
+// n picks of `all` (repeats allowed), each written by write(element), with
+// the output limit checked every 1024 picks. So HRANDFIELD key -999999999
+// stops mid-run at the limit, as in Redis, instead of first building a
+// vector of a billion picks. The caller has written the array header.
+// False when stopped by the limit. REQUIRES: !all.empty().
+template <typename T, typename Write>
+bool WriteRandomRepeats(CommandContext& ctx, const std::vector<T>& all, uint64_t n, Write write) {
+  std::mt19937_64& rng = CommandRng();
+  for (uint64_t i = 0; i < n; ++i) {
+    if ((i & 1023) == 1023 && StoppedByOutputLimit(ctx)) return false;
+    write(all[rng() % all.size()]);
+  }
+  return true;
+}
+
 }  // namespace trove::resp

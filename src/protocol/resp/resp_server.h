@@ -18,9 +18,11 @@
 #include "protocol/resp/command.h"
 #include "protocol/resp/latency_histogram.h"
 #include "protocol/resp/latency_monitor.h"
+#include "protocol/resp/output_limits.h"
 #include "protocol/resp/pubsub.h"
 #include "protocol/resp/resp_protocol.h"
 #include "protocol/resp/slowlog.h"
+#include "protocol/resp/watch_registry.h"
 
 namespace trove::resp {
 
@@ -128,15 +130,14 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<bool> latency_tracking{true};  // LATENCY HISTOGRAM recording
   std::atomic<bool> active_expire{true};
   std::atomic<int64_t> next_client_id{1};
-  // client-output-buffer-limit, class pubsub (Redis's defaults): a
-  // subscriber whose unsent output passes `hard`, or stays above `soft` for
-  // `soft_seconds`, is disconnected. 0 disables a limit.
-  std::atomic<int64_t> pubsub_obuf_hard{32ll << 20};
-  std::atomic<int64_t> pubsub_obuf_soft{8ll << 20};
-  std::atomic<int64_t> pubsub_obuf_soft_seconds{60};
+  // Clients closed for client-output-buffer-limit (INFO stats). Relaxed.
   std::atomic<uint64_t> obuf_limit_disconnections{0};
 
   PubSubHub& pubsub() { return pubsub_; }
+  // client-output-buffer-limit (output_limits.h); thread-safe.
+  ObufLimits& obuf_limits() { return obuf_limits_; }
+  // Every connection's WATCHed keys, counted (INFO clients); thread-safe.
+  WatchRegistry& watches() { return watches_; }
 
   // The event log MONITOR reads (set once by the factory, before workers run).
   void set_log(net::LogHub* log) { log_ = log; }
@@ -157,6 +158,8 @@ class RespServer final : public protocol::CommandLog {
   int64_t start_unix_;
   PubSubHub pubsub_;
   net::LogHub* log_ = nullptr;
+  ObufLimits obuf_limits_;
+  WatchRegistry watches_;
   const HistogramSlots* slots_;
   SlowLog slowlog_;
   LatencyMonitor latency_;

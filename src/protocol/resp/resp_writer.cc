@@ -81,6 +81,13 @@ void RespWriter::BulkItem(engine::ItemRef item) {
   out_->AppendValue(spans, n, rel);
 }
 
+void RespWriter::BulkShared(std::string_view s, net::Releaser rel) {
+  Header('$', s.size());
+  iovec span{const_cast<char*>(s.data()), s.size()};
+  out_->AppendExternal(&span, 1, rel);
+  out_->Append("\r\n", 2);
+}
+
 void RespWriter::Null() {
   if (proto_ == 3)
     out_->Append("_\r\n", 3);

@@ -38,6 +38,9 @@ class RespWriter {
   // Sends an item's value straight from item memory (the reference moves into
   // the output buffer and is dropped once written).
   void BulkItem(engine::ItemRef item);
+  // A bulk string referenced in place, not copied: s must stay valid until
+  // rel runs (once s is written or the output is dropped).
+  void BulkShared(std::string_view s, net::Releaser rel);
   void Null();       // missing bulk: $-1 / _
   void NullArray();  // missing aggregate: *-1 / _
   void ArrayHeader(size_t n);

@@ -8,6 +8,7 @@
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/latency_histogram.h"
+#include "protocol/resp/server_commands.h"
 
 namespace trove::resp {
 
@@ -23,6 +24,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
           : static_cast<uint64_t>(server->next_client_id.fetch_add(1, std::memory_order_relaxed));
   conn_.identity().Init(id, conn.peer);
   conn_.identity().Deauthenticate(server->auth_required());
+  conn_.txn().AttachRegistry(&server->watches());
   parser_.set_max_bulk(
       static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
   created_unix_ = server->engine()->clock()->UnixSeconds();
@@ -34,6 +36,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
 Session::~Session() {
   UnsubscribeAll();
   StopMonitor();
+  conn_.txn().Unwatch();
   stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -68,7 +71,10 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
       } else {
         const bool was_off = id.reply_mode() == Identity::Reply::kOff;
         RespWriter dw(&dropped_, id.proto());
+        w.set_proto(id.proto());
+        push_w_ = &w;
         Execute(argv, &dw);
+        push_w_ = nullptr;
         // CLIENT REPLY ON answers +OK although replies were off before it.
         if (was_off && id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(dropped_);
         dropped_.Clear();
@@ -79,6 +85,12 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
       }
     }
     used += consumed;
+    // client-output-buffer-limit, once per command (a pipeline stops at the
+    // limit; an EXEC runs whole before this): relaxed loads and compares only.
+    if (EnforceOutputLimit(out)) {
+      used = len;  // the rest is never parsed: the connection is closing
+      break;
+    }
     if (control_ != nullptr && control_->suspended()) break;  // invariant 3
   }
   stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);
@@ -133,8 +145,21 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
     return;
   }
   if (conn_.in_pubsub() && conn_.identity().proto() == 2 && (spec->flags & kCmdPubsubOk) == 0) {
+    // Redis names the command by its full name ("pubsub|numsub"); an
+    // unknown subcommand never gets here in Redis (lookup rejects it first).
+    const HistogramSlots& slots = HistogramSlots::Get();
+    const int slot = slots.SlotOf(*spec, argv);
+    if (slot < 0) {
+      CommandContext ctx;
+      ctx.w = w;
+      ctx.argv = argv;
+      ctx.spec = spec;
+      UnknownSubcommand(ctx);
+      txn.MarkDirty();
+      return;
+    }
     std::string m = "ERR Can't execute '";
-    m += spec->name;
+    m += slots.name(static_cast<size_t>(slot));
     m += "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
          "context";
     w->Error(m);
@@ -164,6 +189,7 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   ctx.ts = ts_;
   ctx.conn = &conn_;
   ctx.w = w;
+  ctx.push = push_w_ != nullptr ? push_w_ : w;
   ctx.argv = argv;
   ctx.spec = &spec;
   ctx.in_exec = in_exec;

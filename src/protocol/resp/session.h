@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "protocol/resp/command.h"
 #include "protocol/resp/conn_state.h"
 #include "protocol/resp/key_prefetcher.h"
+#include "protocol/resp/output_limits.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 
@@ -36,6 +38,8 @@ class Session final : public net::ProtocolHandler {
   size_t BytesWanted() const override { return parser_.bytes_wanted(); }
   // CLIENT LIST's protocol fields (cmd_client.cc).
   void DescribeClient(net::ClientInfo* info) const override;
+  // The output limit checked without traffic (output_limits.cc).
+  void OnHousekeeping() override;
 
   // Runs one command (argv[0] is the name) writing its reply.
   void Execute(std::span<const std::string_view> argv, RespWriter* w);
@@ -65,7 +69,21 @@ class Session final : public net::ProtocolHandler {
   // The hub's delivery hook: runs on the subscriber's worker, writes the
   // message as a push and enforces the pubsub output limits. Only Sessions
   // ever subscribe, so the connection's handler is a Session.
-  static void DeliverPubSub(uint64_t conn_id, const PublishedMessage& m, int pattern);
+  static void DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& m,
+                            int pattern);
+
+  // client-output-buffer-limit (output_limits.cc), for this connection's
+  // class: pubsub while it holds a subscription, else normal.
+  // True when out's unsent bytes plus `extra` (a reply still being built)
+  // are over the limit; advances the soft-limit clock.
+  bool OutputOverLimit(const net::OutputBuffer& out, size_t extra);
+  // Drops out's unsent bytes, counts the disconnection and closes the
+  // connection without sending anything more (Redis frees such a client).
+  // Nothing is parsed after it; commands already running finish (EXEC).
+  void KillForOutputLimit(net::OutputBuffer& out);
+  // Both: true when the connection was killed.
+  bool EnforceOutputLimit(net::OutputBuffer& out);
+  bool obuf_killed() const { return obuf_killed_; }
 
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
@@ -90,7 +108,11 @@ class Session final : public net::ProtocolHandler {
   uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
   bool skip_next_reply_ = false;  // CLIENT REPLY SKIP ran: drop the next reply
   net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
-  int64_t obuf_soft_since_ns_ = 0;  // when output first passed the soft limit (0: below)
+  ObufSoftState obuf_soft_;       // this connection against its soft output limit
+  bool obuf_killed_ = false;      // closed for its output limit: nothing more is written
+  // Under CLIENT REPLY OFF/SKIP, the real writer: pub/sub confirmations go
+  // through it (Redis's CLIENT_PUSHING). Null while replies are on.
+  RespWriter* push_w_ = nullptr;
   int64_t created_unix_;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
 };

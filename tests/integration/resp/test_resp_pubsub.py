@@ -24,6 +24,7 @@ WORKERS = 4
 # TSan builds run several times slower: time bounds are scaled, and the PING
 # latency bound (a performance figure, not a behaviour) is only printed.
 TSAN = "tsan" in os.environ.get("TROVE_BIN", "")
+ASAN = "asan" in os.environ.get("TROVE_BIN", "")
 SLOW = 10 if TSAN else 1
 
 
@@ -500,14 +501,23 @@ def test_resp2_subscribed_mode_allows_only_pubsub_commands(raw):
     assert c.closed()
 
 
-@pytest.mark.xfail(IS_TROVE, strict=True,
-                   reason="Trove names the container ('pubsub'), Redis the subcommand "
-                          "('pubsub|numsub', c->cmd->fullname)")
 def test_resp2_subscribed_mode_error_names_the_subcommand(raw):
+    """Redis names the command by c->cmd->fullname (server.c processCommand):
+    'pubsub|numsub' for a known subcommand, the plain name otherwise; an
+    unknown subcommand is rejected before, by the command lookup."""
     c = raw()
     c.send(command("SUBSCRIBE", "a"))
     c.read_reply()
     assert c.cmd("PUBSUB", "NUMSUB", "a") == (RESTRICTED % "pubsub|numsub").encode()
+    assert c.cmd("CLIENT", "LIST") == (RESTRICTED % "client|list").encode()
+    assert c.cmd("CONFIG", "GET", "x") == (RESTRICTED % "config|get").encode()
+    assert c.cmd("GET", "a") == (RESTRICTED % "get").encode()
+    assert c.cmd("PUBSUB") == \
+        b"-ERR wrong number of arguments for 'pubsub' command\r\n"
+    assert c.cmd("PUBSUB", "NOSUCH") == \
+        b"-ERR unknown subcommand 'NOSUCH'. Try PUBSUB HELP.\r\n"
+    # Still subscribed, still restricted.
+    assert c.cmd("PING") == frame("pong", "")
 
 
 def test_reset_leaves_pubsub_mode(raw, r):
@@ -709,7 +719,7 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
                 latencies.append(time.monotonic() - t0)
                 assert reply == b"+PONG\r\n", reply
                 rss_peak[0] = max(rss_peak[0], rss_kb(pid))
-                time.sleep(0.005)
+                time.sleep(0.002)
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
@@ -762,11 +772,19 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
     growth_mb = (rss_peak[0] - rss_start) / 1024
     assert growth_mb < 300, "RSS grew by %.0f MB" % growth_mb
     assert len(latencies) >= 5, latencies
-    worst = max(latencies)
-    median = sorted(latencies)[len(latencies) // 2]
+    lat = sorted(latencies)
+    worst = lat[-1]
+    median = lat[len(lat) // 2]
+    p90 = lat[int(len(lat) * 0.9)]
     print("slow subscriber: published %d MB, subscriber read %d KB, RSS +%.0f MB, %d pings, "
-          "median %.1f ms, worst %.1f ms" % (sent >> 20, received >> 10, growth_mb,
-                                            len(latencies), median * 1000, worst * 1000))
-    # Generous: a shared 2-core machine, a debug build (Redis: worst ~4 ms).
+          "median %.1f ms, p90 %.1f ms, worst %.1f ms" %
+          (sent >> 20, received >> 10, growth_mb, len(lat), median * 1000, p90 * 1000,
+           worst * 1000))
+    # Generous for a shared 2-core machine and a debug or ASan build. Before
+    # payloads were shared (each 64 KiB message copied into the stuck
+    # subscriber's buffer, page-faulting fresh blocks), p90 here was 25-60 ms
+    # and the worst 70-120 ms; since, p90 is under 1 ms and the worst ~10 ms
+    # (Redis: worst ~4 ms).
     if not TSAN:
+        assert p90 < (0.060 if ASAN else 0.020), "p90 of PINGs on the subscriber's worker: %.0f ms" % (p90 * 1000)
         assert worst < 1.0, "a PING on the subscriber's worker took %.0f ms" % (worst * 1000)

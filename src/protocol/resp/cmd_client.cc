@@ -362,11 +362,9 @@ void CmdClient(CommandContext& ctx) {
     ctx.w->Ok();
   } else if (sub == "no-touch" && ctx.argc() == 3) {
     std::string v = ToLower(ctx.argv[2]);
-    if (v == "off") {
+    if (v == "on" || v == "off") {
+      id.SetNoTouch(v == "on");
       ctx.w->Ok();
-    } else if (v == "on") {
-      // Refused rather than ignored: reads would still bump the LRU.
-      ctx.Error("ERR CLIENT NO-TOUCH ON is not supported by Trove yet");
     } else {
       ctx.SyntaxError();
     }
@@ -403,6 +401,7 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   if (ps.active()) flags += 'P';
   if (conn_.in_transaction()) flags += 'x';
   if (id.no_evict()) flags += 'e';
+  if (id.no_touch()) flags += 'T';
   info->flags = flags.empty() ? "N" : flags;
   info->db = id.db();
   info->sub = static_cast<int64_t>(ps.set(PubSubState::kChannel).size());

@@ -401,7 +401,7 @@ LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, Collect
       return LoadStatus::kOk;
     }
   }
-  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts);
+  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts, !ctx.no_touch);
   if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(it));
   if (!it) return LoadStatus::kMissing;
   if (it.type() == engine::ValueType::kString) return LoadStatus::kWrongType;

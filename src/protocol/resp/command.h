@@ -83,6 +83,8 @@ struct CommandContext {
   const CommandSpec* spec = nullptr;
   bool locked = false;
   bool in_exec = false;
+  // CLIENT NO-TOUCH is on and the command is not TOUCH: lookups do not bump.
+  bool no_touch = false;
   // Lookups count keyspace hits/misses: read commands and reads_keys ones.
   bool count_keyspace = false;
   // Collections decoded or created by this command (see collections.h).

@@ -38,6 +38,10 @@ class Identity {
   void SetLibName(std::string_view v) { lib_name_.assign(v); }
   void SetLibVer(std::string_view v) { lib_ver_.assign(v); }
   bool no_evict() const { return no_evict_; }
+  // CLIENT NO-TOUCH: this client's reads leave the keys' LRU position and
+  // last-access time alone (TOUCH still touches).
+  bool no_touch() const { return no_touch_; }
+  void SetNoTouch(bool on) { no_touch_ = on; }
   void SetNoEvict(bool on) { no_evict_ = on; }
   enum class Reply : uint8_t { kOn, kOff, kSkip };
   Reply reply_mode() const { return reply_; }
@@ -58,6 +62,7 @@ class Identity {
   void Reset(bool auth_required) {
     name_.clear();
     no_evict_ = false;
+    no_touch_ = false;
     reply_ = Reply::kOn;
     proto_ = 2;
     db_ = 0;
@@ -75,6 +80,7 @@ class Identity {
   std::string lib_name_;
   std::string lib_ver_;
   bool no_evict_ = false;
+  bool no_touch_ = false;
   Reply reply_ = Reply::kOn;
   const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
 };

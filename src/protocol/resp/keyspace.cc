@@ -86,7 +86,7 @@ void CountKeyspace(CommandContext& ctx, bool hit) {
 
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump) {
   DCHECK(ctx.locked);
-  engine::ItemRef r = ctx.engine->GetLocked(ekey, ctx.ts, bump);
+  engine::ItemRef r = ctx.engine->GetLocked(ekey, ctx.ts, bump && !ctx.no_touch);
   if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(r));
   return r;
 }

@@ -193,6 +193,7 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   ctx.argv = argv;
   ctx.spec = &spec;
   ctx.in_exec = in_exec;
+  ctx.no_touch = conn_.identity().no_touch() && std::string_view(spec.name) != "touch";
   ctx.count_keyspace = (spec.flags & kCmdWrite) == 0 || spec.reads_keys;
   std::vector<ScratchEntry> scratch;  // decoded collections, for this command only
   ctx.scratch = &scratch;

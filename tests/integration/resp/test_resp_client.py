@@ -189,13 +189,36 @@ def test_client_reply_off_and_skip(raw):
     assert c.cmd("PING") == "PONG"  # the SKIP and the next reply were dropped
 
 
-def test_client_no_touch_on_is_refused_and_no_evict_recorded(raw):
+def test_client_no_touch_flag_and_no_evict_recorded(raw):
     c = raw()
-    assert c.cmd("CLIENT", "NO-TOUCH", "ON").startswith("ERR:ERR CLIENT NO-TOUCH ON")
+    assert c.cmd("CLIENT", "NO-TOUCH", "ON") == "OK"
+    assert "T" in fields(c.cmd("CLIENT", "INFO"))["flags"]
     assert c.cmd("CLIENT", "NO-TOUCH", "OFF") == "OK"
+    assert "T" not in fields(c.cmd("CLIENT", "INFO"))["flags"]
+    assert c.cmd("CLIENT", "NO-TOUCH", "maybe") == "ERR:ERR syntax error"
     assert c.cmd("CLIENT", "NO-EVICT", "ON") == "OK"
     assert "e" in fields(c.cmd("CLIENT", "INFO"))["flags"]
     assert c.cmd("CLIENT", "NO-EVICT", "maybe") == "ERR:ERR syntax error"
+
+
+def test_client_no_touch_reads_leave_the_lru_alone(raw, trove):
+    # Seen through the memcached port's `me`: a read that bumps the item
+    # marks it fetched; a NO-TOUCH read does not, TOUCH still does.
+    from harness.client import Conn
+    mc = Conn.to(trove)
+    c = raw()
+    assert c.cmd("CLIENT", "NO-TOUCH", "ON") == "OK"
+    c.cmd("SET", "nt:str", "v")
+    assert c.cmd("GET", "nt:str") == "v"
+    c.cmd("RPUSH", "nt:list", "a")
+    c.cmd("LRANGE", "nt:list", "0", "-1")
+    for key in ("nt:str", "nt:list"):
+        assert b"fetch=no" in mc.call("me %s\r\n" % key), key
+    c.cmd("TOUCH", "nt:str")
+    assert b"fetch=yes" in mc.call("me nt:str\r\n")
+    assert c.cmd("CLIENT", "NO-TOUCH", "OFF") == "OK"
+    c.cmd("LRANGE", "nt:list", "0", "-1")
+    assert b"fetch=yes" in mc.call("me nt:list\r\n")
 
 
 def test_config_maxclients_is_the_real_limit(raw, resp_port):

@@ -85,6 +85,8 @@ class LogHub {
   void Stop();
 
   bool Wants(uint32_t type) const { return (mask_.load(std::memory_order_relaxed) & type) != 0; }
+  // Every type someone watches now (one relaxed load).
+  uint32_t WatchedTypes() const { return mask_.load(std::memory_order_relaxed); }
   // Logs one entry. `body` is the text after memcached's "ts=... gid=... "
   // prefix (or after MONITOR's "+<sec>.<usec> "), without the line end;
   // entries longer than a quarter of the ring are cut to fit.

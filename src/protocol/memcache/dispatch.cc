@@ -21,14 +21,6 @@ constexpr size_t kMultigetLineCap = 1u << 20;
 
 bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
 
-// A request's command word as SLOWLOG and LATENCY HISTOGRAM name it.
-protocol::McCmd Classify(std::string_view w) {
-  for (int c = 0; c < protocol::kMcOther; ++c) {
-    if (w == protocol::kMcCmdNames[c]) return static_cast<protocol::McCmd>(c);
-  }
-  return protocol::kMcOther;
-}
-
 }  // namespace
 
 MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
@@ -145,6 +137,7 @@ bool MemcacheHandler::TooLarge(size_t nkey, uint32_t flags, size_t vlen) const {
 size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   wanted_ = 0;
   if (watcher_id_ != 0) return len;  // a watcher's input is ignored (memcached stops reading)
+  log_mask_ = ctx_->log != nullptr ? ctx_->log->WatchedTypes() : 0;
   size_t used = 0;
   if (swallow_ > 0) {
     used = Swallow(swallow_, len);
@@ -161,15 +154,16 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
   prefetch_.Reset();
   // One clock read per command, as RESP does: a command's start is the
   // previous one's end (or this batch's start).
-  int64_t t0 = sink_ != nullptr ? engine_->clock()->MonoNanos() : 0;
+  protocol::CommandLog::Sink* const sink = sink_ != nullptr && sink_->active() ? sink_ : nullptr;
+  int64_t t0 = sink != nullptr ? engine_->clock()->MonoNanos() : 0;
   while (used < len && !close_ && handled < limit && watcher_id_ == 0) {
     last_line_ = {};
     size_t n = ProcessOne(data + used, len - used, w);
     w.set_quiet(false);
     if (n == 0) break;
-    if (sink_ != nullptr && !last_line_.empty()) {
+    if (sink != nullptr && !last_line_.empty()) {
       const int64_t t1 = engine_->clock()->MonoNanos();
-      sink_->Record(last_cmd_, last_line_, peer_, (t1 - t0) / 1000);
+      sink->Record(last_cmd_, last_line_, peer_, (t1 - t0) / 1000);
       t0 = t1;
     }
     used += n;
@@ -295,7 +289,8 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   size_t e = s;
   while (e < line.size() && line[e] != ' ') ++e;
   std::string_view cmd = line.substr(s, e - s);
-  if (sink_ != nullptr) last_cmd_ = Classify(cmd);
+  // The branches below name what they run for SLOWLOG / LATENCY HISTOGRAM.
+  last_cmd_ = protocol::kMcOther;
   if (cmd.size() < 2) {
     w.Error();
     return lr.consumed;
@@ -315,12 +310,16 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
     } else if (!probe.Next(&first) || (is_gat && !probe.Next(&second))) {
       w.ClientError(kBadFormat);
     } else if (Is(cmd, "get")) {
+      last_cmd_ = protocol::kMcGet;
       Retrieve(args, false, false, w);
     } else if (Is(cmd, "gets")) {
+      last_cmd_ = protocol::kMcGets;
       Retrieve(args, true, false, w);
     } else if (Is(cmd, "gat")) {
+      last_cmd_ = protocol::kMcGat;
       Retrieve(args, false, true, w);
     } else if (Is(cmd, "gats")) {
+      last_cmd_ = protocol::kMcGats;
       Retrieve(args, true, true, w);
     } else {
       w.Error();
@@ -335,22 +334,28 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   if (cmd.size() == 2 && cmd[0] == 'm') {
     switch (cmd[1]) {
       case 'g':
+        last_cmd_ = protocol::kMcMg;
         MetaGet(pl, w);
         break;
       case 's': {
+        last_cmd_ = protocol::kMcMs;
         size_t n = MetaSet(pl, lr.consumed, after, after_len, w);
         return n;
       }
       case 'd':
+        last_cmd_ = protocol::kMcMd;
         MetaDelete(pl, w);
         break;
       case 'a':
+        last_cmd_ = protocol::kMcMa;
         MetaArith(pl, w);
         break;
       case 'e':
+        last_cmd_ = protocol::kMcMe;
         MetaDebug(pl, w);
         break;
       case 'n':
+        last_cmd_ = protocol::kMcMn;
         w.Word("MN");
         break;
       default:
@@ -363,42 +368,53 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   struct StoreCmd {
     const char* name;
     engine::StoreMode mode;
+    protocol::McCmd id;
   };
   static constexpr StoreCmd kStoreCmds[] = {
-      {"set", engine::StoreMode::kSet},         {"add", engine::StoreMode::kAdd},
-      {"replace", engine::StoreMode::kReplace}, {"append", engine::StoreMode::kAppend},
-      {"prepend", engine::StoreMode::kPrepend}, {"cas", engine::StoreMode::kCas},
+      {"set", engine::StoreMode::kSet, protocol::kMcSet},
+      {"add", engine::StoreMode::kAdd, protocol::kMcAdd},
+      {"replace", engine::StoreMode::kReplace, protocol::kMcReplace},
+      {"append", engine::StoreMode::kAppend, protocol::kMcAppend},
+      {"prepend", engine::StoreMode::kPrepend, protocol::kMcPrepend},
+      {"cas", engine::StoreMode::kCas, protocol::kMcCas},
   };
   for (const StoreCmd& sc : kStoreCmds) {
     if (!Is(cmd, sc.name)) continue;
+    last_cmd_ = sc.id;
     return Storage(pl, sc.mode, lr.consumed, after, after_len, w);
   }
 
   // Arity as memcached 1.6.45: too few words is a bad format, words past
   // the ones a command reads are ignored (noreply is always the last word).
   if (Is(cmd, "incr") || Is(cmd, "decr")) {
+    last_cmd_ = cmd[0] == 'i' ? protocol::kMcIncr : protocol::kMcDecr;
     if (nt < 4) {
       w.ClientError(kBadFormat);
     } else {
       Arith(pl, cmd[0] == 'i', w);
     }
   } else if (Is(cmd, "delete")) {
+    last_cmd_ = protocol::kMcDelete;
     if (nt < 3) {
       w.ClientError(kBadFormat);
     } else {
       Delete(pl, w);
     }
   } else if (Is(cmd, "touch")) {
+    last_cmd_ = protocol::kMcTouch;
     if (nt < 4) {
       w.ClientError(kBadFormat);
     } else {
       Touch(pl, w);
     }
   } else if (Is(cmd, "stats")) {
+    last_cmd_ = protocol::kMcStats;
     Stats(pl, w);
   } else if (Is(cmd, "flush_all")) {
+    last_cmd_ = protocol::kMcFlushAll;
     FlushAll(pl, w);
   } else if (Is(cmd, "version")) {
+    last_cmd_ = protocol::kMcVersion;
     w.Status(std::string("VERSION ") + ctx_->opts.version);
   } else if (Is(cmd, "quit")) {
     close_ = true;

@@ -85,7 +85,9 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // ends in an HTTP/ token.
   void Unknown(const ParsedLine& pl, ReplyWriter& w);
   // What `watch fetchers/mutations/deletions` show, when someone watches.
-  bool Watching(net::LogType t) const { return ctx_->log != nullptr && ctx_->log->Wants(t); }
+  // The watched types are read once per OnData batch (log_mask_): a watcher
+  // added mid-batch sees this connection's events from its next batch.
+  bool Watching(net::LogType t) const { return (log_mask_ & t) != 0; }
   // The lookup a store does first, as memcached's fetchers show it.
   void LogStoreLookup(std::string_view key);
   void LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
@@ -170,6 +172,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t wanted_ = 0;
   bool close_ = false;
   bool close_error_ = false;
+  uint32_t log_mask_ = 0;  // LogHub's watched types at the start of this OnData
   uint64_t watcher_id_ = 0;  // != 0: a `watch` connection (reads nothing more)
   protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead
   PendingValue pending_;

@@ -17,31 +17,12 @@
 
 namespace trove::resp {
 
-// Redis records each call as usec*1000 ns (clamped to 1 ns..1 s) in an
-// HdrHistogram with 2 significant digits and reports it at the levels
-// 1024 * 2^k ns, k = 0..20. The reported bucket bounds are therefore not
-// exact powers of two in µs: 1 2 4 8 16 33 66 132 ... 541065 1073741.
-inline constexpr int kLatencyBuckets = 21;
-
-// The bucket of a call of `usec` µs: the first level whose HdrHistogram
-// range (1024 * 2^k plus that level's sub-bucket width 2^(3+k), which is
-// 129 * 2^(3+k) - 1 in all) holds usec*1000 ns. One division by a
-// constant and a bit scan.
-inline int LatencyBucket(int64_t usec) {
-  uint64_t ns = usec <= 0 ? 1 : static_cast<uint64_t>(usec) * 1000;
-  if (ns > 1000000000) ns = 1000000000;
-  return static_cast<int>(std::bit_width((ns - 1) / 1032));
-}
+using protocol::kLatencyBuckets;
+using protocol::LatencyBucket;
+using protocol::LatencyHistogram;
 
 // The upper bound in µs Redis prints for bucket k (histogram_usec keys).
 int64_t LatencyBucketUpperUsec(int k);
-
-// One command's histogram on one worker. Written by that worker (relaxed
-// fetch_add: CONFIG RESETSTAT may zero it from another worker), read by any.
-struct LatencyHistogram {
-  std::atomic<uint64_t> buckets[kLatencyBuckets] = {};  // relaxed: statistics only
-  void Add(int64_t usec) { buckets[LatencyBucket(usec)].fetch_add(1, std::memory_order_relaxed); }
-};
 
 // Slot numbering of the histograms: slot i < CommandTable size is command i
 // itself; the slots after are the subcommands of Redis's container commands

@@ -59,34 +59,16 @@ void RespServer::RecordSlow(const CommandSpec& spec, std::span<const std::string
   slowlog_.Push(std::move(e), static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
 }
 
-namespace {
-// A worker's memcached-command recorder: its histograms live in that
-// worker's WorkerStats, next to the RESP commands'.
-class McSink final : public protocol::CommandLog::Sink {
- public:
-  McSink(RespServer* server, WorkerStats* ws) : server_(server), ws_(ws) {}
-  void Record(protocol::McCmd cmd, std::string_view line, std::string_view addr,
-              int64_t usec) override {
-    if (server_->tracking_latency()) {
-      ws_->latency[static_cast<size_t>(server_->histogram_slots().MemcacheSlot(cmd))].Add(usec);
-    }
-    if (static_cast<uint64_t>(usec) >= server_->record_above_us()) {
-      server_->RecordSlowMemcache(cmd, line, addr, usec);
-    }
-  }
-
- private:
-  RespServer* server_;
-  WorkerStats* ws_;
-};
-}  // namespace
-
 protocol::CommandLog::Sink* RespServer::SinkFor(int worker_id) {
   WorkerStats* ws = StatsFor(worker_id);
   MutexLock l(&mu_);
   const size_t w = static_cast<size_t>(worker_id < 0 ? 0 : worker_id);
   if (mc_sinks_.size() <= w) mc_sinks_.resize(w + 1);
-  if (!mc_sinks_[w]) mc_sinks_[w] = std::make_unique<McSink>(this, ws);
+  // The memcache|<cmd> histograms are contiguous slots of ws->latency.
+  LatencyHistogram* hist = &ws->latency[static_cast<size_t>(slots_->MemcacheSlot(protocol::kMcGet))];
+  if (!mc_sinks_[w]) {
+    mc_sinks_[w] = std::make_unique<Sink>(this, hist, &latency_tracking, &record_above_us_);
+  }
   return mc_sinks_[w].get();
 }
 

@@ -95,9 +95,7 @@ class RespServer final : public protocol::CommandLog {
   // LATENCY HISTOGRAM (memcache|<cmd>) and SLOWLOG (client name "memcache").
   Sink* SinkFor(int worker_id) override EXCLUDES(mu_);
   void RecordSlowMemcache(protocol::McCmd cmd, std::string_view line, std::string_view addr,
-                          int64_t usec);
-  bool tracking_latency() const { return latency_tracking.load(std::memory_order_relaxed); }
-  uint64_t record_above_us() const { return record_above_us_.load(std::memory_order_relaxed); }
+                          int64_t usec) override;
 
   // Applies a CONFIG SET of the slowlog / latency parameters: recomputes the
   // RecordCommand threshold and trims the slow log to slowlog-max-len

@@ -416,3 +416,14 @@ def test_memcache_commands_in_latency_histogram(s, trove):
     assert info[b"calls"] == 2
     one = s.execute_command("LATENCY", "HISTOGRAM", "memcache|set")
     assert len(one) == 2 and one[0] == b"memcache|set"
+
+
+def test_memcache_commands_untimed_when_both_logs_are_off(s, trove):
+    s.config_set("latency-tracking", "no")
+    s.config_set("slowlog-log-slower-than", "-1")
+    s.execute_command("CONFIG", "RESETSTAT")
+    c = _mc(trove, "get off1\r\n")
+    assert c.read_until(b"END\r\n") == b"END\r\n"
+    s.config_set("latency-tracking", "yes")
+    h = s.execute_command("LATENCY", "HISTOGRAM", "memcache")
+    assert not h, h

@@ -59,6 +59,15 @@ void ObufLimits::Set(ClientClass c, const ObufLimit& l) {
   s.hard.store(l.hard, std::memory_order_relaxed);
   s.soft.store(l.soft, std::memory_order_relaxed);
   s.soft_seconds.store(l.soft_seconds, std::memory_order_relaxed);
+  // Recomputed from every slot after each store (sequentially consistent),
+  // so the last of concurrent Sets leaves the floor of the final values.
+  uint64_t f = UINT64_MAX;
+  for (const Slot& x : slots_) {
+    for (int64_t v : {x.hard.load(), x.soft.load()}) {
+      if (v > 0 && static_cast<uint64_t>(v) < f) f = static_cast<uint64_t>(v);
+    }
+  }
+  floor_.store(f);
 }
 
 std::string ObufLimits::ToString() const {
@@ -151,7 +160,7 @@ void Session::KillForOutputLimit(net::OutputBuffer& out) {
   if (control_ != nullptr) control_->CloseSoon();
 }
 
-bool Session::EnforceOutputLimit(net::OutputBuffer& out) {
+bool Session::EnforceOutputLimitSlow(net::OutputBuffer& out) {
   if (!OutputOverLimit(out, 0)) return false;
   KillForOutputLimit(out);
   return true;

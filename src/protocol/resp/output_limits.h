@@ -55,6 +55,10 @@ class ObufLimits {
             s.soft_seconds.load(std::memory_order_relaxed)};
   }
   void Set(ClientClass c, const ObufLimit& l);
+  // The lowest non-zero hard or soft limit of any class (UINT64_MAX: none):
+  // a connection with less unsent output than this is within its limits,
+  // whatever its class (the check after every command stops here).
+  uint64_t floor() const { return floor_.load(std::memory_order_relaxed); }
 
   // CONFIG GET's value: "normal 0 0 0 slave 268435456 67108864 60 pubsub ...".
   std::string ToString() const;
@@ -70,6 +74,7 @@ class ObufLimits {
     std::atomic<int64_t> soft_seconds{0};
   };
   Slot slots_[kClientClasses];
+  std::atomic<uint64_t> floor_{UINT64_MAX};
 };
 
 }  // namespace trove::resp

@@ -40,6 +40,14 @@ Session::~Session() {
   stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
+bool Session::EnforceOutputLimit(net::OutputBuffer& out) {
+  if (!obuf_killed_ && !obuf_soft_.reached &&
+      out.pending_bytes() < server_->obuf_limits().floor()) {
+    return false;
+  }
+  return EnforceOutputLimitSlow(out);
+}
+
 size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   RespWriter w(&out, conn_.identity().proto());
   size_t used = 0;

@@ -82,7 +82,11 @@ class Session final : public net::ProtocolHandler {
   // Nothing is parsed after it; commands already running finish (EXEC).
   void KillForOutputLimit(net::OutputBuffer& out);
   // Both: true when the connection was killed.
+  // Closes the connection if its unsent output is over its class's limit.
+  // The common case (below every class's lowest limit, no soft limit being
+  // timed) is a compare, inlined into Session::OnData (session.cc).
   bool EnforceOutputLimit(net::OutputBuffer& out);
+  bool EnforceOutputLimitSlow(net::OutputBuffer& out);
   bool obuf_killed() const { return obuf_killed_; }
 
  private:

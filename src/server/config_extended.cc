@@ -1,0 +1,216 @@
+// memcached 1.6's -o suboptions: names, values, limits and their errors.
+// Main thread, at startup.
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "server/config_internal.h"
+
+namespace trove::server::detail {
+namespace {
+
+// One -o name=value. Names are memcached 1.6's; the ones that have no effect
+// in Trove are checked and recorded as warnings.
+Status ApplyExtended(std::string_view name, std::string_view value, bool has_value,
+                     Config* c) {
+  std::string n(name);
+  auto need_value = [&]() -> Status {
+    if (!has_value || value.empty()) return Bad("Missing " + n + " argument");
+    return Status::Ok();
+  };
+  auto number = [&](int64_t lo, int64_t hi, int64_t* out, const char* range_msg) -> Status {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, INT64_MIN, INT64_MAX, out)) {
+      return Bad("could not parse argument to " + n + ": " + std::string(value));
+    }
+    if (*out < lo || *out > hi) return Bad(range_msg);
+    return Status::Ok();
+  };
+  auto ignored = [&]() {
+    c->warnings.push_back("-o " + n + " has no effect in Trove; ignored");
+  };
+  int64_t v = 0;
+  double d = 0;
+  if (n == "maxconns_fast") {
+    c->maxconns_fast = true;
+  } else if (n == "no_maxconns_fast") {
+    c->maxconns_fast = false;
+  } else if (n == "hashpower") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, INT64_MIN, INT64_MAX, &v)) return Bad("could not parse hashpower");
+    if (v < 12) {
+      return Bad("Initial hashtable multiplier of " + std::string(value) + " is too low");
+    }
+    if (v > 32) {
+      return Bad("Initial hashtable multiplier of " + std::string(value) + " is too high");
+    }
+    c->hashpower = static_cast<int>(v);
+  } else if (n == "slab_reassign") {
+    c->slab_reassign = true;
+  } else if (n == "no_slab_reassign") {
+    c->slab_reassign = false;
+  } else if (n == "slab_automove") {
+    if (!has_value) {
+      c->slab_automove = 1;
+    } else {
+      Status s = number(0, 2, &v, "slab_automove must be between 0 and 2");
+      if (!s.ok()) return s;
+      c->slab_automove = static_cast<int>(v);
+    }
+  } else if (n == "no_slab_automove") {
+    c->slab_automove = 0;
+  } else if (n == "slab_automove_ratio") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d)) return Bad("could not parse argument to slab_automove_ratio");
+    if (d <= 0 || d >= 1) return Bad("slab_automove_ratio must be > 0 and < 1");
+    c->slab_automove_ratio = d;
+  } else if (n == "slab_automove_window" || n == "slab_automove_freeratio") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d) || d < 0) return Bad("could not parse argument to " + n);
+    ignored();
+  } else if (n == "tail_repair_time") {
+    Status s = number(0, INT32_MAX, &v, "tail_repair_time must be >= 0");
+    if (!s.ok()) return s;
+    if (v != 0 && v < 10) return Bad("Cannot set tail_repair_time to less than 10 seconds");
+    c->tail_repair_time = static_cast<int>(v);
+    ignored();
+  } else if (n == "hash_algorithm") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (value != "jenkins" && value != "murmur3" && value != "xxh3") {
+      return Bad("Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
+    }
+    c->hash_algorithm = std::string(value);
+  } else if (n == "lru_crawler") {
+    c->lru_crawler = true;
+  } else if (n == "no_lru_crawler") {
+    c->lru_crawler = false;
+  } else if (n == "lru_crawler_sleep") {
+    Status s = number(0, 1000000, &v, "LRU crawler sleep must be between 0 and 1 second");
+    if (!s.ok()) return s;
+    c->lru_crawler_sleep = static_cast<uint32_t>(v);
+  } else if (n == "lru_crawler_tocrawl") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 0, UINT32_MAX, &v)) {
+      return Bad("lru_crawler_tocrawl takes a numeric 32bit value");
+    }
+    c->lru_crawler_tocrawl = static_cast<uint32_t>(v);
+  } else if (n == "lru_maintainer") {
+    c->lru_maintainer = true;
+  } else if (n == "no_lru_maintainer") {
+    c->lru_maintainer = false;
+  } else if (n == "hot_lru_pct") {
+    Status s = number(2, 79, &v, "hot_lru_pct must be > 1 and < 80");
+    if (!s.ok()) return s;
+    c->hot_lru_pct = static_cast<int>(v);
+  } else if (n == "warm_lru_pct") {
+    Status s = number(2, 79, &v, "warm_lru_pct must be > 1 and < 80");
+    if (!s.ok()) return s;
+    c->warm_lru_pct = static_cast<int>(v);
+  } else if (n == "hot_max_factor" || n == "warm_max_factor") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d)) return Bad("could not parse argument to " + n);
+    if (d <= 0) return Bad(n + " must be > 0");
+    (n == "hot_max_factor" ? c->hot_max_factor : c->warm_max_factor) = d;
+  } else if (n == "temp_lru") {
+    c->temp_lru = true;
+  } else if (n == "no_temp_lru") {
+    c->temp_lru = false;
+  } else if (n == "temporary_ttl" || n == "temp_ttl") {
+    Status s = number(0, UINT32_MAX, &v, "temporary_ttl must be >= 0");
+    if (!s.ok()) return s;
+    c->temp_lru = true;  // memcached: setting the TTL turns the TEMP LRU on
+    c->temp_ttl = static_cast<uint32_t>(v);
+  } else if (n == "idle_timeout") {
+    Status s = number(0, INT32_MAX, &v, "idle_timeout must be >= 0");
+    if (!s.ok()) return s;
+    c->idle_timeout_s = v;
+  } else if (n == "slab_chunk_max") {
+    Status s = number(1, INT32_MAX, &v, "slab_chunk_max must be > 0");
+    if (!s.ok()) return s;
+    c->slab_chunk_max = static_cast<size_t>(v);
+    c->slab_chunk_max_set = true;
+  } else if (n == "no_chunked_items") {
+    c->slab_chunk_max = c->slab_page_size;
+    c->slab_chunk_max_set = true;
+  } else if (n == "modern") {
+    // memcached 1.6: "currently: nothing".
+  } else if (n == "no_modern") {
+    // memcached's 1.4-era defaults.
+    if (!c->slab_chunk_max_set) c->slab_chunk_max = c->slab_page_size;
+    c->slab_reassign = false;
+    c->slab_automove = 0;
+    c->lru_maintainer = false;
+    c->lru_segmented = false;
+    c->lru_crawler = false;
+    c->temp_lru = false;
+  } else if (n == "watcher_logbuf_size" || n == "worker_logbuf_size") {
+    // memcached: kilobytes.
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 1, 1 << 20, &v)) {
+      return Bad("could not parse argument to " + n + ": " + std::string(value));
+    }
+    (n == "watcher_logbuf_size" ? c->watcher_logbuf_kb : c->worker_logbuf_kb) = static_cast<size_t>(v);
+  } else if (n == "read_buf_mem_limit" || n == "num_napi_ids" || n == "ext_page_size" ||
+             n == "ext_wbuf_size" || n == "ext_threads" || n == "ext_item_size" ||
+             n == "ext_item_age" || n == "ext_low_ttl" || n == "ext_recache_rate" ||
+             n == "ext_compact_under" || n == "ext_drop_under" || n == "ext_max_sleep" ||
+             n == "ssl_verify_mode" || n == "ssl_keyformat" || n == "ssl_wbuf_size" ||
+             n == "ssl_min_version") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 0, INT64_MAX, &v)) {
+      return Bad("could not parse argument to " + n + ": " + std::string(value));
+    }
+    ignored();
+  } else if (n == "ext_max_frag") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d) || d < 0 || d > 1) return Bad("ext_max_frag must be 0..1");
+    ignored();
+  } else if (n == "ext_path" || n == "ssl_chain_cert" || n == "ssl_key" || n == "ssl_ciphers" ||
+             n == "ssl_ca_cert" || n == "slab_sizes" || n == "sock_cookie_id" ||
+             n == "proxy_config" || n == "proxy_arg") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    ignored();
+  } else if (n == "lru_segmented") {
+    c->lru_segmented = true;
+  } else if (n == "no_lru_segmented") {
+    c->lru_segmented = false;
+  } else if (n == "track_sizes" || n == "no_hashexpand" || n == "inline_ascii_resp" ||
+             n == "no_inline_ascii_resp" || n == "ext_drop_unread" || n == "no_ext_drop_unread" ||
+             n == "ssl_session_cache" || n == "ssl_kernel_tls" || n == "drop_privileges" ||
+             n == "no_drop_privileges" || n == "meta_response_old" || n == "proxy_uring") {
+    ignored();
+  } else {
+    return Bad("Illegal suboption \"" + n + "\"");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ApplyExtendedList(std::string_view list, Config* c) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    Status s = eq == std::string_view::npos
+                   ? ApplyExtended(item, {}, false, c)
+                   : ApplyExtended(item.substr(0, eq), item.substr(eq + 1), true, c);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+}  // namespace trove::server::detail

@@ -3,6 +3,7 @@
 #include "net/acceptor.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -175,6 +176,38 @@ TEST_F(AcceptorTest, IdsIncreaseAndAreDealtRoundRobin) {
     EXPECT_EQ(workers_[w]->num_connections(), 2u) << "worker " << w;
   }
   EXPECT_EQ(Acceptor::WorkerIndexFor(4, 3), 1u);
+}
+
+// Out of file descriptors: accept4 fails with EMFILE, the connection stays
+// in the backlog, the acceptor stops watching and retries from a timer.
+TEST_F(AcceptorTest, OutOfFdsPausesAndRetriesFromATimer) {
+  Start(1, 100, true);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  // The lowest free descriptor: every one below it is in use, so with the
+  // limit there the next accept4 gets EMFILE.
+  int lowest = ::dup(0);
+  ASSERT_GE(lowest, 0);
+  ::close(lowest);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(lowest);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port_));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  bool paused = Eventually([&] { return counters_.listen_disabled.load() > 0; });
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(paused);
+  EXPECT_EQ(counters_.curr_connections.load(), 0u);
+  Client c(fd);                            // owns fd from here
+  EXPECT_EQ(Echo(c, "late"), "late\r\n");  // a retry (10 ms) accepted it
+  EXPECT_FALSE(acceptor_->paused());
+  EXPECT_EQ(counters_.rejected_connections.load(), 0u);
 }
 
 TEST_F(AcceptorTest, StopWhilePausedClosesTheListener) {

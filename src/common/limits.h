@@ -28,6 +28,13 @@ inline constexpr size_t kBufferPeakSlots = 8;
 // Bounded channels (seed 002): new-connection handoff and worker inbox.
 inline constexpr size_t kAcceptChannelCapacity = 256;
 inline constexpr size_t kWorkerInboxCapacity = 1024;
+// The acceptor's inbox holds at most a stop and one re-arm wake-up at a time
+// (Acceptor::Wake posts only when none is pending), so a small one never fills.
+inline constexpr size_t kAcceptorInboxCapacity = 16;
+// Out of file descriptors (EMFILE/ENFILE), the acceptor stops watching its
+// listeners and retries after this long, as memcached does; a closing
+// connection re-arms it sooner.
+inline constexpr int64_t kAcceptRetryMs = 10;
 // A keyspace walk (KEYS, DBSIZE) yields to its worker's other connections
 // after this long: the extra latency a long command adds to its neighbours.
 inline constexpr int64_t kWalkSliceNanos = 1000000;

@@ -1,8 +1,9 @@
-// Acceptor loop. Runs on the listener thread (Start/Stop on the server thread).
+// Acceptor: the listener thread's EventLoop over the listening sockets.
+// Runs on the listener thread (Start/Stop on the server thread; ReleaseSlot
+// and SetMaxConnections on any).
 #include "net/acceptor.h"
 
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,35 +12,44 @@
 #include <utility>
 
 #include "common/check.h"
+#include "common/limits.h"
 
 namespace trove::net {
 
+class Acceptor::ListenWatcher final : public IoWatcher {
+ public:
+  ListenWatcher(Acceptor* a, BoundListener l) : acceptor_(a), l_(std::move(l)) {}
+  void OnIoEvent(uint32_t) override { acceptor_->OnReadable(l_); }
+  BoundListener& listener() { return l_; }
+  int fd() const { return l_.listener.fd; }
+
+ private:
+  Acceptor* acceptor_;
+  BoundListener l_;
+};
+
 Acceptor::Acceptor(const AcceptorOptions& opts)
-    : opts_(opts), max_connections_(opts.max_connections) {
+    : opts_(opts),
+      loop_(opts.clock, limits::kAcceptorInboxCapacity),
+      retry_timer_([this] { TryResume(); }),
+      max_connections_(opts.max_connections) {
   CHECK(opts_.counters != nullptr);
   CHECK(!opts_.workers.empty());
 }
 
 Acceptor::~Acceptor() { Stop(); }
 
-void Acceptor::AddListener(BoundListener l) { listeners_.push_back(std::move(l)); }
+void Acceptor::AddListener(BoundListener l) {
+  CHECK(!thread_.joinable());
+  listeners_.push_back(std::make_unique<ListenWatcher>(this, std::move(l)));
+}
 
 Status Acceptor::Start() {
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) return Status::FromErrno("epoll_create1");
-  stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (stop_fd_ < 0) return Status::FromErrno("eventfd");
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.ptr = nullptr;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &ev) < 0) {
-    return Status::FromErrno("epoll_ctl");
-  }
-  for (BoundListener& l : listeners_) {
-    ev.data.ptr = &l;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, l.listener.fd, &ev) < 0) {
-      return Status::FromErrno("epoll_ctl(listener)");
-    }
+  Status s = loop_.Init();
+  if (!s.ok()) return s;
+  for (auto& w : listeners_) {
+    s = loop_.AddFd(w->fd(), EPOLLIN, w.get());
+    if (!s.ok()) return s;
   }
   thread_ = std::thread([this] { Run(); });
   return Status::Ok();
@@ -47,50 +57,97 @@ Status Acceptor::Start() {
 
 void Acceptor::Stop() {
   if (thread_.joinable()) {
-    stopping_.store(true, std::memory_order_relaxed);
-    uint64_t one = 1;
-    ssize_t r = ::write(stop_fd_, &one, sizeof(one));
-    (void)r;
+    loop_.Post([this] { stop_ = true; });
     thread_.join();
   }
-  for (BoundListener& l : listeners_) {
+  // Closing an fd also takes it out of the epoll set.
+  for (auto& w : listeners_) {
+    BoundListener& l = w->listener();
     if (l.listener.fd >= 0) ::close(l.listener.fd);
     l.listener.fd = -1;
   }
-  if (epoll_fd_ >= 0) ::close(epoll_fd_);
-  if (stop_fd_ >= 0) ::close(stop_fd_);
-  epoll_fd_ = stop_fd_ = -1;
 }
 
 void Acceptor::Run() {
-  epoll_event events[16];
-  bool backoff = false;
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    // Out of fds (or full without maxconns_fast): leave the listeners alone briefly (they stay
-    // readable, so a level-triggered wait would spin) and retry, as memcached does.
-    if (backoff) {
-      epoll_event stop_ev;
-      int w = ::epoll_wait(epoll_fd_, &stop_ev, 1, 10);
-      (void)w;
-      backoff = false;
-    }
-    int n = ::epoll_wait(epoll_fd_, events, 16, -1);
-    for (int i = 0; i < n; ++i) {
-      auto* l = static_cast<BoundListener*>(events[i].data.ptr);
-      if (l == nullptr) continue;  // stop_fd_
-      if (AcceptFrom(*l)) {
-        backoff = true;
-        opts_.counters->listen_disabled.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
+  loop_.BindToThisThread();
+  while (!stop_) loop_.RunOnce(-1);
+  loop_.Cancel(&retry_timer_);
+}
+
+void Acceptor::SetMaxConnections(size_t n) {
+  max_connections_.store(n, std::memory_order_relaxed);
+  Wake();  // a raised limit frees slots like a close does
+}
+
+// Why no wake-up is lost. The acceptor pauses by storing paused_ = true and
+// then loading curr_connections (PauseAccepting -> TryResume); a worker frees
+// a slot by decrementing curr_connections and then loading paused_. All four
+// are seq_cst, so in their single total order one side's store comes before
+// the other side's load: either the acceptor sees the freed slot and resumes
+// at once, or the worker sees paused_ and wakes it. The wake-up task clears
+// wake_posted_ before it re-checks, so a slot freed while a task is queued
+// (whose Wake found wake_posted_ already set) is seen by that task's check.
+void Acceptor::ReleaseSlot() {
+  opts_.counters->curr_connections.fetch_sub(1, std::memory_order_seq_cst);
+  Wake();
+}
+
+void Acceptor::Wake() {
+  if (!paused_.load(std::memory_order_seq_cst)) return;
+  if (wake_posted_.exchange(true, std::memory_order_seq_cst)) return;  // invariant 4
+  // Never blocks: the inbox holds at most this task and Stop's.
+  loop_.Post([this] {
+    wake_posted_.store(false, std::memory_order_seq_cst);
+    TryResume();
+  });
+}
+
+bool Acceptor::HasRoom() const {
+  return opts_.counters->curr_connections.load(std::memory_order_seq_cst) < max_connections();
+}
+
+void Acceptor::PauseAccepting(Pause why) {
+  if (pause_ == Pause::kNone) {
+    for (auto& w : listeners_) loop_.DelFd(w->fd());
+    opts_.counters->listen_disabled.fetch_add(1, std::memory_order_relaxed);
+    paused_since_ns_ = loop_.NowNs();
+    paused_.store(true, std::memory_order_seq_cst);
+  }
+  pause_ = why;
+  if (why == Pause::kNoFds) {
+    loop_.ArmAfter(&retry_timer_, limits::kAcceptRetryMs);
+  } else {
+    TryResume();  // a slot freed before paused_ was set woke nobody
   }
 }
 
-bool Acceptor::AcceptFrom(const BoundListener& l) {
+void Acceptor::TryResume() {
+  if (pause_ == Pause::kNone) return;
+  // Out of fds, only an accept can tell whether one is free again: resume
+  // and let AcceptFrom pause again if not.
+  if (pause_ == Pause::kFull && !HasRoom()) return;
+  for (auto& w : listeners_) CHECK(loop_.AddFd(w->fd(), EPOLLIN, w.get()).ok());
+  loop_.Cancel(&retry_timer_);
+  int64_t ns = loop_.NowNs() - paused_since_ns_;
+  if (ns > 0) {
+    opts_.counters->listen_disabled_us.fetch_add(static_cast<uint64_t>(ns) / 1000,
+                                                 std::memory_order_relaxed);
+  }
+  pause_ = Pause::kNone;
+  paused_.store(false, std::memory_order_seq_cst);
+}
+
+void Acceptor::OnReadable(const BoundListener& l) {
+  // Paused by another listener's event earlier in the same epoll batch.
+  if (pause_ != Pause::kNone) return;
+  Pause why = AcceptFrom(l);
+  if (why != Pause::kNone) PauseAccepting(why);
+}
+
+Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
   for (;;) {
-    if (!opts_.reject_when_full &&
-        opts_.counters->curr_connections.load(std::memory_order_relaxed) >= max_connections()) {
-      return true;  // the backlog holds them until a connection closes
+    if (!opts_.reject_when_full && !HasRoom()) {
+      return Pause::kFull;  // the backlog holds them until a connection closes
     }
     sockaddr_storage ss;
     socklen_t len = sizeof(ss);
@@ -98,11 +155,11 @@ bool Acceptor::AcceptFrom(const BoundListener& l) {
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EMFILE || errno == ENFILE) return true;
+      if (errno == EMFILE || errno == ENFILE) return Pause::kNoFds;
       if (errno != EAGAIN && errno != EWOULDBLOCK) {
         std::fprintf(stderr, "accept(%s): errno %d\n", l.listener.name.c_str(), errno);
       }
-      return false;
+      return Pause::kNone;
     }
     if (!l.listener.is_unix) (void)SetNoDelay(fd);
     // The limit comes first, before any per-connection work (seed 002).

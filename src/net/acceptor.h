@@ -1,14 +1,18 @@
-// Acceptor: the listener thread. Accepts on every listening socket, applies
-// the connection limit, and hands sockets to workers round-robin.
+// Acceptor: the listener thread. An EventLoop whose IoWatchers are the
+// listening sockets: accepts, applies the connection limit, and hands sockets
+// to workers round-robin. Runs on its own thread; Start/Stop on the server's.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
+#include "net/event_loop.h"
 #include "net/socket.h"
 #include "net/worker.h"
 
@@ -29,6 +33,7 @@ struct AcceptorOptions {
   // close. Off: leave new connections in the backlog until one closes.
   bool reject_when_full = true;
   NetCounters* counters = nullptr;
+  const Clock* clock = nullptr;  // nullptr = SystemClock::Default()
   std::vector<Worker*> workers;  // at least one
 };
 
@@ -37,14 +42,27 @@ struct AcceptorOptions {
 // worker id % workers (round-robin, and it lets any thread find the owner of
 // an id without a table), send the socket over the worker's channel.
 //
-// Thread safety: Start/Stop from the server thread; the loop runs on its own
-// thread and owns the listening sockets until Stop returns.
+// It runs a net::EventLoop like the workers: every listening socket is an
+// IoWatcher. When it must stop accepting (full without reject_when_full, or
+// out of file descriptors) it stops watching its listeners, so the
+// level-triggered loop does not spin on their pending connections, which
+// wait in the kernel's backlog. ReleaseSlot (a worker closed a connection)
+// and SetMaxConnections re-arm it through one posted task; out of fds, a
+// kAcceptRetryMs timer also re-arms it. Nothing polls or sleeps.
+//
+// Thread safety: Start/Stop from the server thread; SetMaxConnections and
+// ReleaseSlot from any thread; everything else on the acceptor thread, which
+// owns the listening sockets until Stop returns.
 //
 // Invariants:
 //  1. Connection ids are unique and increase; the owner of id is
 //     workers[id % workers.size()].
 //  2. counters->curr_connections counts a socket from the moment it is
-//     accepted under the limit until its worker closes it.
+//     accepted under the limit until ReleaseSlot gives it back.
+//  3. Paused (paused_ true), no listener is registered with the loop; a
+//     slot freed or a limit raised while paused always leads to a re-check
+//     on the acceptor thread (ReleaseSlot's comment says why none is lost).
+//  4. At most one wake-up task is queued at a time (wake_posted_).
 class Acceptor {
  public:
   explicit Acceptor(const AcceptorOptions& opts);
@@ -52,34 +70,63 @@ class Acceptor {
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
 
-  // Takes ownership of the listeners' fds (closed by Stop).
+  // Takes ownership of the listeners' fds (closed by Stop). Before Start.
   void AddListener(BoundListener l);
   Status Start();
   // Stops accepting, closes the listening sockets, joins the thread.
   void Stop();
 
   // CONFIG SET maxclients: the limit for connections accepted from now on
-  // (any thread; existing connections stay).
-  void SetMaxConnections(size_t n) { max_connections_.store(n, std::memory_order_relaxed); }
+  // (any thread; existing connections stay). A raised limit re-arms a
+  // paused acceptor.
+  void SetMaxConnections(size_t n);
   size_t max_connections() const { return max_connections_.load(std::memory_order_relaxed); }
+
+  // A connection counted by invariant 2 has closed: decrements
+  // counters->curr_connections and, if accepting is paused, wakes the
+  // acceptor to look again (any thread; the workers call it from Close).
+  void ReleaseSlot();
+
+  // True while the listeners are not watched (tests, stats; any thread).
+  bool paused() const { return paused_.load(std::memory_order_relaxed); }
 
   // The worker that owns connection `id`.
   static size_t WorkerIndexFor(uint64_t id, size_t num_workers) { return id % num_workers; }
 
  private:
+  class ListenWatcher;
+  enum class Pause { kNone, kFull, kNoFds };
+
   void Run();
-  // Accepts until the backlog is empty; true when accepting must pause (out
-  // of file descriptors, or at the limit without reject_when_full).
-  bool AcceptFrom(const BoundListener& l);
+  void OnReadable(const BoundListener& l);
+  // Accepts until the backlog is empty; anything but kNone means accepting
+  // must pause.
+  Pause AcceptFrom(const BoundListener& l);
+  bool HasRoom() const;
+  // Acceptor thread: stop watching the listeners (invariant 3).
+  void PauseAccepting(Pause why);
+  // Acceptor thread: watch the listeners again if the reason has gone.
+  void TryResume();
+  // Any thread: queue one TryResume on the acceptor thread if paused.
+  void Wake();
 
   AcceptorOptions opts_;
-  std::vector<BoundListener> listeners_;
-  int epoll_fd_ = -1;
-  int stop_fd_ = -1;
+  EventLoop loop_;
+  std::vector<std::unique_ptr<ListenWatcher>> listeners_;
+  Timer retry_timer_;  // out of fds: try again after kAcceptRetryMs
   std::thread thread_;
-  std::atomic<bool> stopping_{false};    // relaxed: the eventfd wakes the loop
   std::atomic<size_t> max_connections_;  // relaxed: a limit, read per accept
-  uint64_t next_id_ = 0;                 // acceptor thread only
+  // seq_cst, both: with curr_connections' seq_cst decrement in ReleaseSlot
+  // they form a Dekker pair, so a slot freed while the acceptor pauses is
+  // seen by one side or the other (see ReleaseSlot).
+  std::atomic<bool> paused_{false};
+  std::atomic<bool> wake_posted_{false};
+
+  // --- acceptor thread only ---
+  uint64_t next_id_ = 0;
+  bool stop_ = false;
+  Pause pause_ = Pause::kNone;
+  int64_t paused_since_ns_ = 0;
 };
 
 }  // namespace trove::net

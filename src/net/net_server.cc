@@ -45,6 +45,15 @@ Status NetServer::Start() {
     wo.factories = factories_;
     wo.group = &group_;
     wo.log = opts_.log;
+    // acceptor_ is set below, before the acceptor thread exists: no
+    // connection (and so no close) reaches a worker before then.
+    wo.release_slot = [this] {
+      if (acceptor_) {
+        acceptor_->ReleaseSlot();
+      } else {
+        counters_.curr_connections.fetch_sub(1, std::memory_order_seq_cst);
+      }
+    };
     workers_.push_back(std::make_unique<Worker>(wo));
     group_.Add(workers_.back().get());
     Status s = workers_.back()->Start();
@@ -54,6 +63,7 @@ Status NetServer::Start() {
   ao.max_connections = opts_.max_connections;
   ao.reject_when_full = opts_.maxconns_fast;
   ao.counters = &counters_;
+  ao.clock = opts_.clock;
   for (auto& w : workers_) ao.workers.push_back(w.get());
   acceptor_ = std::make_unique<Acceptor>(ao);
   for (BoundListener& b : pending_listeners_) acceptor_->AddListener(std::move(b));

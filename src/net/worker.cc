@@ -107,7 +107,7 @@ void Worker::Stop() {
   accept_ch_.Drain(&left);
   for (NewConn& c : left) {
     ::close(c.fd);
-    counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+    ReleaseSlot();
   }
 }
 
@@ -240,7 +240,7 @@ void Worker::AcceptNew() {
     c->handler = nc.factory->Create(opts_.id, view);
     if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);
-      counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+      ReleaseSlot();
       continue;
     }
     c->epoll_mask = EPOLLIN;
@@ -436,7 +436,7 @@ void Worker::Close(Connection* c) {
   c->fd = -1;
   c->out.Clear();  // runs the releasers of values still referenced
   c->handler.reset();
-  counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+  ReleaseSlot();
   counters_->connection_structures.fetch_sub(1, std::memory_order_relaxed);
   num_conns_.fetch_sub(1, std::memory_order_relaxed);
   auto it = conns_.find(c->conn_id);
@@ -469,6 +469,14 @@ void Worker::LogConnEvent(const Connection& c, bool opened) {
                       kReasons[static_cast<int>(c.close_reason)], c.fd);
   }
   if (n > 0) opts_.log->Log(kLogConnevents, std::string_view(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1)));
+}
+
+void Worker::ReleaseSlot() {
+  if (opts_.release_slot) {
+    opts_.release_slot();
+  } else {
+    counters_->curr_connections.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void Worker::RunDeferredCloses() {

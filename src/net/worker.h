@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <unordered_map>
@@ -26,13 +27,16 @@ namespace trove::net {
 // Every field is an atomic read with relaxed order: they are statistics and
 // a limit check that tolerates being off by one in-flight connection.
 struct NetCounters {
-  std::atomic<uint64_t> curr_connections{0};   // accepted and not yet closed
+  // Accepted and not yet closed. Decremented seq_cst by
+  // Acceptor::ReleaseSlot, which pairs it with the acceptor's paused flag.
+  std::atomic<uint64_t> curr_connections{0};
   std::atomic<uint64_t> total_connections{0};  // ever accepted (not rejected)
   std::atomic<uint64_t> rejected_connections{0};
   std::atomic<uint64_t> connection_structures{0};  // Connection objects alive
   std::atomic<uint64_t> conn_yields{0};            // -R limit reached, re-queued
   std::atomic<uint64_t> read_paused{0};            // times a connection stopped being read
-  std::atomic<uint64_t> listen_disabled{0};        // accept paused (out of fds)
+  std::atomic<uint64_t> listen_disabled{0};        // times accepting paused (full, out of fds)
+  std::atomic<uint64_t> listen_disabled_us{0};     // time spent paused, summed at each resume
   std::atomic<uint64_t> idle_kicks{0};             // closed by -o idle_timeout
 };
 
@@ -47,6 +51,10 @@ struct WorkerOptions {
   const std::atomic<int>* verbosity = nullptr;
   WorkerGroup* group = nullptr;  // required: the server's workers
   LogHub* log = nullptr;         // `watch connevents`; may be null
+  // Gives back the slot of a closed connection: decrements
+  // counters->curr_connections and re-arms a paused acceptor
+  // (Acceptor::ReleaseSlot). Null: the worker only decrements.
+  std::function<void()> release_slot;
 };
 
 // One worker thread: an EventLoop over its connections, its new-connection
@@ -147,6 +155,8 @@ class Worker {
   void Close(Connection* c);
   // `watch connevents`: conn_new when adopted, conn_close when closed.
   void LogConnEvent(const Connection& c, bool opened);
+  // A connection counted in curr_connections is gone (opts_.release_slot).
+  void ReleaseSlot();
   void RunDeferredCloses();
   void ProcessReady();
   void CheckIdle();

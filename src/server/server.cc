@@ -269,9 +269,9 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   s.emplace_back("bytes_written", Num(net_->BytesWritten()));
   s.emplace_back("accepting_conns", started_ && !stopped_ ? "1" : "0");
   s.emplace_back("listen_disabled_num", Num(c.listen_disabled.load(std::memory_order_relaxed)));
-  // Each out-of-fds pause lasts 10 ms (Acceptor::Run).
+  // Summed when accepting resumes (Acceptor::TryResume).
   s.emplace_back("time_in_listen_disabled_us",
-                 Num(c.listen_disabled.load(std::memory_order_relaxed) * 10000));
+                 Num(c.listen_disabled_us.load(std::memory_order_relaxed)));
   s.emplace_back("idle_kicks", Num(c.idle_kicks.load(std::memory_order_relaxed)));
   s.emplace_back("auth_cmds", "0");    // no SASL / ascii auth
   s.emplace_back("auth_errors", "0");

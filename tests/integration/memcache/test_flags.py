@@ -178,6 +178,29 @@ def test_c_counts_exactly_client_connections(make_server):
     assert wait_for(lambda: _open_until_rejected(srv, 1)[0], timeout=5)
 
 
+@pytest.mark.trove_only
+def test_no_maxconns_fast_leaves_clients_in_the_backlog_until_a_close(make_server):
+    """-o no_maxconns_fast: a client over -c is neither answered nor refused;
+    it waits in the listen backlog while the acceptor watches nothing, and
+    the close of another connection re-arms the acceptor (no polling)."""
+    srv = make_server("-c", "5", "-o", "no_maxconns_fast")
+    held = [Conn.to(srv) for _ in range(5)]
+    for c in held:
+        assert c.call(b"version\r\n", timeout=5).startswith(b"VERSION ")
+    waiting = Conn.to(srv)
+    waiting.send(b"version\r\n")
+    assert waiting.pending(wait=0.5) == b""
+    held.pop().close()
+    assert waiting.read_line(timeout=5).startswith(b"VERSION ")
+    st = waiting.stats()
+    assert st["rejected_connections"] == "0"
+    assert st["curr_connections"] == "5"
+    assert int(st["listen_disabled_num"]) >= 1
+    assert int(st["time_in_listen_disabled_us"]) >= 400000  # the 0.5 s it waited, at least
+    for c in held + [waiting]:
+        c.close()
+
+
 def test_b_sets_backlog(make_server):
     assert settings(make_server("-b", "64"))["tcp_backlog"] == "64"
 

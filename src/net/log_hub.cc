@@ -14,6 +14,14 @@ namespace trove::net {
 namespace {
 std::atomic<uint64_t> g_hub_generation{1};
 
+// Rings are powers of two (their mask); at least 4 KiB.
+LogHubOptions RoundRing(LogHubOptions o) {
+  size_t cap = 4096;
+  while (cap < o.worker_buf) cap <<= 1;
+  o.worker_buf = cap;
+  return o;
+}
+
 // An entry in a ring: this header, then `len` body bytes, padded to 32 (a
 // multiple of the header's size class, so the room left before the ring's
 // end is always 0 or enough for a filler header).
@@ -86,13 +94,8 @@ struct LogHub::Watcher {
 LogHub::LogHub(WorkerGroup* group, const Clock* clock, LogHubOptions opts)
     : group_(group),
       clock_(clock),
-      opts_(opts),
-      generation_(g_hub_generation.fetch_add(1, std::memory_order_relaxed)) {
-  // Rings are powers of two (the mask); at least 4 KiB.
-  size_t cap = 4096;
-  while (cap < opts_.worker_buf) cap <<= 1;
-  const_cast<LogHubOptions&>(opts_).worker_buf = cap;
-}
+      opts_(RoundRing(opts)),
+      generation_(g_hub_generation.fetch_add(1, std::memory_order_relaxed)) {}
 
 LogHub::~LogHub() { Stop(); }
 
@@ -197,8 +200,8 @@ LogHubStats LogHub::Stats() const {
   return s;
 }
 
-void LogHub::Format(const Watcher& w, uint32_t type, uint64_t gid, int64_t ts_us,
-                    std::string_view body, std::string* out) const {
+void LogHub::Format(const Watcher& w, uint64_t gid, int64_t ts_us, std::string_view body,
+                    std::string* out) const {
   char head[64];
   const long long sec = ts_us / 1000000;
   const int usec = static_cast<int>(ts_us % 1000000);
@@ -210,7 +213,6 @@ void LogHub::Format(const Watcher& w, uint32_t type, uint64_t gid, int64_t ts_us
     n = std::snprintf(head, sizeof(head), "ts=%lld.%d gid=%llu ", sec, usec,
                       static_cast<unsigned long long>(gid));
   }
-  (void)type;
   out->append(head, static_cast<size_t>(n));
   out->append(body);
   out->append(w.mask == kLogMonitor ? "\r\n" : "\n");
@@ -267,19 +269,22 @@ size_t LogHub::CollectOnce() {
         skipped_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      if (w->skipped > 0 && w->mask != kLogMonitor) {
-        char sk[48];
-        const int n = std::snprintf(sk, sizeof(sk), "skipped=%llu\n",
-                                    static_cast<unsigned long long>(w->skipped));
-        w->batch.append(sk, static_cast<size_t>(n));
-        w->skipped = 0;
-      } else if (w->skipped > 0) {
-        // MONITOR: a line redis-py's monitor parser accepts.
-        std::string m = "[0 0.0.0.0:0] \"monitor-skipped\" \"" + std::to_string(w->skipped) + "\"";
-        Format(*w, kLogMonitor, v.gid, v.ts_us, m, &w->batch);
+      if (w->skipped > 0) {
+        // memcached's marker; for MONITOR a line redis-py's parser accepts.
+        char sk[96];
+        const unsigned long long n = w->skipped;
+        const int len = w->mask == kLogMonitor
+                            ? std::snprintf(sk, sizeof(sk),
+                                            "[0 0.0.0.0:0] \"monitor-skipped\" \"%llu\"", n)
+                            : std::snprintf(sk, sizeof(sk), "skipped=%llu", n);
+        if (w->mask == kLogMonitor) {
+          Format(*w, v.gid, v.ts_us, std::string_view(sk, static_cast<size_t>(len)), &w->batch);
+        } else {
+          w->batch.append(sk, static_cast<size_t>(len)).push_back('\n');
+        }
         w->skipped = 0;
       }
-      Format(*w, v.type, v.gid, v.ts_us, v.body, &w->batch);
+      Format(*w, v.gid, v.ts_us, v.body, &w->batch);
       ++w->batch_lines;
     }
   }

@@ -112,7 +112,7 @@ class LogHub {
   void Run();
   void UpdateMaskLocked() REQUIRES(mu_);
   void Deliver(const std::shared_ptr<Watcher>& w);
-  void Format(const Watcher& w, uint32_t type, uint64_t gid, int64_t ts_us, std::string_view body,
+  void Format(const Watcher& w, uint64_t gid, int64_t ts_us, std::string_view body,
               std::string* out) const;
 
   WorkerGroup* const group_;

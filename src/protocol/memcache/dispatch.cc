@@ -91,9 +91,7 @@ void MemcacheHandler::Unknown(const ParsedLine& pl, ReplyWriter& w) {
 }
 
 void MemcacheHandler::LogStoreLookup(std::string_view key) {
-  engine::ItemRef old = engine_->Peek(key, ts_);
-  LogItemGet(ctx_->log, key, old ? 1 : 0, old ? old.slab_class() : 0, fd_,
-             old ? old.value_length() : 0);
+  LogItemGet(ctx_->log, key, engine_->Peek(key, ts_), fd_);
 }
 
 void MemcacheHandler::LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,

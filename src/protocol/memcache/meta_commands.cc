@@ -99,8 +99,7 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   }
   engine::MetaGetOutput o = engine_->MetaGet(f.key, args, ts_);
   if (Watching(net::kLogFetchers)) {
-    LogItemGet(ctx_->log, f.key, o.item ? 1 : 0, o.item ? o.item.slab_class() : 0, fd_,
-               o.item ? o.item.value_length() : 0);
+    LogItemGet(ctx_->log, f.key, o.item, fd_);
   }
 
   if (!o.item) {
@@ -327,18 +326,10 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
   const char* code = "NF";
   // `watch deletions`: only an md that removes the item (not I or x).
   const bool log = Watching(net::kLogDeletions) && !args.invalidate && !args.remove_value;
-  int clsid = 0;
-  uint32_t size = 0;
-  if (log) {
-    engine::ItemRef old = engine_->Peek(f.key, ts_);
-    if (old) {
-      clsid = old.slab_class();
-      size = old.value_length();
-    }
-  }
+  const ItemShape old = log ? ShapeOf(engine_->Peek(f.key, ts_)) : ItemShape{};
   switch (engine_->Delete(f.key, args, ts_)) {
     case engine::DeleteResult::kDeleted:
-      if (log) LogDeleted(ctx_->log, f.key, "md", clsid, size);
+      if (log) LogDeleted(ctx_->log, f.key, "md", old);
       if (f.Has('q')) return;
       code = "HD";
       break;

@@ -57,8 +57,7 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     if (in_batch > 0) --in_batch;
     engine::ItemRef ref = touch ? engine_->GetAndTouch(key, exptime, ts_) : engine_->Get(key, ts_);
     if (Watching(net::kLogFetchers)) {
-      LogItemGet(ctx_->log, key, ref ? 1 : 0, ref ? ref.slab_class() : 0, fd_,
-                 ref ? ref.value_length() : 0);
+      LogItemGet(ctx_->log, key, ref, fd_);
     }
     if (!ref) continue;
     if (ref.type() != engine::ValueType::kString) {
@@ -208,19 +207,11 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
     return;
   }
   // `watch deletions` shows the deleted item's class and size.
-  int clsid = 0;
-  uint32_t size = 0;
   const bool log = Watching(net::kLogDeletions);
-  if (log) {
-    engine::ItemRef old = engine_->Peek(key, ts_);
-    if (old) {
-      clsid = old.slab_class();
-      size = old.value_length();
-    }
-  }
+  const ItemShape old = log ? ShapeOf(engine_->Peek(key, ts_)) : ItemShape{};
   switch (engine_->Delete(key, engine::DeleteArgs{}, ts_)) {
     case engine::DeleteResult::kDeleted:
-      if (log) LogDeleted(ctx_->log, key, "delete", clsid, size);
+      if (log) LogDeleted(ctx_->log, key, "delete", old);
       w.Word("DELETED");
       break;
     case engine::DeleteResult::kNotFound:

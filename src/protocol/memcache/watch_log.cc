@@ -42,13 +42,15 @@ void UriEncode(std::string_view in, std::string* out) {
   }
 }
 
-void LogItemGet(net::LogHub* hub, std::string_view key, int status, int clsid, int cfd,
-                uint32_t size) {
-  static constexpr const char* kFound[] = {"not_found", "found", "flushed", "expired"};
+void LogItemGet(net::LogHub* hub, std::string_view key, const engine::ItemRef& it, int cfd) {
+  // memcached also has flushed and expired; Trove's reads report both as
+  // not_found.
+  const ItemShape sh = ShapeOf(it);
   std::string& s = Scratch();
   s += "type=item_get key=";
   UriEncode(key, &s);
-  AppendF(&s, " status=%s clsid=%d cfd=%d size=%u", kFound[status & 3], clsid, cfd, size);
+  AppendF(&s, " status=%s clsid=%d cfd=%d size=%u", it ? "found" : "not_found", sh.clsid, cfd,
+          sh.size);
   hub->Log(net::kLogFetchers, s);
 }
 
@@ -71,12 +73,12 @@ void LogItemStore(net::LogHub* hub, std::string_view key, engine::StoreResult st
   hub->Log(net::kLogMutations, s);
 }
 
-void LogDeleted(net::LogHub* hub, std::string_view key, std::string_view cmd, int clsid,
-                uint32_t size) {
+void LogDeleted(net::LogHub* hub, std::string_view key, std::string_view cmd, ItemShape old) {
   std::string& s = Scratch();
   s += "type=deleted key=";
   UriEncode(key, &s);
-  AppendF(&s, " cmd=%.*s clsid=%d size=%u", static_cast<int>(cmd.size()), cmd.data(), clsid, size);
+  AppendF(&s, " cmd=%.*s clsid=%d size=%u", static_cast<int>(cmd.size()), cmd.data(), old.clsid,
+          old.size);
   hub->Log(net::kLogDeletions, s);
 }
 

@@ -17,16 +17,23 @@ namespace trove::memcache {
 // Appends to *out.
 void UriEncode(std::string_view in, std::string* out);
 
-// "type=item_get": status 0 not_found, 1 found, 2 flushed, 3 expired.
-void LogItemGet(net::LogHub* hub, std::string_view key, int status, int clsid, int cfd,
-                uint32_t size);
+// The slab class and value size a line reports for an item (0 0: none).
+struct ItemShape {
+  int clsid = 0;
+  uint32_t size = 0;
+};
+inline ItemShape ShapeOf(const engine::ItemRef& it) {
+  return it ? ItemShape{it.slab_class(), it.value_length()} : ItemShape{};
+}
+
+// "type=item_get": status found when `it` holds an item, else not_found.
+void LogItemGet(net::LogHub* hub, std::string_view key, const engine::ItemRef& it, int cfd);
 // "type=item_store": status as engine::StoreResult; cmd is memcached's
 // name (set, add, replace, append, prepend, cas); ttl in seconds (0 none).
 void LogItemStore(net::LogHub* hub, std::string_view key, engine::StoreResult status,
                   std::string_view cmd, int64_t ttl, int clsid, int cfd, uint32_t size);
 // "type=deleted": cmd "delete" or "md".
-void LogDeleted(net::LogHub* hub, std::string_view key, std::string_view cmd, int clsid,
-                uint32_t size);
+void LogDeleted(net::LogHub* hub, std::string_view key, std::string_view cmd, ItemShape old);
 // rawcmds: "<cfd line" (memcached defines this entry; Trove fills it).
 void LogRawCmd(net::LogHub* hub, int cfd, std::string_view line);
 

@@ -1,13 +1,13 @@
 // MONITOR: the command, and the line every command that ran produces for
 // the monitors (Redis's replicationFeedMonitors format). Lines travel
 // through the server's LogHub (lossy, bounded); runs on workers.
-#include <cctype>
 #include <cstdio>
 #include <string>
 
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
 #include "protocol/resp/command.h"
+#include "protocol/resp/command_table.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/server_commands.h"
 #include "protocol/resp/session.h"
@@ -15,15 +15,6 @@
 namespace trove::resp {
 
 namespace {
-
-bool EqNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
 
 // Redis's sdscatrepr: quoted, with \\ \" \n \r \t \a \b and \xHH escapes.
 void AppendRepr(std::string* out, std::string_view s) {
@@ -57,7 +48,7 @@ bool AdminSubcommand(const CommandSpec& spec, std::span<const std::string_view> 
   static constexpr std::string_view kAdmin[] = {"kill", "list", "no-evict", "pause", "unblock",
                                                 "unpause"};
   for (std::string_view a : kAdmin) {
-    if (EqNoCase(argv[1], a)) return true;
+    if (EqualsIgnoreCase(argv[1], a)) return true;
   }
   return false;
 }
@@ -68,7 +59,7 @@ bool Redacted(const CommandSpec& spec, std::span<const std::string_view> argv, s
   if (name == "auth") return i >= 1;
   if (name == "hello") {
     for (size_t j = 2; j < argv.size() && j < i; ++j) {
-      if (EqNoCase(argv[j], "auth")) return i <= j + 2;
+      if (EqualsIgnoreCase(argv[j], "auth")) return i <= j + 2;
     }
   }
   return false;

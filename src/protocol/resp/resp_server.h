@@ -81,10 +81,10 @@ class RespServer final : public protocol::CommandLog {
   // lowest of the slowlog and latency-monitor thresholds; only a slower
   // command goes on to RecordSlow, which takes the slow log's or the latency
   // monitor's leaf lock.
-  void RecordCommand(WorkerStats* ws, const CommandSpec& spec,
+  // `slot` is HistogramSlots::SlotOf(spec, argv), which the caller has.
+  void RecordCommand(WorkerStats* ws, const CommandSpec& spec, int slot,
                      std::span<const std::string_view> argv, const Identity& who, int64_t usec) {
     if (log_ != nullptr && log_->Wants(net::kLogMonitor)) FeedMonitors(spec, argv, who);
-    const int slot = slots_->SlotOf(spec, argv);
     if (slot < 0) return;  // unknown subcommand: Redis rejects it before it runs
     if (latency_tracking.load(std::memory_order_relaxed))
       ws->latency[static_cast<size_t>(slot)].Add(usec);

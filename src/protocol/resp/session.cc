@@ -122,18 +122,18 @@ void UnknownCommand(RespWriter* w, std::span<const std::string_view> argv) {
 void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
   TransactionState& txn = conn_.txn();
-  if (spec != nullptr) {
-    // CLIENT LIST's cmd=: "client|list" for a container's subcommand, as Redis.
-    const HistogramSlots& slots = HistogramSlots::Get();
-    const int slot = slots.SlotOf(*spec, argv);
-    conn_.identity().SetLastCmd(slot >= 0 ? slots.name(static_cast<size_t>(slot)).c_str()
-                                          : spec->name);
-  }
   if (spec == nullptr) {
     UnknownCommand(w, argv);
     txn.MarkDirty();
     return;
   }
+  // The histogram slot names the command (or a container's subcommand) for
+  // CLIENT LIST's cmd= ("client|list", as Redis), the subscribed-mode error
+  // and, through Run, LATENCY HISTOGRAM: looked up once per command.
+  const HistogramSlots& slots = HistogramSlots::Get();
+  const int slot = slots.SlotOf(*spec, argv);
+  conn_.identity().SetLastCmd(slot >= 0 ? slots.name(static_cast<size_t>(slot)).c_str()
+                                        : spec->name);
   int argc = static_cast<int>(argv.size());
   if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) {
     // Redis reports a rejected EXEC as the transaction's abort.
@@ -155,8 +155,6 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   if (conn_.in_pubsub() && conn_.identity().proto() == 2 && (spec->flags & kCmdPubsubOk) == 0) {
     // Redis names the command by its full name ("pubsub|numsub"); an
     // unknown subcommand never gets here in Redis (lookup rejects it first).
-    const HistogramSlots& slots = HistogramSlots::Get();
-    const int slot = slots.SlotOf(*spec, argv);
     if (slot < 0) {
       CommandContext ctx;
       ctx.w = w;
@@ -185,10 +183,11 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
     w->Simple("QUEUED");
     return;
   }
-  Run(*spec, argv, w, /*locked=*/false, /*in_exec=*/false);
+  Run(*spec, slot, argv, w, /*locked=*/false, /*in_exec=*/false);
 }
 
-void Session::Run(const CommandSpec& spec, std::span<const std::string_view> argv, RespWriter* w,
+void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
+                  RespWriter* w,
                   bool locked, bool in_exec) {
   CommandContext ctx;
   ctx.session = this;
@@ -258,7 +257,7 @@ void Session::Run(const CommandSpec& spec, std::span<const std::string_view> arg
   c.calls.fetch_add(1, std::memory_order_relaxed);
   c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);
   stats_->total_commands.fetch_add(1, std::memory_order_relaxed);
-  server_->RecordCommand(stats_, spec, argv, conn_.identity(), (t1 - t0) / 1000);
+  server_->RecordCommand(stats_, spec, slot, argv, conn_.identity(), (t1 - t0) / 1000);
 }
 
 // --- transactions ---
@@ -324,11 +323,13 @@ void Session::Exec(CommandContext& ctx) {
       // Keyspace walks take stripes themselves; run them (and commands after
       // a SELECT) outside the transaction's lock set.
       lock.reset();
-      Run(s, argvs[q], ctx.w, /*locked=*/false, /*in_exec=*/true);
+      Run(s, HistogramSlots::Get().SlotOf(s, argvs[q]), argvs[q], ctx.w, /*locked=*/false,
+          /*in_exec=*/true);
       continue;
     }
     if (!lock) lock.emplace(ctx.engine, views);
-    Run(s, argvs[q], ctx.w, /*locked=*/true, /*in_exec=*/true);
+    Run(s, HistogramSlots::Get().SlotOf(s, argvs[q]), argvs[q], ctx.w, /*locked=*/true,
+        /*in_exec=*/true);
   }
   (void)has_global;
 }

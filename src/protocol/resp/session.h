@@ -91,9 +91,9 @@ class Session final : public net::ProtocolHandler {
 
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
-  // stripes unless already held.
-  void Run(const CommandSpec& spec, std::span<const std::string_view> argv, RespWriter* w,
-           bool locked, bool in_exec);
+  // stripes unless already held. `slot` is its HistogramSlots slot.
+  void Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
+           RespWriter* w, bool locked, bool in_exec);
 
   RespServer* server_;
   net::ConnControl* control_;

@@ -1,0 +1,130 @@
+// Engine: what the RESP front uses under stripes it holds (KeyLockSet): the
+// *Locked operations, heap-valued items, millisecond expiry, TTLs, and the
+// keyspace scan. Worker threads.
+#include <algorithm>
+
+#include "common/limits.h"
+#include "engine/engine.h"
+#include "engine/engine_impl.h"
+
+namespace trove::engine {
+
+ItemRef Engine::GetLocked(std::string_view key, ThreadStats* ts, bool bump) {
+  Impl* m = impl_.get();
+  ts = m->Ts(ts);
+  const uint64_t hv = HashKey(key);
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  const uint32_t now = m->Now();
+  Item* it = m->FindLocked(key, hv, now, ts);
+  if (it != nullptr && bump) Impl::Bump(it, now);
+  return ItemRef(this, it);
+}
+
+bool Engine::UnlinkLocked(std::string_view key, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const uint64_t hv = HashKey(key);
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
+  if (it == nullptr) return false;
+  m->UnlinkLocked(it, hv);
+  return true;
+}
+
+bool Engine::SetExpiryMsLocked(std::string_view key, int64_t unix_ms_or_zero, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const uint64_t hv = HashKey(key);
+  m->locks.AssertHeld(m->locks.StripeOf(hv));
+  Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
+  if (it == nullptr) return false;
+  m->SetExpiryMs(it, unix_ms_or_zero);
+  return true;
+}
+
+void Engine::SetNewItemExpiryMs(ItemRef& item, int64_t unix_ms_or_zero) {
+  DCHECK(!HasFlag(item.raw(), kItemLinked));
+  impl_->SetExpiryMs(item.raw(), unix_ms_or_zero);
+}
+
+AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueType type,
+                                 std::unique_ptr<HeapValue> value, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  const size_t usage = value->MemoryUsage();
+  // Heap memory shares -m: make room by evicting from the classes heap
+  // items live in (their headers are small) before giving up.
+  const int cls = m->slabs.ClassFor(m->header + key.size() + sizeof(HeapValue*) + 2);
+  for (int i = 0; i < 64 && m->slabs.OverLimit(usage) && cls != 0; ++i) {
+    if (!opts_.evict_to_free || !m->FreeSomething(cls)) break;
+  }
+  AllocOutput out;
+  if (m->slabs.OverLimit(usage)) {
+    m->Ts(ts)->store_no_memory.Add();
+    out.status = AllocStatus::kNoMemory;
+    return out;
+  }
+  out = Allocate(key, 0, exptime, sizeof(HeapValue*), ts, type);
+  if (out.status != AllocStatus::kOk) return out;
+  Item* it = out.item.raw();
+  HeapValue* raw = value.release();
+  std::memcpy(ItemData(it), &raw, sizeof(raw));
+  SetFlag(it, kItemHeap);
+  m->slabs.AddHeapBytes(static_cast<int64_t>(usage));
+  return out;
+}
+
+void Engine::AdjustHeapBytes(int64_t delta) { impl_->slabs.AddHeapBytes(delta); }
+
+uint64_t Engine::Scan(uint64_t cursor, size_t count, const std::function<void(const ItemRef&)>& fn) {
+  Impl* m = impl_.get();
+  std::vector<ItemRef> batch;
+  const uint32_t now = m->Now();
+  do {
+    cursor = m->table.ScanStep(cursor, [&](Item* it) {
+      if (m->IsDead(it, now)) return;
+      it->refcount.fetch_add(1, std::memory_order_relaxed);
+      batch.emplace_back(this, it);
+    });
+  } while (cursor != 0 && batch.size() < count);
+  for (const ItemRef& r : batch) fn(r);
+  return cursor;
+}
+
+uint64_t Engine::curr_items() const { return impl_->table.items(); }
+
+int64_t Engine::TtlSeconds(const ItemRef& ref) const {
+  uint32_t e = ref.raw()->exptime.load(std::memory_order_relaxed);
+  if (e == 0) return -1;
+  uint32_t now = impl_->Now();
+  return e > now ? static_cast<int64_t>(e - now) : 0;
+}
+
+// --- KeyLockSet ---
+
+namespace {
+thread_local bool t_keylockset_live = false;
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys) : engine_(engine) {
+  CHECK(!t_keylockset_live);
+  t_keylockset_live = true;
+  ItemLocks& locks = engine_->impl_->locks;
+  if (keys.size() > kInline) {
+    spill_.resize(keys.size());
+    stripes_ = spill_.data();
+  }
+  for (size_t i = 0; i < keys.size(); ++i) stripes_[i] = locks.StripeOf(HashKey(keys[i]));
+  std::sort(stripes_, stripes_ + keys.size());
+  count_ = static_cast<size_t>(std::unique(stripes_, stripes_ + keys.size()) - stripes_);
+  // ascending: no deadlock between sets
+  for (size_t i = 0; i < count_; ++i) locks.Lock(stripes_[i]);
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::string_view key)
+    : KeyLockSet(engine, std::span<const std::string_view>(&key, 1)) {}
+
+KeyLockSet::~KeyLockSet() {
+  ItemLocks& locks = engine_->impl_->locks;
+  for (size_t i = count_; i-- > 0;) locks.Unlock(stripes_[i]);
+  t_keylockset_live = false;
+}
+
+}  // namespace trove::engine

@@ -1,6 +1,7 @@
 """Fixtures shared by every integration test directory (memcache/, resp/).
 
-  server          one server per test module, default flags
+  server          one server per test module, default flags (or the
+                  module's SERVER_ARGS)
   make_server     factory: make_server("-m", "8", "-A") -> a fresh Server for
                   this test only, stopped at teardown
   conn            a raw Conn to the module server
@@ -82,8 +83,10 @@ def _start(args):
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = _start([])
+def server(request):
+    """The module's server; a module sets SERVER_ARGS (e.g. ["-t", "4"]) for
+    flags of its own."""
+    srv = _start(list(getattr(request.module, "SERVER_ARGS", [])))
     yield srv
     srv.cleanup()
 

@@ -9,7 +9,6 @@ import time
 
 import pytest
 
-from harness import server as hserver
 
 WORKERS = 4
 IS_TROVE = os.environ.get("TROVE_TEST_TARGET", "").strip().lower() != "redis" and \
@@ -17,14 +16,8 @@ IS_TROVE = os.environ.get("TROVE_TEST_TARGET", "").strip().lower() != "redis" an
 pytestmark = pytest.mark.skipif(not IS_TROVE, reason="Trove's workers and its own refusals")
 
 
-@pytest.fixture(scope="module")
-def server():
-    try:
-        srv = hserver.Server(["-t", str(WORKERS)])
-    except hserver.ServerError as e:
-        pytest.fail(str(e), pytrace=False)
-    yield srv
-    srv.cleanup()
+# The module server (conftest `server`) runs with this many workers.
+SERVER_ARGS = ["-t", str(WORKERS)]
 
 
 class Raw:

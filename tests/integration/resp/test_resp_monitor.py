@@ -17,7 +17,6 @@ import time
 import pytest
 import redis
 
-from harness import server as hserver
 
 WORKERS = 4
 TARGET = os.environ.get("TROVE_TEST_TARGET", "").strip().lower() or (
@@ -27,14 +26,8 @@ pytestmark = pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front ha
 LINE = re.compile(r'^\+(\d+)\.(\d{6}) \[(\d+) ([^\]]+)\] (.*)$')
 
 
-@pytest.fixture(scope="module")
-def server():
-    try:
-        srv = hserver.Server(["-t", str(WORKERS)])
-    except hserver.ServerError as e:
-        pytest.fail(str(e), pytrace=False)
-    yield srv
-    srv.cleanup()
+# The module server (conftest `server`) runs with this many workers.
+SERVER_ARGS = ["-t", str(WORKERS)]
 
 
 class Mon:

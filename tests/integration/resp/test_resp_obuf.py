@@ -17,7 +17,6 @@ import time
 
 import pytest
 
-from harness import server as hserver
 
 WORKERS = 4
 TARGET = "redis" if os.environ.get("TROVE_TEST_TARGET", "").strip().lower() == "redis" else (
@@ -26,15 +25,8 @@ pytestmark = pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front ha
 LIMIT = "client-output-buffer-limit"
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The module's Trove, with 4 workers (overrides the default `server`)."""
-    try:
-        srv = hserver.Server(["-t", str(WORKERS)])
-    except hserver.ServerError as e:
-        pytest.fail(str(e), pytrace=False)
-    yield srv
-    srv.cleanup()
+# The module server (conftest `server`) runs with this many workers.
+SERVER_ARGS = ["-t", str(WORKERS)]
 
 
 def get_limit(r):

@@ -18,7 +18,6 @@ import time
 
 import pytest
 
-from harness import server as hserver
 
 WORKERS = 4
 # TSan builds run several times slower: time bounds are scaled, and the PING
@@ -46,15 +45,8 @@ trove_workers = pytest.mark.skipif(not IS_TROVE,
                                    reason="places connections on Trove's -t 4 workers")
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The module's Trove, with 4 workers (overrides the default `server`)."""
-    try:
-        srv = hserver.Server(["-t", str(WORKERS)])
-    except hserver.ServerError as e:
-        pytest.fail(str(e), pytrace=False)
-    yield srv
-    srv.cleanup()
+# The module server (conftest `server`) runs with this many workers.
+SERVER_ARGS = ["-t", str(WORKERS)]
 
 
 # ---- RESP encoding helpers -------------------------------------------------

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -58,6 +60,28 @@ TEST(ItemObserverTest, ExpiryFoundByAReadIsReported) {
   EXPECT_EQ(rec.seen[0].bytes, 5u);
   EXPECT_EQ(rec.seen[0].ttl, 0);
   EXPECT_FALSE(rec.seen[0].fetched);
+}
+
+TEST(ItemObserverTest, ExpiryFoundByTheCrawlerIsReported) {
+  ManualClock clock;
+  Recorder rec;
+  EngineOptions o = Small();
+  o.lru_crawler = true;
+  auto e = testing::MakeEngine(o, &clock);
+  e->AddObserver(&rec);
+  ThreadStats* ts = e->NewThreadStats();
+  ASSERT_EQ(e->Store("crawled", 0, 5, "abc", {}, ts), StoreResult::kStored);
+  e->Start();
+  clock.AdvanceSeconds(6);
+  ASSERT_EQ(e->CrawlerCrawl("all"), "OK");
+  for (int i = 0; i < 500 && e->curr_items() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  e->Stop();  // joins the crawler: rec is read by this thread only from here
+  ASSERT_EQ(rec.seen.size(), 1u);
+  EXPECT_EQ(rec.seen[0].cause, RemovalCause::kExpired);
+  EXPECT_EQ(rec.seen[0].key, "crawled");
+  EXPECT_EQ(rec.seen[0].bytes, 3u);
 }
 
 TEST(ItemObserverTest, FlushedItemsAreNotReported) {

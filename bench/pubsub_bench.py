@@ -50,6 +50,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_lib as lib  # noqa: E402  (free_port, probe)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHANNEL = b"bnch"
 TS_DIGITS = 19
@@ -63,26 +66,11 @@ def now_ns():
     return time.monotonic_ns()
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
 def wait_ping(port, timeout=10.0):
     end = time.time() + timeout
     while time.time() < end:
-        try:
-            s = socket.create_connection(("127.0.0.1", port), timeout=0.5)
-            s.sendall(b"PING\r\n")
-            if s.recv(100).startswith(b"+PONG"):
-                s.close()
-                return
-            s.close()
-        except OSError:
-            pass
+        if lib.probe(port, b"PING\r\n", b"+PONG"):
+            return
         time.sleep(0.05)
     raise RuntimeError("server on port %d does not answer PING" % port)
 
@@ -412,9 +400,9 @@ class Server:
 
 
 def start(name, args):
-    port = free_port()
+    port = lib.free_port()
     if name == "trove":
-        cmd = [args.trove, "-p", str(free_port()), "--resp-port", str(port), "-t", str(args.trove_threads),
+        cmd = [args.trove, "-p", str(lib.free_port()), "--resp-port", str(port), "-t", str(args.trove_threads),
                "-U", "0", "-m", "1024", "-c", "4096"]
         if os.geteuid() == 0:
             cmd += ["-u", "root"]  # like memcached, Trove refuses root without -u

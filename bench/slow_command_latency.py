@@ -23,15 +23,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_lib as lib  # noqa: E402  (free_port)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def wait_port(port, timeout=10.0):
@@ -161,7 +156,7 @@ def main():
     print("| server | command | duration s | PINGs meanwhile | PING p50 ms | p99 ms | max ms |")
     print("|---|---|--:|--:|--:|--:|--:|")
     for kind, path in servers:
-        port = free_port()
+        port = lib.free_port()
         tmp = tempfile.mkdtemp()
         p = run_server(kind, path, port, tmp)
         try:

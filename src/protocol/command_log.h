@@ -73,7 +73,7 @@ class CommandLog {
     void Record(McCmd cmd, std::string_view line, std::string_view client_addr, int64_t usec) {
       if (tracking_->load(std::memory_order_relaxed)) hist_[cmd].Add(usec);
       if (static_cast<uint64_t>(usec) >= slow_above_us_->load(std::memory_order_relaxed)) {
-        owner_->RecordSlowMemcache(cmd, line, client_addr, usec);
+        owner_->RecordSlowMemcache(line, client_addr, usec);
       }
     }
 
@@ -88,7 +88,7 @@ class CommandLog {
   // Thread safety: any worker (takes a lock; call once per connection).
   virtual Sink* SinkFor(int worker_id) = 0;
   // The slow path: a SLOWLOG entry and a latency-monitor sample when due.
-  virtual void RecordSlowMemcache(McCmd cmd, std::string_view line, std::string_view client_addr,
+  virtual void RecordSlowMemcache(std::string_view line, std::string_view client_addr,
                                   int64_t usec) = 0;
 };
 

@@ -40,23 +40,31 @@ void RespServer::ConfigChanged() {
   }
 }
 
-void RespServer::RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
-                            const Identity& who, int64_t usec) {
-  const int64_t now = engine_->clock()->UnixSeconds();
+bool RespServer::SampleSlow(const char* event, int64_t usec, int64_t now) {
   const int64_t lat_ms = latency_monitor_threshold.load(std::memory_order_relaxed);
-  if (lat_ms > 0 && usec / 1000 >= lat_ms) {
-    latency_.AddSample((spec.flags & kCmdFast) != 0 ? "fast-command" : "command", usec / 1000, now);
-  }
+  if (lat_ms > 0 && usec / 1000 >= lat_ms) latency_.AddSample(event, usec / 1000, now);
   const int64_t slower = slowlog_log_slower_than.load(std::memory_order_relaxed);
-  // EXEC is Redis's one skip_slowlog command here; its commands are logged.
-  if (slower < 0 || usec < slower || std::string_view(spec.name) == "exec") return;
+  return slower >= 0 && usec >= slower;
+}
+
+void RespServer::PushSlowEntry(std::span<const std::string_view> argv, std::string_view addr,
+                               std::string_view name, int64_t usec, int64_t now) {
   SlowLogEntry e;
   e.unix_time = now;
   e.usec = usec;
   e.argv = SlowLogArgv(argv);
-  e.addr = who.addr();
-  e.name = who.name();
+  e.addr.assign(addr);
+  e.name.assign(name);
   slowlog_.Push(std::move(e), static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
+}
+
+void RespServer::RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
+                            const Identity& who, int64_t usec) {
+  const int64_t now = engine_->clock()->UnixSeconds();
+  const bool log = SampleSlow((spec.flags & kCmdFast) != 0 ? "fast-command" : "command", usec, now);
+  // EXEC is Redis's one skip_slowlog command here; its commands are logged.
+  if (!log || std::string_view(spec.name) == "exec") return;
+  PushSlowEntry(argv, who.addr(), who.name(), usec, now);
 }
 
 protocol::CommandLog::Sink* RespServer::SinkFor(int worker_id) {
@@ -72,14 +80,10 @@ protocol::CommandLog::Sink* RespServer::SinkFor(int worker_id) {
   return mc_sinks_[w].get();
 }
 
-void RespServer::RecordSlowMemcache(protocol::McCmd cmd, std::string_view line,
-                                    std::string_view addr, int64_t usec) {
-  (void)cmd;
+void RespServer::RecordSlowMemcache(std::string_view line, std::string_view addr,
+                                    int64_t usec) {
   const int64_t now = engine_->clock()->UnixSeconds();
-  const int64_t lat_ms = latency_monitor_threshold.load(std::memory_order_relaxed);
-  if (lat_ms > 0 && usec / 1000 >= lat_ms) latency_.AddSample("command", usec / 1000, now);
-  const int64_t slower = slowlog_log_slower_than.load(std::memory_order_relaxed);
-  if (slower < 0 || usec < slower) return;
+  if (!SampleSlow("command", usec, now)) return;
   // The request line's words are its argv, as memcached tokenizes it.
   std::vector<std::string_view> words;
   size_t i = 0;
@@ -90,13 +94,8 @@ void RespServer::RecordSlowMemcache(protocol::McCmd cmd, std::string_view line,
     if (j > i) words.push_back(line.substr(i, j - i));
     i = j;
   }
-  SlowLogEntry e;
-  e.unix_time = now;
-  e.usec = usec;
-  e.argv = SlowLogArgv(words);
-  e.addr.assign(addr);
-  e.name = "memcache";  // marks the protocol: a RESP client name has no such entry source
-  slowlog_.Push(std::move(e), static_cast<size_t>(slowlog_max_len.load(std::memory_order_relaxed)));
+  // The client name "memcache" marks the protocol (memcached clients have none).
+  PushSlowEntry(words, addr, "memcache", usec, now);
 }
 
 int64_t RespServer::NowMs() const { return engine_->clock()->UnixMicros() / 1000; }

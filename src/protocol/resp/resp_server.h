@@ -94,7 +94,7 @@ class RespServer final : public protocol::CommandLog {
   // protocol::CommandLog: memcached-port commands into this server's
   // LATENCY HISTOGRAM (memcache|<cmd>) and SLOWLOG (client name "memcache").
   Sink* SinkFor(int worker_id) override EXCLUDES(mu_);
-  void RecordSlowMemcache(protocol::McCmd cmd, std::string_view line, std::string_view addr,
+  void RecordSlowMemcache(std::string_view line, std::string_view addr,
                           int64_t usec) override;
 
   // Applies a CONFIG SET of the slowlog / latency parameters: recomputes the
@@ -149,6 +149,11 @@ class RespServer final : public protocol::CommandLog {
   // RecordCommand's slow path: the slow log entry and the latency sample.
   void RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
                   const Identity& who, int64_t usec);
+  // The slow paths' shared part: a latency-monitor sample of `event` when
+  // due; true when slowlog-log-slower-than wants the entry.
+  bool SampleSlow(const char* event, int64_t usec, int64_t now);
+  void PushSlowEntry(std::span<const std::string_view> argv, std::string_view addr,
+                     std::string_view name, int64_t usec, int64_t now);
 
   engine::Engine* engine_;
   net::ServerServices* services_;

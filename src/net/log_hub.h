@@ -83,6 +83,8 @@ class LogHub {
 
   void Start();
   void Stop();
+  // The workers this hub delivers to.
+  WorkerGroup* group() const { return group_; }
 
   bool Wants(uint32_t type) const { return (mask_.load(std::memory_order_relaxed) & type) != 0; }
   // Every type someone watches now (one relaxed load).

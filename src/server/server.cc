@@ -17,6 +17,7 @@
 #include "net/socket.h"
 #include "protocol/memcache/memcache_protocol.h"
 #include "protocol/memcache/watch_log.h"
+#include "protocol/resp/keyspace_events.h"
 #include "protocol/resp/resp_protocol.h"
 
 namespace trove::server {
@@ -71,9 +72,17 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   s->engine_->AddObserver(s->eviction_log_.get());
   s->resp_factory_ =
       resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions(), s->log_.get());
-  // memcached's commands show in the RESP front's SLOWLOG and LATENCY.
+  // Keyspace notifications: expiry and eviction from the engine, and a
+  // crawl each second for expired keys while `x` is configured.
+  resp::KeyEvents* key_events = resp::KeyEventsOf(s->resp_factory_.get());
+  s->engine_->AddObserver(key_events);
+  engine::Engine* eng_ptr = s->engine_.get();
+  resp::SetExpiryScan(s->resp_factory_.get(), [eng_ptr] { (void)eng_ptr->CrawlerCrawl("all"); });
+  // memcached's commands show in the RESP front's SLOWLOG and LATENCY, and
+  // its writes in the RESP front's keyspace notifications.
   s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions(),
-                                                s->log_.get(), resp::CommandLogOf(s->resp_factory_.get()));
+                                                s->log_.get(), resp::CommandLogOf(s->resp_factory_.get()),
+                                                key_events);
   Status st = s->Bind();
   if (!st.ok()) return st;
   return s;

@@ -116,6 +116,18 @@ void MemcacheHandler::LogStore(std::string_view key, engine::StoreResult r, engi
                static_cast<uint32_t>(n));
 }
 
+void MemcacheHandler::NotifyStore(std::string_view key, engine::StoreMode mode, bool has_expiry,
+                                  bool was_new) {
+  if (was_new) Notify(protocol::kKeClassNew, "new", key);
+  const char* ev = mode == engine::StoreMode::kAppend    ? "append"
+                   : mode == engine::StoreMode::kPrepend ? "prepend"
+                                                         : "set";
+  Notify(protocol::kKeClassString, ev, key);
+  // append/prepend keep the item's expiry: only set-like stores give one.
+  const bool appends = mode == engine::StoreMode::kAppend || mode == engine::StoreMode::kPrepend;
+  if (has_expiry && !appends) Notify(protocol::kKeClassGeneric, "expire", key);
+}
+
 size_t MemcacheHandler::Swallow(size_t n, size_t avail) {
   size_t now = n < avail ? n : avail;
   swallow_ = n - now;
@@ -136,6 +148,7 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
   wanted_ = 0;
   if (watcher_id_ != 0) return len;  // a watcher's input is ignored (memcached stops reading)
   log_mask_ = ctx_->log != nullptr ? ctx_->log->WatchedTypes() : 0;
+  ke_mask_ = ctx_->key_events != nullptr ? ctx_->key_events->enabled() : 0;
   size_t used = 0;
   if (swallow_ > 0) {
     used = Swallow(swallow_, len);
@@ -243,15 +256,21 @@ void MemcacheHandler::FinishPending(ReplyWriter& w) {
   }
   uint64_t cas = 0;
   const bool log_store = Watching(net::kLogMutations);
+  const bool notify = ke_mask_ != 0;
   std::string key_copy;
   int64_t exp_unix = 0;
-  if (log_store) {
+  bool was_new = false;
+  if (log_store || notify) {
     key_copy.assign(item.key());
     exp_unix = item.expires_at_unix();
+    was_new = KeyIsNew(key_copy);
   }
   if (Watching(net::kLogFetchers)) LogStoreLookup(item.key());
   engine::StoreResult r = engine_->StoreItem(item, pv.args, ts_, &cas);
   if (log_store) LogStore(key_copy, r, pv.args.mode, exp_unix, pv.n);
+  if (notify && r == engine::StoreResult::kStored) {
+    NotifyStore(key_copy, pv.args.mode, exp_unix != 0, was_new);
+  }
   if (pv.meta) {
     // The request's flags, parsed again from the kept line.
     ParsedLine pl;
@@ -451,7 +470,9 @@ namespace {
 class MemcacheFactory final : public net::ProtocolFactory {
  public:
   MemcacheFactory(engine::Engine* engine, net::ServerServices* services,
-                  const ProtocolOptions& opts, net::LogHub* log, protocol::CommandLog* cmd_log) {
+                  const ProtocolOptions& opts, net::LogHub* log, protocol::CommandLog* cmd_log,
+                  protocol::KeyEventSink* key_events) {
+    ctx_.key_events = key_events;
     ctx_.engine = engine;
     ctx_.services = services;
     ctx_.log = log;
@@ -488,8 +509,9 @@ std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
                                                          net::ServerServices* services,
                                                          const ProtocolOptions& opts,
                                                          net::LogHub* log,
-                                                         protocol::CommandLog* cmd_log) {
-  return std::make_unique<MemcacheFactory>(engine, services, opts, log, cmd_log);
+                                                         protocol::CommandLog* cmd_log,
+                                                         protocol::KeyEventSink* key_events) {
+  return std::make_unique<MemcacheFactory>(engine, services, opts, log, cmd_log, key_events);
 }
 
 }  // namespace trove::memcache

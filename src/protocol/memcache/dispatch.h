@@ -15,6 +15,7 @@
 #include "protocol/memcache/reply_writer.h"
 #include "protocol/memcache/text_parser.h"
 #include "protocol/command_log.h"
+#include "protocol/key_events.h"
 #include "protocol/prefetch_window.h"
 
 namespace trove::memcache {
@@ -25,6 +26,8 @@ struct HandlerContext {
   net::ServerServices* services = nullptr;  // may be null in tests
   net::LogHub* log = nullptr;               // `watch`; may be null in tests
   protocol::CommandLog* cmd_log = nullptr;  // SLOWLOG/LATENCY on the RESP front; may be null
+  // Keyspace notifications on the RESP front (database 0); may be null.
+  protocol::KeyEventSink* key_events = nullptr;
   ProtocolOptions opts;
 };
 
@@ -88,6 +91,24 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // The watched types are read once per OnData batch (log_mask_): a watcher
   // added mid-batch sees this connection's events from its next batch.
   bool Watching(net::LogType t) const { return (log_mask_ & t) != 0; }
+  // Keyspace notifications for writes, as Redis names them (set, append,
+  // incrby, del, expire ...): the enabled classes are read once per OnData
+  // batch too, so with notifications off a write pays one test.
+  bool Notifying(uint32_t cls) const { return (ke_mask_ & cls) != 0; }
+  void Notify(uint32_t cls, const char* event, std::string_view key) {
+    if (Notifying(cls)) ctx_->key_events->Notify(cls, event, key);
+  }
+  // Only when `n` is configured (one lookup): the key has no live item.
+  bool KeyIsNew(std::string_view key) {
+    return Notifying(protocol::kKeClassNew) && !engine_->Peek(key, ts_);
+  }
+  // A successful store's events: new, then set / append / prepend, then
+  // expire when it gave the item an expiry (Redis's SET EX order).
+  void NotifyStore(std::string_view key, engine::StoreMode mode, bool has_expiry, bool was_new);
+  // touch / gat / mg T: expire, or persist for an exptime of 0.
+  void NotifyTouch(std::string_view key, int64_t exptime) {
+    Notify(protocol::kKeClassGeneric, exptime != 0 ? "expire" : "persist", key);
+  }
   // The lookup a store does first, as memcached's fetchers show it.
   void LogStoreLookup(std::string_view key);
   void LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
@@ -173,6 +194,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool close_ = false;
   bool close_error_ = false;
   uint32_t log_mask_ = 0;  // LogHub's watched types at the start of this OnData
+  uint32_t ke_mask_ = 0;   // KeyEventSink::enabled() at the start of this OnData
   uint64_t watcher_id_ = 0;  // != 0: a `watch` connection (reads nothing more)
   protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead
   PendingValue pending_;

@@ -10,6 +10,7 @@
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
+#include "protocol/key_events.h"
 
 namespace trove::memcache {
 
@@ -28,6 +29,7 @@ std::unique_ptr<net::ProtocolFactory> NewMemcacheFactory(engine::Engine* engine,
                                                          net::ServerServices* services,
                                                          const ProtocolOptions& opts,
                                                          net::LogHub* log = nullptr,
-                                                         protocol::CommandLog* cmd_log = nullptr);
+                                                         protocol::CommandLog* cmd_log = nullptr,
+                                                         protocol::KeyEventSink* key_events = nullptr);
 
 }  // namespace trove::memcache

@@ -102,6 +102,8 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
     LogItemGet(ctx_->log, f.key, o.item, fd_);
   }
 
+  if (o.vivified) Notify(protocol::kKeClassNew, "new", f.key);
+  if (o.item && f.has_ttl) NotifyTouch(f.key, f.ttl);
   if (!o.item) {
     if (f.Has('q')) return;  // quiet mode hides a miss
     StatusLine("EN", pl, f, w);
@@ -239,8 +241,12 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
   }
   uint64_t cas = 0;
   if (Watching(net::kLogFetchers)) LogStoreLookup(f.key);
+  const bool was_new = KeyIsNew(f.key);
   engine::StoreResult r =
       engine_->Store(f.key, f.client_flags, exptime, std::string_view(after, n), args, ts_, &cas);
+  if (r == engine::StoreResult::kStored && ke_mask_ != 0) {
+    NotifyStore(f.key, args.mode, exptime != 0, was_new);
+  }
   if (Watching(net::kLogMutations)) {
     const bool compared = f.has_cas && args.mode == engine::StoreMode::kSet;
     LogStore(f.key, r, compared ? engine::StoreMode::kCas : args.mode, exptime, n);
@@ -330,6 +336,8 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
   switch (engine_->Delete(f.key, args, ts_)) {
     case engine::DeleteResult::kDeleted:
       if (log) LogDeleted(ctx_->log, f.key, "md", old);
+      // Only a delete that removes the key is Redis's "del" (I and x keep it).
+      if (!args.invalidate && !args.remove_value) Notify(protocol::kKeClassGeneric, "del", f.key);
       if (f.Has('q')) return;
       code = "HD";
       break;
@@ -392,6 +400,9 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   const char* code = nullptr;
   switch (o.result) {
     case engine::ArithResult::kOk:
+      if (o.vivified) Notify(protocol::kKeClassNew, "new", f.key);
+      Notify(protocol::kKeClassString, "incrby", f.key);
+      if (f.has_ttl) NotifyTouch(f.key, f.ttl);
       break;
     case engine::ArithResult::kNotFound:
       code = "NF";

@@ -60,6 +60,7 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
       LogItemGet(ctx_->log, key, ref, fd_);
     }
     if (!ref) continue;
+    if (touch) NotifyTouch(key, exptime);
     if (ref.type() != engine::ValueType::kString) {
       // Like memcached's other mid-multiget errors: the error ends the reply.
       w.ClientError(kWrongTypeError);
@@ -135,8 +136,10 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
     return line_len + total;
   }
   if (Watching(net::kLogFetchers)) LogStoreLookup(key);
+  const bool was_new = KeyIsNew(key);
   const engine::StoreResult r = engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_);
   if (Watching(net::kLogMutations)) LogStore(key, r, mode, exptime, n);
+  if (r == engine::StoreResult::kStored && ke_mask_ != 0) NotifyStore(key, mode, exptime != 0, was_new);
   StoreReply(r, w);
   return line_len + total;
 }
@@ -181,6 +184,7 @@ void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
   switch (o.result) {
     case engine::ArithResult::kOk:
       w.Number(o.value);
+      Notify(protocol::kKeClassString, "incrby", key);  // Redis's event for INCR and DECR
       break;
     case engine::ArithResult::kNotFound:
       w.Word("NOT_FOUND");
@@ -213,6 +217,7 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
     case engine::DeleteResult::kDeleted:
       if (log) LogDeleted(ctx_->log, key, "delete", old);
       w.Word("DELETED");
+      Notify(protocol::kKeClassGeneric, "del", key);
       break;
     case engine::DeleteResult::kNotFound:
       w.Word("NOT_FOUND");
@@ -235,7 +240,9 @@ void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError("invalid exptime argument");
     return;
   }
-  w.Word(engine_->Touch(key, exptime, ts_) ? "TOUCHED" : "NOT_FOUND");
+  const bool touched = engine_->Touch(key, exptime, ts_);
+  w.Word(touched ? "TOUCHED" : "NOT_FOUND");
+  if (touched) NotifyTouch(key, exptime);
 }
 
 void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {

@@ -66,6 +66,7 @@ const ConfigParam kParams[] = {
     {"save", nullptr, true},
     {"appendonly", nullptr, true},
     {"timeout", nullptr, true},
+    {"notify-keyspace-events", nullptr, true},
 };
 
 int64_t MaxClients(CommandContext& ctx) {
@@ -103,6 +104,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = ctx.server->obuf_limits().ToString();
   else if (n == "latency-tracking")
     v = ctx.server->latency_tracking.load(std::memory_order_relaxed) ? "yes" : "no";
+  else if (n == "notify-keyspace-events")
+    v = protocol::FormatKeyEventClasses(ctx.server->key_events().flags());
   return v;
 }
 
@@ -150,6 +153,15 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
                 "the idle timeout cannot change at run time; start with -o idle_timeout=N");
       return false;
     }
+    return true;
+  }
+  if (name == "notify-keyspace-events") {
+    uint32_t flags = 0;
+    if (!protocol::ParseKeyEventClasses(value, &flags)) {
+      SetFailed(ctx, name, "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.");
+      return false;
+    }
+    ctx.server->key_events().Configure(flags);
     return true;
   }
   if (name == "client-output-buffer-limit") {

@@ -4,12 +4,14 @@
 #include <string>
 
 #include "common/str_append.h"
+#include "protocol/key_events.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/keyspace_walk.h"
 #include "protocol/resp/random_pick.h"
 #include "protocol/resp/resp_parser.h"
+#include "protocol/resp/session.h"
 #include "protocol/resp/resp_server.h"
 
 namespace trove::resp {
@@ -251,7 +253,13 @@ void CmdCopy(CommandContext& ctx) {
   }
   CommandContext inner = ctx;
   inner.locked = true;
-  if (CopyItemLocked(inner, it, dst, it.expires_at_unix_ms())) ctx.w->Integer(1);
+  if (!CopyItemLocked(inner, it, dst, it.expires_at_unix_ms())) return;
+  ctx.w->Integer(1);
+  // Redis adds the copy (dbAdd: "new") and then reports copy_to.
+  if (ctx.notify & protocol::kKeClassNew) ctx.session->QueueKeyEvent(protocol::kKeClassNew, "new", dst);
+  if (ctx.notify & protocol::kKeClassGeneric) {
+    ctx.session->QueueKeyEvent(protocol::kKeClassGeneric, "copy_to", dst);
+  }
 }
 
 void CmdMove(CommandContext& ctx) {
@@ -275,6 +283,11 @@ void CmdMove(CommandContext& ctx) {
   it.Reset();
   ctx.engine->UnlinkLocked(src, ctx.ts);
   ctx.w->Integer(1);
+  if (ctx.notify & protocol::kKeClassNew) ctx.session->QueueKeyEvent(protocol::kKeClassNew, "new", dst);
+  if (ctx.notify & protocol::kKeClassGeneric) {
+    ctx.session->QueueKeyEvent(protocol::kKeClassGeneric, "move_from", src);
+    ctx.session->QueueKeyEvent(protocol::kKeClassGeneric, "move_to", dst);
+  }
 }
 
 // Collects the keys of one database (user form) matching pattern/type.

@@ -109,7 +109,7 @@ void CmdSet(CommandContext& ctx) {
   ItemRef old;
   if (get) {
     old = LookupLocked(ctx, key);
-    CountKeyspace(ctx, static_cast<bool>(old));  // SET is a write: counted here
+    CountKeyspace(ctx, static_cast<bool>(old), key);  // SET is a write: counted here
   } else if (nx || xx || e.keepttl)
     old = ctx.engine->GetLocked(key, ctx.ts, /*bump=*/false);
   if (get && old && old.type() != ValueType::kString) {

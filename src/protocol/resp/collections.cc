@@ -402,7 +402,7 @@ LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, Collect
     }
   }
   engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts, !ctx.no_touch);
-  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(it));
+  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(it), ekey);
   if (!it) return LoadStatus::kMissing;
   if (it.type() == engine::ValueType::kString) return LoadStatus::kWrongType;
   *type = it.type();

@@ -87,6 +87,9 @@ struct CommandContext {
   bool no_touch = false;
   // Lookups count keyspace hits/misses: read commands and reads_keys ones.
   bool count_keyspace = false;
+  // The keyspace-notification classes enabled for this command
+  // (KeyEventSink::enabled(), read once per command; 0 almost always).
+  uint32_t notify = 0;
   // Collections decoded or created by this command (see collections.h).
   std::vector<ScratchEntry>* scratch = nullptr;
   // Set when a collection write could not be stored (no memory under -M);

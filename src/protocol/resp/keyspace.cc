@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/str_append.h"
+#include "protocol/key_events.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/resp_parser.h"
@@ -78,16 +79,19 @@ const char* TypeName(engine::ValueType t) {
   return "none";
 }
 
-void CountKeyspace(CommandContext& ctx, bool hit) {
+void CountKeyspace(CommandContext& ctx, bool hit, std::string_view ekey) {
   if (ctx.session == nullptr) return;
   WorkerStats* st = ctx.session->stats();
   (hit ? st->keyspace_hits : st->keyspace_misses).fetch_add(1, std::memory_order_relaxed);
+  if (!hit && !ekey.empty() && (ctx.notify & protocol::kKeClassKeyMiss) != 0) {
+    ctx.session->QueueKeyEvent(protocol::kKeClassKeyMiss, "keymiss", ekey);
+  }
 }
 
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump) {
   DCHECK(ctx.locked);
   engine::ItemRef r = ctx.engine->GetLocked(ekey, ctx.ts, bump && !ctx.no_touch);
-  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(r));
+  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(r), ekey);
   return r;
 }
 

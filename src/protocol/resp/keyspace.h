@@ -35,8 +35,9 @@ int64_t PttlMs(const engine::ItemRef& item, int64_t now_ms);
 
 const char* TypeName(engine::ValueType t);
 
-// INFO's keyspace_hits / keyspace_misses.
-void CountKeyspace(CommandContext& ctx, bool hit);
+// INFO's keyspace_hits / keyspace_misses; a miss of `ekey` (when given)
+// also raises the keymiss notification when `m` is configured.
+void CountKeyspace(CommandContext& ctx, bool hit, std::string_view ekey = {});
 // REQUIRES: ctx.locked. Looks ekey up; counts a keyspace hit or miss when
 // ctx.count_keyspace (Redis counts read lookups only).
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump = true);

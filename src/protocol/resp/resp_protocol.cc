@@ -38,6 +38,15 @@ protocol::CommandLog* CommandLogOf(net::ProtocolFactory* resp_factory) {
   return static_cast<RespFactory*>(resp_factory)->server();
 }
 
+KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory) {
+  return &static_cast<RespFactory*>(resp_factory)->server()->key_events();
+}
+
+void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan) {
+  RespServer* s = static_cast<RespFactory*>(resp_factory)->server();
+  s->key_events().set_expiry_scan(std::move(scan), &s->active_expire);
+}
+
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
                                                      net::ServerServices* services,
                                                      const RespOptions& opts,

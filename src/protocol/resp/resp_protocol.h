@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,5 +29,11 @@ std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
 // The SLOWLOG / LATENCY HISTOGRAM recorder of a factory NewRespFactory made,
 // for the memcached port's commands.
 protocol::CommandLog* CommandLogOf(net::ProtocolFactory* resp_factory);
+// The keyspace notifications of that factory: the memcached port's writes
+// go to it, and the engine's expired / evicted removals (an ItemObserver).
+// `scan` asks the engine to look for expired items (see KeyEvents).
+class KeyEvents;
+KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory);
+void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);
 
 }  // namespace trove::resp

@@ -17,6 +17,7 @@
 #include "protocol/command_log.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/latency_histogram.h"
+#include "protocol/resp/keyspace_events.h"
 #include "protocol/resp/latency_monitor.h"
 #include "protocol/resp/output_limits.h"
 #include "protocol/resp/pubsub.h"
@@ -132,13 +133,18 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<uint64_t> obuf_limit_disconnections{0};
 
   PubSubHub& pubsub() { return pubsub_; }
+  // Keyspace notifications (notify-keyspace-events); thread-safe.
+  KeyEvents& key_events() { return key_events_; }
   // client-output-buffer-limit (output_limits.h); thread-safe.
   ObufLimits& obuf_limits() { return obuf_limits_; }
   // Every connection's WATCHed keys, counted (INFO clients); thread-safe.
   WatchRegistry& watches() { return watches_; }
 
   // The event log MONITOR reads (set once by the factory, before workers run).
-  void set_log(net::LogHub* log) { log_ = log; }
+  void set_log(net::LogHub* log) {
+    log_ = log;
+    if (log != nullptr) key_events_.set_group(log->group());
+  }
   net::LogHub* log() const { return log_; }
 
  private:
@@ -160,6 +166,7 @@ class RespServer final : public protocol::CommandLog {
   RespOptions opts_;
   int64_t start_unix_;
   PubSubHub pubsub_;
+  KeyEvents key_events_{&pubsub_};
   net::LogHub* log_ = nullptr;
   ObufLimits obuf_limits_;
   WatchRegistry watches_;

@@ -218,7 +218,18 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   // (or the start of the input batch), so parse time counts toward it.
   const Clock* clock = server_->engine()->clock();
   int64_t t0 = cmd_clock_ns_;
-  if (locked || (spec.flags & kCmdGlobal) != 0) {
+  ctx.notify = server_->key_events().enabled();
+  if (locked && ctx.notify != 0 && (spec.flags & kCmdWrite) != 0) {
+    // Inside EXEC: the stripes are held; the keys are needed for the diff.
+    std::vector<size_t> idx;
+    CommandTable::KeyIndexes(spec, argv, &idx);
+    std::vector<std::string> keys;
+    std::vector<std::string_view> views;
+    for (size_t i : idx) keys.push_back(ctx.Key(i));
+    for (const std::string& k : keys) views.push_back(k);
+    ctx.locked = true;
+    RunLocked(ctx, idx, views);
+  } else if (locked || (spec.flags & kCmdGlobal) != 0) {
     ctx.locked = locked;
     spec.fn(ctx);
   } else {
@@ -238,7 +249,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
       {
         engine::KeyLockSet lock(ctx.engine, views);
         ctx.locked = true;
-        spec.fn(ctx);
+        RunLocked(ctx, idx, views);
       }
       key_buf_ = std::move(keys);
       view_buf_ = std::move(views);
@@ -251,6 +262,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     else
       w->out()->AppendCopyOf(*staged);
   }
+  if (!in_exec && !key_events_.empty()) PublishKeyEvents();  // no stripe held now
   int64_t t1 = clock->MonoNanos();
   cmd_clock_ns_ = t1;
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];

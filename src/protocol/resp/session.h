@@ -89,11 +89,35 @@ class Session final : public net::ProtocolHandler {
   bool EnforceOutputLimitSlow(net::OutputBuffer& out);
   bool obuf_killed() const { return obuf_killed_; }
 
+  // Keyspace notifications (key_event_rules.cc). A command's events are
+  // queued while its stripes are held and published after they are
+  // released (an EXEC's, after the whole transaction): publishing posts to
+  // other workers, which may be waiting for those stripes.
+  void QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey);
+  // A key's state as a write command found it and left it.
+  struct KeyVersion {
+    bool present = false;
+    uint64_t cas = 0;
+    const void* identity = nullptr;
+    uint64_t heap_version = 0;
+    int64_t expiry = 0;
+  };
+
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
   // stripes unless already held. `slot` is its HistogramSlots slot.
   void Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
            RespWriter* w, bool locked, bool in_exec);
+
+  // Runs spec.fn under the held stripes of keys[] (argv indexes idx[]); with
+  // notifications on, compares each key before and after and queues the
+  // events Redis would raise (key_event_rules.cc).
+  void RunLocked(CommandContext& ctx, std::span<const size_t> idx,
+                 std::span<const std::string_view> keys);
+  void QueueCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
+                          std::span<const std::string_view> keys,
+                          std::span<const KeyVersion> before);
+  void PublishKeyEvents();
 
   RespServer* server_;
   net::ConnControl* control_;
@@ -118,7 +142,14 @@ class Session final : public net::ProtocolHandler {
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.
   RespWriter* push_w_ = nullptr;
   int64_t created_unix_;
-  int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
+  int64_t cmd_clock_ns_ = 0;
+  struct PendingKeyEvent {
+    uint32_t cls;
+    const char* event;
+    std::string ekey;
+  };
+  std::vector<PendingKeyEvent> key_events_;  // queued, not yet published
+  std::vector<KeyVersion> key_before_;       // reused per command  // end of the last command (commandstats usec)
 };
 
 }  // namespace trove::resp

@@ -102,7 +102,7 @@ void CmdHDel(CommandContext& ctx) {
   int64_t n = 0;
   for (size_t i = 2; i < ctx.argc(); ++i)
     if (v->Erase(ctx.argv[i])) ++n;
-  FinishUpdate(ctx, key, v, before);
+  if (n > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: the key is untouched
   ctx.w->Integer(n);
 }
 

@@ -217,7 +217,7 @@ void CmdLRem(CommandContext& ctx) {
       }
     }
   }
-  FinishUpdate(ctx, key, v, before);
+  if (removed > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: untouched
   ctx.w->Integer(removed);
 }
 

@@ -41,7 +41,7 @@ void CmdSAdd(CommandContext& ctx) {
   int64_t n = 0;
   for (size_t i = 2; i < ctx.argc(); ++i)
     if (v->Add(ctx.argv[i])) ++n;
-  Finish(ctx, key, v, before);
+  if (n > 0) Finish(ctx, key, v, before);  // nothing added: the key is untouched
   ctx.w->Integer(n);
 }
 
@@ -57,7 +57,7 @@ void CmdSRem(CommandContext& ctx) {
   int64_t n = 0;
   for (size_t i = 2; i < ctx.argc(); ++i)
     if (v->Remove(ctx.argv[i])) ++n;
-  FinishUpdate(ctx, key, v, before);
+  if (n > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: the key is untouched
   ctx.w->Integer(n);
 }
 

@@ -147,7 +147,8 @@ void CmdZAdd(CommandContext& ctx) {
       result = s;
     }
   }
-  Finish(ctx, key, v, before);
+  // Nothing added or changed: the key is untouched (no event, no WATCH hit).
+  if (added > 0 || changed > 0) Finish(ctx, key, v, before);
   if (incr) {
     if (aborted)
       ctx.w->Null();
@@ -190,7 +191,7 @@ void CmdZRem(CommandContext& ctx) {
   int64_t n = 0;
   for (size_t i = 2; i < ctx.argc(); ++i)
     if (v->Remove(ctx.argv[i])) ++n;
-  FinishUpdate(ctx, key, v, before);
+  if (n > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: the key is untouched
   ctx.w->Integer(n);
 }
 
@@ -814,7 +815,7 @@ void RemRangeGeneric(CommandContext& ctx, RangeKind kind) {
   }
   size_t before = v->MemoryUsage();
   for (const auto& e : out) v->Remove(e.second);
-  FinishUpdate(ctx, key, v, before);
+  if (!out.empty()) FinishUpdate(ctx, key, v, before);
   ctx.w->Integer(static_cast<int64_t>(out.size()));
 }
 void CmdZRemRangeByRank(CommandContext& ctx) { RemRangeGeneric(ctx, RangeKind::kRank); }

@@ -70,8 +70,10 @@ std::string Crawler::Request(std::string_view classes) {
   return "OK";
 }
 
-void Crawler::CrawlNow(const std::vector<bool>& classes) {
+void Crawler::CrawlNow(const std::vector<bool>& classes, bool automatic) {
   Engine::Impl* m = impl_;
+  const uint32_t started = m->Now();
+  uint64_t reclaimed[kMaxClasses] = {};
   m->crawler_running.store(true, std::memory_order_relaxed);
   m->crawler_starts.fetch_add(1, std::memory_order_relaxed);
   const uint32_t limit = to_crawl();
@@ -87,6 +89,7 @@ void Crawler::CrawlNow(const std::vector<bool>& classes) {
       LruClassStats& st = m->lru.stats(cls);
       st.crawler_items_checked.fetch_add(1, std::memory_order_relaxed);
       if (m->IsDead(it, now)) {
+        ++reclaimed[cls];
         st.crawler_reclaimed.fetch_add(1, std::memory_order_relaxed);
         m->crawler_reclaimed_total.fetch_add(1, std::memory_order_relaxed);
         if (!HasFlag(it, kItemFetched)) st.expired_unfetched.fetch_add(1, std::memory_order_relaxed);
@@ -100,11 +103,33 @@ void Crawler::CrawlNow(const std::vector<bool>& classes) {
     }
   } while (cursor != 0);
   m->crawler_running.store(false, std::memory_order_relaxed);
+  if (automatic) ReportStatus(checked, reclaimed, started);
+}
+
+void Crawler::ReportStatus(const uint64_t* checked, const uint64_t* reclaimed, uint32_t started) {
+  Engine::Impl* m = impl_;
+  const uint32_t now = m->Now();
+  const bool wanted = m->WantsSysEvents();
+  for (int c = 1; c < kMaxClasses; ++c) {
+    if (checked[c] == 0) continue;
+    const uint32_t last = last_auto_[c];
+    last_auto_[c] = started == 0 ? 1 : started;
+    if (!wanted) continue;
+    SysEvent e{SysEvent::Kind::kCrawlerStatus};
+    e.clsid = c;
+    e.since_run = last == 0 || started < last ? 0 : started - last;
+    e.next_run = static_cast<int32_t>(kAutoCrawlMs / 1000);
+    e.elapsed = now > started ? now - started : 0;
+    e.examined = checked[c];
+    e.reclaimed = reclaimed[c];
+    m->ReportSysEvent(e);
+  }
 }
 
 void Crawler::Loop() {
   for (;;) {
     std::vector<bool> sel;
+    bool automatic = false;
     {
       MutexLock l(&mu_);
       // Condition variables wake spuriously: only a request, Stop or the
@@ -118,6 +143,7 @@ void Crawler::Loop() {
         cv_.WaitFor(left.count());
       }
       if (stop_) return;
+      automatic = !pending_;
       if (pending_) {
         sel = request_;
         pending_ = false;
@@ -128,7 +154,7 @@ void Crawler::Loop() {
       // idle crawler between taking this work and starting it.
       impl_->crawler_running.store(true, std::memory_order_relaxed);
     }
-    CrawlNow(sel);
+    CrawlNow(sel, automatic);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/mutex.h"
 #include "engine/engine.h"
+#include "engine/item.h"
 
 namespace trove::engine {
 
@@ -34,12 +35,16 @@ class Crawler {
   uint32_t sleep_usec() const { return sleep_usec_.load(std::memory_order_relaxed); }
   uint32_t to_crawl() const { return to_crawl_.load(std::memory_order_relaxed); }
   // One synchronous crawl over the selected classes (tests, Request's work).
-  void CrawlNow(const std::vector<bool>& classes);
+  // An automatic one (the periodic crawl) also reports each class it
+  // examined to the observers (`watch sysevents` type=lru_crawler lines).
+  void CrawlNow(const std::vector<bool>& classes, bool automatic = false);
   // Parses a class list; false on a bad id.
   bool ParseClasses(std::string_view spec, std::vector<bool>* out) const;
 
  private:
   void Loop();
+  // After an automatic crawl: one SysEvent per class examined.
+  void ReportStatus(const uint64_t* checked, const uint64_t* reclaimed, uint32_t started);
   Engine::Impl* impl_;
   std::atomic<uint32_t> sleep_usec_{100};
   std::atomic<uint32_t> to_crawl_{0};
@@ -49,6 +54,9 @@ class Crawler {
   bool pending_ GUARDED_BY(mu_) = false;
   std::vector<bool> request_ GUARDED_BY(mu_);
   std::thread thread_;
+  // Crawler thread only: when each class was last crawled automatically
+  // (engine seconds; 0 = never), for the status line's since_run.
+  uint32_t last_auto_[kMaxClasses] = {};
 };
 
 }  // namespace trove::engine

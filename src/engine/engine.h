@@ -325,6 +325,9 @@ class Engine {
   // lru_crawler: crawl "all" or "1,2,3"; returns memcached's reply word
   // ("OK", "BUSY currently processing crawler request", "BADCLASS ...").
   std::string CrawlerCrawl(std::string_view classes);
+  // Runs the periodic (automatic) crawl now on the calling thread, with its
+  // sysevent reports. Tests only: REQUIRES the crawler thread not started.
+  void CrawlerAutoCrawlForTest();
   bool CrawlerEnable(bool on);
   void CrawlerSetSleep(uint32_t usec);
   void CrawlerSetToCrawl(uint32_t n);

@@ -234,6 +234,10 @@ std::string Engine::SlabsReassign(int src, int dst) {
 void Engine::SetSlabAutomove(int mode) { impl_->rebalancer->SetAutomove(mode); }
 std::string Engine::CrawlerCrawl(std::string_view classes) { return impl_->crawler->Request(classes); }
 
+void Engine::CrawlerAutoCrawlForTest() {
+  impl_->crawler->CrawlNow(std::vector<bool>(kMaxClasses, true), /*automatic=*/true);
+}
+
 bool Engine::CrawlerEnable(bool on) {
   if (on) {
     impl_->crawler->Start();

@@ -88,6 +88,19 @@ struct Engine::Impl {
     }
   }
   void ReportRemovalSlow(const Item* it, RemovalCause cause, ItemObserver* o);
+  // True if an observer wants background events (checked before building one).
+  bool WantsSysEvents() const {
+    for (int i = 0; i < num_observers; ++i) {
+      if (observers[i]->WantsSysEvents()) return true;
+    }
+    return false;
+  }
+  // REQUIRES: no engine lock held.
+  void ReportSysEvent(const SysEvent& e) {
+    for (int i = 0; i < num_observers; ++i) {
+      if (observers[i]->WantsSysEvents()) observers[i]->OnSysEvent(e);
+    }
+  }
   // REQUIRES: stripe(hv) held and `list` (the item's LRU list) locked.
   void UnlinkLruHeld(Item* it, uint64_t hv, Lru::List& list) REQUIRES(list.mu);
   void ReplaceLocked(Item* old_it, Item* new_it, uint64_t hv, ThreadStats* ts, uint64_t cas);

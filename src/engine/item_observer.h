@@ -26,6 +26,26 @@ struct ItemRemoval {
   uint8_t value_type;    // engine ValueType (string, list, ...)
 };
 
+// A background thread's report (memcached's `watch sysevents`).
+struct SysEvent {
+  enum class Kind : uint8_t {
+    kCrawlerStatus,  // one slab class after an automatic crawl
+    kSlabMove,       // the automove policy moved (or failed to move) a page
+  };
+  Kind kind;
+  // kCrawlerStatus
+  int clsid = 0;
+  uint32_t since_run = 0;  // seconds since this class's previous automatic crawl
+  int32_t next_run = 0;    // seconds until its next
+  uint32_t elapsed = 0;    // seconds the crawl took
+  uint64_t examined = 0;
+  uint64_t reclaimed = 0;
+  // kSlabMove (dst 0: the page went back to the global pool)
+  int src = 0;
+  int dst = 0;
+  bool ok = false;
+};
+
 // Thread safety: OnRemoved runs on whichever thread removed the item, with
 // that item's stripe lock and possibly its LRU lock held. It must not block,
 // must not call into the engine, and must bound the work it does: copy what
@@ -38,6 +58,10 @@ class ItemObserver {
   // false while nobody listens (the usual case).
   virtual bool WantsRemovals() const = 0;
   virtual void OnRemoved(const ItemRemoval& r) = 0;
+  // Background events: called on the crawler / slab mover thread with no
+  // engine lock held; same cost rule (a cheap check first).
+  virtual bool WantsSysEvents() const { return false; }
+  virtual void OnSysEvent(const SysEvent& /*e*/) {}
 };
 
 }  // namespace trove::engine

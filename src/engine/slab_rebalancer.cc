@@ -213,7 +213,17 @@ void SlabRebalancer::Loop() {
       MovePage(src, dst);
     } else if (automove() > 0) {
       int s, d;
-      if (Decide(&s, &d)) MovePage(s, d);
+      if (Decide(&s, &d)) {
+        const bool ok = MovePage(s, d);
+        // memcached logs automove's moves (not requested ones) as sysevents.
+        if (impl_->WantsSysEvents()) {
+          SysEvent e{SysEvent::Kind::kSlabMove};
+          e.src = s;
+          e.dst = d;
+          e.ok = ok;
+          impl_->ReportSysEvent(e);
+        }
+      }
     }
   }
 }

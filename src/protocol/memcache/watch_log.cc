@@ -99,4 +99,19 @@ void EvictionLog::OnRemoved(const engine::ItemRemoval& r) {
   hub_->Log(net::kLogEvictions, s);
 }
 
+void EvictionLog::OnSysEvent(const engine::SysEvent& e) {
+  std::string& s = Scratch();
+  if (e.kind == engine::SysEvent::Kind::kCrawlerStatus) {
+    AppendF(&s,
+            "type=lru_crawler crawler=%d lru=all low_mark=0 next_reclaims=0 since_run=%u "
+            "next_run=%d elapsed=%u examined=%llu reclaimed=%llu",
+            e.clsid, e.since_run, e.next_run, e.elapsed,
+            static_cast<unsigned long long>(e.examined),
+            static_cast<unsigned long long>(e.reclaimed));
+  } else {
+    AppendF(&s, "type=slab_move src=%d dst=%d state=%s", e.src, e.dst, e.ok ? "ok" : "fail");
+  }
+  hub_->Log(net::kLogSysevents, s);
+}
+
 }  // namespace trove::memcache

@@ -37,12 +37,18 @@ void LogDeleted(net::LogHub* hub, std::string_view key, std::string_view cmd, It
 // rawcmds: "<cfd line" (memcached defines this entry; Trove fills it).
 void LogRawCmd(net::LogHub* hub, int cfd, std::string_view line);
 
-// `watch evictions`: the engine's evictions as "type=eviction" lines.
+// `watch evictions`: the engine's evictions as "type=eviction" lines;
+// `watch sysevents`: its background threads' "type=lru_crawler" (after each
+// automatic crawl, per slab class; Trove crawls a class's LRUs together, so
+// lru=all, and it schedules by time, so low_mark and next_reclaims are 0)
+// and "type=slab_move" (automove) lines, as memcached 1.6.45 prints them.
 class EvictionLog final : public engine::ItemObserver {
  public:
   explicit EvictionLog(net::LogHub* hub) : hub_(hub) {}
   bool WantsRemovals() const override { return hub_->Wants(net::kLogEvictions); }
   void OnRemoved(const engine::ItemRemoval& r) override;
+  bool WantsSysEvents() const override { return hub_->Wants(net::kLogSysevents); }
+  void OnSysEvent(const engine::SysEvent& e) override;
 
  private:
   net::LogHub* hub_;

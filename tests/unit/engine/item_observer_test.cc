@@ -123,5 +123,53 @@ TEST(ItemObserverTest, EvictionIsReportedAndSilentWhenNotWanted) {
   EXPECT_EQ(rec.seen[0].key.rfind("key", 0), 0u);
 }
 
+class SysEvents final : public ItemObserver {
+ public:
+  bool WantsRemovals() const override { return false; }
+  void OnRemoved(const ItemRemoval&) override {}
+  bool WantsSysEvents() const override { return on; }
+  void OnSysEvent(const SysEvent& e) override { seen.push_back(e); }
+  bool on = true;
+  std::vector<SysEvent> seen;
+};
+
+TEST(ItemObserverTest, AutomaticCrawlReportsEachClassItExamined) {
+  ManualClock clock;
+  SysEvents rec;
+  auto e = testing::MakeEngine(Small(), &clock);
+  e->AddObserver(&rec);
+  ThreadStats* ts = e->NewThreadStats();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(e->Store("s" + std::to_string(i), 0, i < 4 ? 5 : 0, "v", {}, ts),
+              StoreResult::kStored);
+  }
+  ASSERT_EQ(e->Store("big", 0, 0, std::string(5000, 'b'), {}, ts), StoreResult::kStored);
+  clock.AdvanceSeconds(6);
+  e->CrawlerAutoCrawlForTest();
+  ASSERT_EQ(rec.seen.size(), 2u);  // the small items' class and the big one's
+  uint64_t examined = 0, reclaimed = 0;
+  for (const SysEvent& ev : rec.seen) {
+    EXPECT_EQ(ev.kind, SysEvent::Kind::kCrawlerStatus);
+    EXPECT_GT(ev.clsid, 0);
+    EXPECT_EQ(ev.since_run, 0u);  // first automatic crawl
+    EXPECT_EQ(ev.next_run, 60);
+    examined += ev.examined;
+    reclaimed += ev.reclaimed;
+  }
+  EXPECT_EQ(examined, 11u);
+  EXPECT_EQ(reclaimed, 4u);
+  EXPECT_NE(rec.seen[0].clsid, rec.seen[1].clsid);
+  // The next one knows when the last ran; nobody listening: nothing built.
+  clock.AdvanceSeconds(30);
+  rec.seen.clear();
+  e->CrawlerAutoCrawlForTest();
+  ASSERT_EQ(rec.seen.size(), 2u);
+  EXPECT_EQ(rec.seen[0].since_run, 30u);
+  rec.on = false;
+  rec.seen.clear();
+  e->CrawlerAutoCrawlForTest();
+  EXPECT_TRUE(rec.seen.empty());
+}
+
 }  // namespace
 }  // namespace trove::engine

@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/item_observer.h"
+#include "common/mutex.h"
+#include <vector>
 #include "engine_test_util.h"
 
 namespace trove::engine {
@@ -166,8 +169,28 @@ TEST_F(SlabRebalancerTest, ReassignToGlobalPoolThenReuse) {
   e_->Stop();
 }
 
+// Records the slab mover's sysevents (read after Stop joins the thread).
+class SysRecorder final : public ItemObserver {
+ public:
+  bool WantsRemovals() const override { return false; }
+  void OnRemoved(const ItemRemoval&) override {}
+  bool WantsSysEvents() const override { return true; }
+  void OnSysEvent(const SysEvent& e) override {
+    MutexLock l(&mu);
+    seen.push_back(e);
+  }
+  size_t count() {
+    MutexLock l(&mu);
+    return seen.size();
+  }
+  Mutex mu{LockRank::kNone};
+  std::vector<SysEvent> seen;
+};
+
 TEST_F(SlabRebalancerTest, AggressiveAutomoveFeedsEvictingClass) {
+  SysRecorder rec;
   Make(2);
+  e_->AddObserver(&rec);
   int a = ClassOfSize(1000);
   std::string va(1000, 'a');
   // Class a takes all memory.
@@ -184,6 +207,14 @@ TEST_F(SlabRebalancerTest, AggressiveAutomoveFeedsEvictingClass) {
   }, 8000));
   EXPECT_GE(StatU(e_->Stats(), "slabs_moved"), 1u);
   e_->Stop();
+  // Each automove decision is a sysevent (memcached's type=slab_move).
+  ASSERT_GE(rec.count(), 1u);
+  bool fed_b = false;
+  for (const SysEvent& ev : rec.seen) {
+    EXPECT_EQ(ev.kind, SysEvent::Kind::kSlabMove);
+    if (ev.dst == b && ev.ok) fed_b = true;
+  }
+  EXPECT_TRUE(fed_b);
   (void)a;
 }
 

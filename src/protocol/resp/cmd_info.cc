@@ -145,6 +145,8 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "client_output_buffer_limit_disconnections",
              static_cast<int64_t>(
                  ctx.server->obuf_limit_disconnections.load(std::memory_order_relaxed)));
+    // Trove's own: expired/evicted notifications lost to a full reporter queue.
+    AddField(&s, "keyspace_events_dropped", static_cast<int64_t>(ctx.server->key_events().dropped()));
     for (const auto& [k, v] : ctx.engine->Stats()) {
       if (k == "evictions") AddField(&s, "evicted_keys", v);
       if (k == "expired_unfetched") AddField(&s, "expired_keys", v);

@@ -435,3 +435,8 @@ def test_evicted_events(trove, make_server):
         assert key.startswith("ev")
     p.close()
     rr.close()
+
+
+def test_info_counts_dropped_removal_events(trove, r):
+    # Trove's own field (the reporter queue is bounded); 0 when nothing was lost.
+    assert r.info("stats")["keyspace_events_dropped"] == 0

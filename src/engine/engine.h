@@ -217,6 +217,14 @@ struct DumpEntry {
   int slab_class;
   uint32_t size;
   uint32_t flags;
+  bool key_binary;  // stored with ms b: dumps show it base64-encoded
+};
+
+// One item of `stats cachedump` (memcached's "ITEM <key> [<n> b; <t> s]").
+struct CacheDumpEntry {
+  std::string key;
+  uint32_t value_bytes;
+  int64_t exp_unix;  // 0 = never
 };
 
 // Stats as memcached names them, in memcached's order where it has one.
@@ -333,6 +341,12 @@ class Engine {
   void CrawlerSetToCrawl(uint32_t n);
   // Snapshot of keys for lru_crawler metadump (all, or listed classes).
   std::vector<DumpEntry> MetaDump(std::string_view classes);
+  // True for "all" or a list of valid class ids ("1,2,3"), as crawls take.
+  bool ValidCrawlClasses(std::string_view classes) const;
+  // `stats cachedump <cls> <limit>`: the class's COLD LRU from its head (most
+  // recent first), at most `limit` items (0: all) and about 2 MB of lines,
+  // binary keys skipped, as memcached 1.6.45's item_cachedump.
+  std::vector<CacheDumpEntry> CacheDump(int cls, uint32_t limit);
 
   const EngineOptions& options() const { return opts_; }
   const Clock* clock() const { return clock_; }

@@ -250,6 +250,33 @@ bool Engine::CrawlerEnable(bool on) {
 void Engine::CrawlerSetSleep(uint32_t usec) { impl_->crawler->SetSleep(usec); }
 void Engine::CrawlerSetToCrawl(uint32_t n) { impl_->crawler->SetToCrawl(n); }
 
+bool Engine::ValidCrawlClasses(std::string_view classes) const {
+  std::vector<bool> sel;
+  return impl_->crawler->ParseClasses(classes, &sel);
+}
+
+std::vector<CacheDumpEntry> Engine::CacheDump(int cls, uint32_t limit) {
+  Impl* m = impl_.get();
+  std::vector<CacheDumpEntry> out;
+  if (cls <= 0 || cls >= kMaxClasses) return out;
+  constexpr size_t kMaxBytes = 2u << 20;  // memcached's 2 MB response cap
+  size_t bytes = 0;
+  Lru::List& l = m->lru.list(cls, Segment::kCold);
+  MutexLock lock(&l.mu);
+  for (Item* it = l.head; it != nullptr && (limit == 0 || out.size() < limit); it = it->next) {
+    if (HasFlag(it, kItemKeyBinary) || it->nkey == 0) continue;
+    CacheDumpEntry e;
+    e.key.assign(KeyOf(it));
+    e.value_bytes = it->nbytes;
+    const uint32_t exp = it->exptime.load(std::memory_order_relaxed);
+    e.exp_unix = exp == 0 ? 0 : m->started + exp;
+    bytes += e.key.size() + 32;
+    if (bytes + 6 > kMaxBytes) break;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::vector<DumpEntry> Engine::MetaDump(std::string_view classes) {
   Impl* m = impl_.get();
   std::vector<bool> sel;
@@ -271,6 +298,7 @@ std::vector<DumpEntry> Engine::MetaDump(std::string_view classes) {
       e.slab_class = cls;
       e.size = m->Ntotal(it);
       e.flags = ClientFlagsOf(it);
+      e.key_binary = HasFlag(it, kItemKeyBinary);
       out.push_back(std::move(e));
     });
   } while (cursor != 0);

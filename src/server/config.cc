@@ -367,6 +367,7 @@ memcache::ProtocolOptions Config::ToProtocolOptions() const {
   o.binary_refused = true;
   o.flush_enabled = !disable_flush_all;
   o.watch_enabled = !disable_watch;
+  o.dump_enabled = !disable_dumping;
   return o;
 }
 

@@ -16,7 +16,7 @@
 namespace trove::server {
 
 // The one place Trove's version lives ("version", "stats", -V).
-inline constexpr const char* kVersion = "1.6.21-trove";
+inline constexpr const char* kVersion = "1.6.45-trove";
 // memcached's exit code for bad usage (sysexits.h EX_USAGE).
 inline constexpr int kExitUsage = 64;
 

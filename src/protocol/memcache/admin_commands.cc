@@ -110,6 +110,8 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
   } else if (sub == "sizes") {
     WriteStats(engine_->SizeStats(), w);
     w.Word("END");
+  } else if (sub == "cachedump") {
+    CacheDump(pl, w);
   } else if (sub == "conns") {
     if (control_ != nullptr && control_->group().size() > 0) {
       StatsConnsAsync();
@@ -120,6 +122,40 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
   } else {
     w.Error();
   }
+}
+
+// `stats cachedump <class> <limit>`, with memcached 1.6.45's replies.
+void MemcacheHandler::CacheDump(const ParsedLine& pl, ReplyWriter& w) {
+  if (!ctx_->opts.dump_enabled) {  // -X
+    w.ClientError("stats cachedump not allowed");
+    return;
+  }
+  if (pl.count < 4) {
+    w.ClientError("bad command line");
+    return;
+  }
+  uint32_t cls = 0;
+  uint32_t limit = 0;
+  if (!ParseFlags(pl.tokens[2], &cls) || !ParseFlags(pl.tokens[3], &limit)) {
+    w.ClientError(kBadFormat);
+    return;
+  }
+  if (cls >= 64) {  // memcached's MAX_NUMBER_OF_SLAB_CLASSES
+    w.ClientError("Illegal slab id");
+    return;
+  }
+  std::string out;
+  for (const engine::CacheDumpEntry& e : engine_->CacheDump(static_cast<int>(cls), limit)) {
+    out.append("ITEM ");
+    out.append(e.key);
+    out.append(" [");
+    AppendU64(out, e.value_bytes);
+    out.append(" b; ");
+    AppendI64(out, e.exp_unix);
+    out.append(" s]\r\n");
+  }
+  out.append("END\r\n");
+  w.Trusted(out);
 }
 
 void MemcacheHandler::WriteConns(const std::vector<net::ServerServices::ConnInfo>& conns,
@@ -198,7 +234,7 @@ void MemcacheHandler::CacheMemlimit(const ParsedLine& pl, ReplyWriter& w) {
 void MemcacheHandler::Shutdown(const ParsedLine& pl, ReplyWriter& w) {
   net::ServerServices* sv = ctx_->services;
   if (sv == nullptr || !sv->ShutdownEnabled()) {
-    w.Status("ERROR: shutdown not enabled");
+    w.Status("SERVER_ERROR: shutdown not enabled");  // memcached 1.6.45's text
     return;
   }
   if (pl.count == 1 || (pl.count == 2 && pl.tokens[1] == "graceful")) {
@@ -258,7 +294,7 @@ void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
 void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
   const size_t nt = pl.ntokens();
   std::string_view sub = pl.count >= 2 ? pl.tokens[1] : std::string_view();
-  if (nt == 4 && (sub == "crawl" || sub == "metadump")) {
+  if (nt == 4 && (sub == "crawl" || sub == "metadump" || sub == "mgdump")) {
     if (!CrawlerOn(*engine_)) {
       w.ClientError("lru crawler disabled");
       return;
@@ -268,9 +304,40 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
       w.Status(CrawlText(r));
       return;
     }
-    // "key=<uri> exp=<unix|-1> la=<unix> cas=<n> fetch=yes|no cls=<n> size=<n>\n" ... "END\r\n"
+    const bool mg = sub == "mgdump";
+    if (!ctx_->opts.dump_enabled) {  // -X
+      w.Status(mg ? "ERROR key dump not allowed" : "ERROR metadump not allowed");
+      return;
+    }
+    // As memcached: the dump takes over the connection's output, so replies
+    // of earlier pipelined commands must not be waiting.
+    if (w.buffer()->pending_bytes() > 0) {
+      w.Status(mg ? "ERROR cannot pipeline other commands before mgdump"
+                  : "ERROR cannot pipeline other commands before metadump");
+      return;
+    }
+    // "hash" walks the hash table, which is how Trove walks "all" anyway.
+    std::string_view classes = pl.tokens[2] == "hash" ? std::string_view("all") : pl.tokens[2];
+    if (!engine_->ValidCrawlClasses(classes)) {
+      w.Status("BADCLASS invalid class id");
+      return;
+    }
     std::string out;
-    for (const engine::DumpEntry& d : engine_->MetaDump(pl.tokens[2])) {
+    for (const engine::DumpEntry& d : engine_->MetaDump(classes)) {
+      if (mg) {
+        // "mg <key>\r\n" (a binary key base64 with " b"), then "EN\r\n".
+        out.append("mg ");
+        if (d.key_binary) {
+          char b64[512];  // a key is at most 250 bytes: 336 in base64
+          out.append(b64, Base64Encode(d.key, b64));
+          out.append(" b\r\n");
+        } else {
+          out.append(d.key);
+          out.append("\r\n");
+        }
+        continue;
+      }
+      // "key=<uri> exp=<unix|-1> la=<unix> cas=<n> fetch=yes|no cls=<n> size=<n>\n" ... "END\r\n"
       out.append("key=");
       UriEncode(d.key, &out);  // metadump keys are URI-encoded
       out.append(" exp=");
@@ -286,7 +353,7 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
       AppendU64(out, d.size);
       out.push_back('\n');
     }
-    out.append("END\r\n");
+    out.append(mg ? "EN\r\n" : "END\r\n");
     w.Trusted(out);
     return;
   }

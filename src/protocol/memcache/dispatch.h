@@ -76,6 +76,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void FlushAll(const ParsedLine& pl, ReplyWriter& w);
   // Admin and stats (admin_commands.cc).
   void Stats(const ParsedLine& pl, ReplyWriter& w);
+  void CacheDump(const ParsedLine& pl, ReplyWriter& w);
   void Verbosity(const ParsedLine& pl, ReplyWriter& w);
   void CacheMemlimit(const ParsedLine& pl, ReplyWriter& w);
   void Shutdown(const ParsedLine& pl, ReplyWriter& w);

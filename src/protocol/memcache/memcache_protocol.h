@@ -15,13 +15,14 @@
 namespace trove::memcache {
 
 struct ProtocolOptions {
-  std::string version = "1.6.21-trove";   // "version" reply and stats version
+  std::string version = "1.6.45-trove";   // "version" reply and stats version
   int reqs_per_event = 20;                 // -R: requests handled per read event
   bool cas_enabled = true;                 // -C turns off
   size_t item_size_max = 1u << 20;         // -I, for "object too large" checks
   bool binary_refused = true;              // -B ascii/auto: binary gets an error
   bool flush_enabled = true;               // -F turns flush_all off
   bool watch_enabled = true;               // -W turns `watch` off
+  bool dump_enabled = true;                // -X turns cachedump / metadump / mgdump off
 };
 
 // engine and services outlive the factory and every handler it creates.

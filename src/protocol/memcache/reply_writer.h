@@ -31,7 +31,7 @@ class ReplyWriter {
   // "ERROR\r\n": unknown command or bad arity.
   void Error();
   // Error lines whose head is not ERROR/CLIENT_ERROR/SERVER_ERROR, e.g.
-  // "ERROR: shutdown not enabled", "BUSY ...", "MEMLIMIT_TOO_SMALL ...".
+  // "SERVER_ERROR: shutdown not enabled", "BUSY ...", "MEMLIMIT_TOO_SMALL ...".
   void Status(std::string_view text);
   void ClientError(std::string_view msg);
   void ServerError(std::string_view msg);

@@ -237,8 +237,8 @@ def test_s_unix_socket_with_mask(make_server, tmp_path):
 # ---- -A and shutdown ----------------------------------------------------
 
 def test_shutdown_refused_without_A(server, conn):
-    assert conn.rt(b"shutdown\r\n") == b"ERROR: shutdown not enabled\r\n"
-    assert conn.rt(b"shutdown graceful\r\n") == b"ERROR: shutdown not enabled\r\n"
+    assert conn.rt(b"shutdown\r\n") == b"SERVER_ERROR: shutdown not enabled\r\n"
+    assert conn.rt(b"shutdown graceful\r\n") == b"SERVER_ERROR: shutdown not enabled\r\n"
     assert conn.stat("shutdown_command", "settings") == "no"
     assert server.alive()
 

@@ -339,6 +339,66 @@ def test_lru_crawler_metadump(fresh):
     assert c.rt(b"") == b""
 
 
+def test_stats_cachedump(fresh):
+    srv, c = fresh
+    c.set("cd1", "abc")
+    c.set("cd2", "defgh", exptime=int(time.time()) + 1000)
+
+    def dump():
+        c.send(b"stats cachedump 1 100\r\n")
+        return c.read_until(b"END\r\n", timeout=10)
+    # As memcached, the dump shows the class's COLD LRU: new items reach it
+    # once the LRU maintainer moves them out of HOT (quickly, with so few).
+    assert wait_for(lambda: dump().count(b"ITEM ") == 2, timeout=10)
+    lines = dump().split(b"\r\n")
+    assert lines[-2:] == [b"END", b""]
+    items = {}
+    for line in lines[:-2]:
+        m = re.match(rb"^ITEM (\S+) \[(\d+) b; (\d+) s\]$", line)
+        assert m, line
+        items[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    assert items[b"cd1"] == (3, 0)
+    assert items[b"cd2"][0] == 5 and items[b"cd2"][1] > time.time()
+    # A limit, and memcached 1.6.45's errors.
+    c.send(b"stats cachedump 1 1\r\n")
+    assert c.read_until(b"END\r\n", timeout=10).count(b"ITEM ") == 1
+    assert c.rt(b"stats cachedump 1\r\n") == b"CLIENT_ERROR bad command line\r\n"
+    assert c.rt(b"stats cachedump x 1\r\n") == b"CLIENT_ERROR bad command line format\r\n"
+    assert c.rt(b"stats cachedump 64 1\r\n") == b"CLIENT_ERROR Illegal slab id\r\n"
+    assert c.rt(b"stats cachedump 2 1\r\n") == b"END\r\n"
+
+
+def test_dumps_refused_with_X(make_server):
+    srv = make_server("-X")
+    c = Conn.to(srv)
+    assert c.rt(b"stats cachedump 1 1\r\n") == b"CLIENT_ERROR stats cachedump not allowed\r\n"
+    assert c.rt(b"lru_crawler metadump all\r\n") == b"ERROR metadump not allowed\r\n"
+    assert c.rt(b"lru_crawler mgdump all\r\n") == b"ERROR key dump not allowed\r\n"
+    c.close()
+
+
+def test_lru_crawler_mgdump_and_hash(fresh):
+    srv, c = fresh
+    c.set("mg1", "x")
+    c.send(b"lru_crawler mgdump all\r\n")
+    out = c.read_until(b"EN\r\n", timeout=10)
+    assert out == b"mg mg1\r\nEN\r\n"
+    c.send(b"lru_crawler metadump hash\r\n")
+    out = c.read_until(b"END\r\n", timeout=10)
+    assert out.startswith(b"key=mg1 ") and out.endswith(b"\nEND\r\n")
+    assert c.rt(b"lru_crawler metadump 99\r\n") == b"BADCLASS invalid class id\r\n"
+
+
+def test_pipelined_metadump_is_refused(fresh):
+    srv, c = fresh
+    c.send(b"version\r\nlru_crawler metadump all\r\n")
+    assert c.read_line(timeout=5).startswith(b"VERSION ")
+    assert c.read_line(timeout=5) == b"ERROR cannot pipeline other commands before metadump\r\n"
+    c.send(b"version\r\nlru_crawler mgdump all\r\n")
+    assert c.read_line(timeout=5).startswith(b"VERSION ")
+    assert c.read_line(timeout=5) == b"ERROR cannot pipeline other commands before mgdump\r\n"
+
+
 def test_lru_crawler_disable_enable(fresh):
     srv, c = fresh
     assert c.rt(b"lru_crawler disable\r\n") == b"OK\r\n"

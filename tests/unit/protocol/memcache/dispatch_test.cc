@@ -395,7 +395,7 @@ TEST_F(DispatchTest, TouchAndGat) {
 TEST_F(DispatchTest, FlushAllAndAdmin) {
   EXPECT_EQ(Send("set a 0 0 1\r\nx\r\nflush_all\r\nget a\r\nflush_all 1 2\r\nflush_all -1\r\n"),
             "STORED\r\nOK\r\nEND\r\nOK\r\nOK\r\n");
-  EXPECT_EQ(Send("version\r\n"), "VERSION 1.6.21-trove\r\n");
+  EXPECT_EQ(Send("version\r\n"), "VERSION 1.6.45-trove\r\n");
   EXPECT_EQ(Send("verbosity 5\r\nverbosity x\r\n"),
             "OK\r\nCLIENT_ERROR bad command line format\r\n");
   EXPECT_EQ(services_.verbosity, 2);
@@ -403,7 +403,7 @@ TEST_F(DispatchTest, FlushAllAndAdmin) {
                  "cache_memlimit 9\r\n"),
             "OK\r\nMEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\nERROR\r\n"
             "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
-  EXPECT_EQ(Send("shutdown\r\n"), "ERROR: shutdown not enabled\r\n");
+  EXPECT_EQ(Send("shutdown\r\n"), "SERVER_ERROR: shutdown not enabled\r\n");
   services_.shutdown_enabled = true;
   EXPECT_EQ(Send("shutdown foo\r\n"), "CLIENT_ERROR invalid shutdown mode\r\n");
   EXPECT_EQ(Send("shutdown\r\nget a\r\n"), "");

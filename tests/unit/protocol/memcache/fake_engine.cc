@@ -401,7 +401,22 @@ std::vector<DumpEntry> Engine::MetaDump(std::string_view) {
   std::vector<DumpEntry> out;
   for (auto& [k, it] : impl_->items) {
     out.push_back(DumpEntry{it->key, it->exptime ? it->exptime : -1, it->last_access, it->cas,
-                            it->fetched, 1, static_cast<uint32_t>(it->value.size()), it->flags});
+                            it->fetched, 1, static_cast<uint32_t>(it->value.size()), it->flags,
+                            false});
+  }
+  return out;
+}
+bool Engine::ValidCrawlClasses(std::string_view classes) const {
+  return classes == "all" || classes == "1";
+}
+std::vector<CacheDumpEntry> Engine::CacheDump(int cls, uint32_t limit) {
+  MutexLock l(&impl_->mu);
+  std::vector<CacheDumpEntry> out;
+  if (cls != 1) return out;
+  for (auto& [k, it] : impl_->items) {
+    if (limit != 0 && out.size() >= limit) break;
+    out.push_back(CacheDumpEntry{it->key, static_cast<uint32_t>(it->value.size()),
+                                 it->exptime > 0 ? it->exptime : 0});
   }
   return out;
 }

@@ -22,6 +22,7 @@ SlabOptions MakeSlabOptions(const EngineOptions& o) {
   s.min_chunk = kItemHeader + o.chunk_size_min;
   s.slab_chunk_max = o.slab_chunk_max != 0 ? o.slab_chunk_max : o.item_size_max / 2;
   s.prealloc = o.prealloc;
+  s.initial_malloced = o.initial_malloced;
   return s;
 }
 }  // namespace
@@ -238,6 +239,8 @@ bool Engine::Touch(std::string_view key, int64_t exptime, ThreadStats* ts) {
   }
   return cls != 0;
 }
+
+void Engine::CountTooLarge(ThreadStats* ts) { impl_->Ts(ts)->store_too_large.Add(); }
 
 AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
                              size_t value_len, ThreadStats* ts, ValueType type) {

@@ -26,6 +26,9 @@ namespace trove::engine {
 // Settings fixed at creation (memcached's flags; defaults are memcached's).
 struct EngineOptions {
   size_t mem_limit = 64ull << 20;      // -m, bytes of item memory
+  // memcached's T_MEMD_INITIAL_MALLOC test hook: bytes counted as already
+  // allocated (total_malloced starts there), so a test can reach -m quickly.
+  size_t initial_malloced = 0;
   size_t item_size_max = 1u << 20;     // -I, also the slab page size
   double factor = 1.25;                // -f
   size_t chunk_size_min = 48;          // -n (value bytes of the smallest class)
@@ -35,6 +38,9 @@ struct EngineOptions {
   int hashpower_init = 16;             // -o hashpower
   int item_lock_power = 13;            // stripes = 2^power
   bool lru_maintainer = true;
+  // -o no_lru_segmented (and no_lru_maintainer, no_modern, as memcached):
+  // new items go straight to COLD and stay there ("compat mode").
+  bool lru_segmented = true;
   bool lru_crawler = true;
   int hot_lru_pct = 20;
   int warm_lru_pct = 40;
@@ -251,6 +257,9 @@ class Engine {
   // One ThreadStats per worker (or test thread); owned by the engine, valid
   // until the engine is destroyed. Only that thread passes it to operations.
   ThreadStats* NewThreadStats();
+  // A store the protocol refused as too large before allocating
+  // (memcached's store_too_large counts those too).
+  void CountTooLarge(ThreadStats* ts);
 
   // --- memcached text protocol operations ---
   // exptime everywhere is memcached's: 0 never; <= 30 days relative seconds;

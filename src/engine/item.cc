@@ -181,7 +181,9 @@ void Engine::Impl::LinkLocked(Item* it, uint64_t hv, ThreadStats* ts, uint64_t c
   uint32_t now = Now();
   SetCas(it, cas);
   it->time.store(now, std::memory_order_relaxed);
-  Segment seg = Segment::kHot;
+  // memcached's do_item_alloc: TEMP for short TTLs, then HOT, or only COLD
+  // when the LRU is not segmented.
+  Segment seg = opts.lru_segmented ? Segment::kHot : Segment::kCold;
   uint32_t exp = it->exptime.load(std::memory_order_relaxed);
   if (opts.temp_lru && exp != 0 && exp - now < opts.temp_ttl) seg = Segment::kTemp;
   SetSegment(it, seg);

@@ -157,10 +157,17 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
             ++removed;
           } else if (mode == PullMode::kJuggle && HasFlag(search, kItemActive)) {
             ClearFlag(search, kItemActive);
-            move_it = search;
-            move_to = Segment::kWarm;
-            st.moves_to_warm.fetch_add(1, std::memory_order_relaxed);
             ++removed;
+            if (!opts.lru_segmented) {
+              // Unsegmented: an active item goes back to the head of COLD.
+              Lru::UnlinkLocked(l, search, Ntotal(search));
+              Lru::LinkLocked(l, search, Ntotal(search));
+              st.moves_within_lru.fetch_add(1, std::memory_order_relaxed);
+            } else {
+              move_it = search;
+              move_to = Segment::kWarm;
+              st.moves_to_warm.fetch_add(1, std::memory_order_relaxed);
+            }
           }
           break;
         case Segment::kTemp:

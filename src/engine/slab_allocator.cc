@@ -7,7 +7,8 @@
 
 namespace trove::engine {
 
-SlabAllocator::SlabAllocator(const SlabOptions& o) : opts_(o), mem_limit_(o.mem_limit) {
+SlabAllocator::SlabAllocator(const SlabOptions& o)
+    : opts_(o), mem_limit_(o.mem_limit), malloced_(o.initial_malloced) {
   // Class sizes grow by `factor` from min_chunk, 8-aligned, until the next
   // would pass slab_chunk_max / factor; the last class is slab_chunk_max
   // (memcached's slabs_init).

@@ -20,6 +20,7 @@ struct SlabOptions {
   size_t min_chunk;        // smallest chunk size (header + chunk_size_min)
   size_t slab_chunk_max;   // largest class
   bool prealloc;
+  size_t initial_malloced = 0;  // EngineOptions::initial_malloced
 };
 
 // Per-class numbers for "stats slabs" (a snapshot).
@@ -41,7 +42,8 @@ struct SlabClassInfo {
 // lists, never item contents beyond the free-list links and kItemSlabbed.
 // Invariants:
 //  1. a chunk has kItemSlabbed <=> it is on its class free list.
-//  2. malloced_ = page_size * (pages in classes + pages in the global pool).
+//  2. malloced_ = initial_malloced + page_size * (pages in classes + pages in
+//     the global pool).
 //  3. chunks of the page being moved never reach a free list: Free sets them
 //     aside (kItemSetAside) and counts them in move_.set_aside.
 class SlabAllocator {
@@ -129,7 +131,7 @@ class SlabAllocator {
   Class classes_[kMaxClasses] GUARDED_BY(mu_);
   std::vector<char*> global_pool_ GUARDED_BY(mu_);
   std::vector<char*> all_pages_ GUARDED_BY(mu_);  // for the destructor
-  size_t malloced_ GUARDED_BY(mu_) = 0;
+  size_t malloced_ GUARDED_BY(mu_);
   Move move_ GUARDED_BY(mu_);
 };
 

@@ -344,6 +344,7 @@ engine::EngineOptions Config::ToEngineOptions() const {
   o.evict_to_free = evict_to_free;
   if (hashpower > 0) o.hashpower_init = hashpower;
   o.lru_maintainer = lru_maintainer;
+  o.lru_segmented = lru_segmented;
   o.lru_crawler = lru_crawler;
   o.hot_lru_pct = hot_lru_pct;
   o.warm_lru_pct = warm_lru_pct;
@@ -355,6 +356,11 @@ engine::EngineOptions Config::ToEngineOptions() const {
   o.slab_automove = slab_automove;
   o.slab_automove_ratio = slab_automove_ratio;
   o.prealloc = prealloc;
+  // memcached's test hook (its t/64bit.t): start total_malloced here.
+  if (const char* v = std::getenv("T_MEMD_INITIAL_MALLOC")) {
+    uint64_t n = 0;
+    if (ParseU64(v, &n)) o.initial_malloced = static_cast<size_t>(n);
+  }
   return o;
 }
 

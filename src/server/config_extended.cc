@@ -104,6 +104,7 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     c->lru_maintainer = true;
   } else if (n == "no_lru_maintainer") {
     c->lru_maintainer = false;
+    c->lru_segmented = false;  // memcached: segments need the maintainer
   } else if (n == "hot_lru_pct") {
     Status s = number(2, 79, &v, "hot_lru_pct must be > 1 and < 80");
     if (!s.ok()) return s;

@@ -140,8 +140,10 @@ size_t MemcacheHandler::ItemTotalSize(size_t nkey, uint32_t flags, size_t vlen) 
   return 48 + nkey + 1 + vlen + 2 + (ctx_->opts.cas_enabled ? 8 : 0) + (flags ? 4 : 0);
 }
 
-bool MemcacheHandler::TooLarge(size_t nkey, uint32_t flags, size_t vlen) const {
-  return ItemTotalSize(nkey, flags, vlen) > ctx_->opts.item_size_max;
+bool MemcacheHandler::TooLarge(size_t nkey, uint32_t flags, size_t vlen) {
+  if (ItemTotalSize(nkey, flags, vlen) <= ctx_->opts.item_size_max) return false;
+  engine_->CountTooLarge(ts_);  // stats store_too_large
+  return true;
 }
 
 size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& out) {

@@ -149,7 +149,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t Swallow(size_t n, size_t avail);
   // True when a value of vlen bytes can never fit an item (memcached's
   // item_size_ok), so it is rejected before it is read.
-  bool TooLarge(size_t nkey, uint32_t flags, size_t vlen) const;
+  bool TooLarge(size_t nkey, uint32_t flags, size_t vlen);  // counts store_too_large
   // memcached's ITEM_ntotal for an item (header, key, value, CAS, flags), as
   // "me" reports it and item_size_ok checks it.
   size_t ItemTotalSize(size_t nkey, uint32_t flags, size_t vlen) const;

@@ -406,6 +406,7 @@ std::vector<DumpEntry> Engine::MetaDump(std::string_view) {
   }
   return out;
 }
+void Engine::CountTooLarge(ThreadStats*) {}
 bool Engine::ValidCrawlClasses(std::string_view classes) const {
   return classes == "all" || classes == "1";
 }

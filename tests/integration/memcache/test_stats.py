@@ -457,3 +457,44 @@ def test_slabs_reassign_moves_a_page(make_server):
     if res == b"OK\r\n":
         assert wait_for(lambda: int(c.stats("slabs")["%d:total_pages" % cls_small]) < pages, timeout=10)
     c.close()
+
+
+# ---- memcached 1.6.45 behaviours its own t/ files check ----------------------
+
+def test_store_too_large_is_counted(fresh):
+    srv, c = fresh
+    size = 1024 * 1024 + 1
+    assert c.rt(b"set big 0 0 %d\r\n%s\r\n" % (size, b"x" * size), timeout=20) == \
+        b"SERVER_ERROR object too large for cache\r\n"
+    assert c.stat("store_too_large") == "1"
+
+
+def test_unsegmented_lru_without_maintainer(make_server):
+    # As memcached: no_lru_maintainer turns segmentation off; new items go
+    # straight to COLD, so `stats cachedump` (COLD) shows them at once.
+    srv = make_server("-o", "no_lru_maintainer")
+    c = Conn.to(srv)
+    assert c.stat("lru_segmented", "settings") == "no"
+    c.set("foo", "fooval")
+    assert c.get("foo") == b"fooval"
+    assert c.stat("items:1:number_cold", "items") == "1"
+    assert c.stat("items:1:number_hot", "items") == "0"
+    c.send(b"stats cachedump 1 100\r\n")
+    assert c.read_until(b"END\r\n", timeout=5) == b"ITEM foo [6 b; 0 s]\r\nEND\r\n"
+    c.close()
+
+
+def test_initial_malloc_test_hook(make_server, monkeypatch):
+    # memcached's T_MEMD_INITIAL_MALLOC (t/64bit.t): total_malloced starts
+    # there, so -m is reached after a couple of pages.
+    monkeypatch.setenv("T_MEMD_INITIAL_MALLOC", "4294967328")
+    srv = make_server("-m", "4098", "-M")
+    c = Conn.to(srv)
+    assert c.stat("limit_maxbytes") == "4297064448"
+    assert c.stat("total_malloced", "slabs") == "4294967328"
+    size = 400 * 1024
+    replies = [c.rt(b"set big%d 0 0 %d\r\n%s\r\n" % (i, size, b"a" * size), timeout=20)
+               for i in range(5)]
+    assert replies[0] == b"STORED\r\n"
+    assert any(r.startswith(b"SERVER_ERROR") for r in replies), replies
+    c.close()

@@ -78,17 +78,31 @@ StatList Engine::Stats() const {
   Add(&l, "hash_power_level", static_cast<uint64_t>(m->table.hashpower()));
   Add(&l, "hash_bytes", m->table.hash_bytes());
   Add(&l, "hash_is_expanding", m->table.expanding() ? 1 : 0);
-  Add(&l, "slab_reassign_rescues", m->reassign_rescues.load(std::memory_order_relaxed));
-  Add(&l, "slab_reassign_chunk_rescues", 0);
-  Add(&l, "slab_reassign_evictions_nomem", m->reassign_evictions.load(std::memory_order_relaxed));
-  Add(&l, "slab_reassign_inline_reclaim", m->reassign_inline_reclaim.load(std::memory_order_relaxed));
-  Add(&l, "slab_reassign_busy_items", m->reassign_busy.load(std::memory_order_relaxed));
-  Add(&l, "slab_reassign_busy_deletes", 0);
-  Add(&l, "slab_reassign_running", m->reassign_running.load(std::memory_order_relaxed) ? 1 : 0);
-  Add(&l, "slabs_moved", m->slabs_moved.load(std::memory_order_relaxed));
-  Add(&l, "lru_crawler_running", m->crawler_running.load(std::memory_order_relaxed) ? 1 : 0);
-  Add(&l, "lru_crawler_starts", m->crawler_starts.load(std::memory_order_relaxed));
-  Add(&l, "lru_maintainer_juggles", m->maintainer_juggles.load(std::memory_order_relaxed));
+  // As memcached 1.6.45: the mover's, crawler's and maintainer's counters
+  // only while that part is on.
+  if (opts_.slab_reassign) {
+    Add(&l, "slab_reassign_rescues", m->reassign_rescues.load(std::memory_order_relaxed));
+    Add(&l, "slab_reassign_chunk_rescues", 0);
+    Add(&l, "slab_reassign_inline_reclaim", m->reassign_inline_reclaim.load(std::memory_order_relaxed));
+    Add(&l, "slab_reassign_busy_items", m->reassign_busy.load(std::memory_order_relaxed));
+    Add(&l, "slab_reassign_busy_deletes", 0);
+    // Items a move could not rescue for want of memory: memcached waits and
+    // retries them (busy), Trove evicts them at once.
+    Add(&l, "slab_reassign_busy_nomem", m->reassign_evictions.load(std::memory_order_relaxed));
+    // Trove's mover never waits on a busy item, so there is no busy status.
+    l.emplace_back("slab_reassign_last_busy_status", "none");
+    Add(&l, "slab_reassign_running", m->reassign_running.load(std::memory_order_relaxed) ? 1 : 0);
+    Add(&l, "slabs_moved", m->slabs_moved.load(std::memory_order_relaxed));
+  }
+  // memcached's settings.lru_crawler: on at start unless disabled, then what
+  // lru_crawler enable/disable made it.
+  if (m->started_threads ? m->crawler->running_thread() : opts_.lru_crawler) {
+    Add(&l, "lru_crawler_running", m->crawler_running.load(std::memory_order_relaxed) ? 1 : 0);
+    Add(&l, "lru_crawler_starts", m->crawler_starts.load(std::memory_order_relaxed));
+  }
+  if (opts_.lru_maintainer) {
+    Add(&l, "lru_maintainer_juggles", m->maintainer_juggles.load(std::memory_order_relaxed));
+  }
   Add(&l, "malloc_fails", 0);
   Add(&l, "bytes", bytes);
   Add(&l, "curr_items", m->table.items());
@@ -96,17 +110,19 @@ StatList Engine::Stats() const {
   Add(&l, "slab_global_page_pool", m->slabs.global_pool_pages());
   Add(&l, "expired_unfetched", expired_unfetched);
   Add(&l, "evicted_unfetched", evicted_unfetched);
-  Add(&l, "evicted_active", evicted_active);
+  if (opts_.lru_maintainer) Add(&l, "evicted_active", evicted_active);
   Add(&l, "evictions", evicted);
   Add(&l, "reclaimed", reclaimed);
   Add(&l, "crawler_reclaimed", crawler_reclaimed);
   Add(&l, "crawler_items_checked", crawler_checked);
   Add(&l, "lrutail_reflocked", reflocked);
-  Add(&l, "moves_to_cold", to_cold);
-  Add(&l, "moves_to_warm", to_warm);
-  Add(&l, "moves_within_lru", within);
-  Add(&l, "direct_reclaims", direct);
-  Add(&l, "lru_bumps_dropped", 0);
+  if (opts_.lru_maintainer) {
+    Add(&l, "moves_to_cold", to_cold);
+    Add(&l, "moves_to_warm", to_warm);
+    Add(&l, "moves_within_lru", within);
+    Add(&l, "direct_reclaims", direct);
+    Add(&l, "lru_bumps_dropped", 0);
+  }
   return l;
 }
 

@@ -150,6 +150,7 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     c->lru_maintainer = false;
     c->lru_segmented = false;
     c->lru_crawler = false;
+    c->maxconns_fast = false;
     c->temp_lru = false;
   } else if (n == "watcher_logbuf_size" || n == "worker_logbuf_size") {
     // memcached: kilobytes.

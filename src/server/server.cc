@@ -264,16 +264,25 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   s.emplace_back("max_connections", Num(static_cast<uint64_t>(MaxConnections())));
   s.emplace_back("curr_connections", Num(c.curr_connections.load(std::memory_order_relaxed)));
   s.emplace_back("total_connections", Num(c.total_connections.load(std::memory_order_relaxed)));
-  s.emplace_back("rejected_connections",
-                 Num(c.rejected_connections.load(std::memory_order_relaxed)));
+  if (cfg_.maxconns_fast) {  // memcached prints it only then
+    s.emplace_back("rejected_connections",
+                   Num(c.rejected_connections.load(std::memory_order_relaxed)));
+  }
   s.emplace_back("connection_structures",
                  Num(c.connection_structures.load(std::memory_order_relaxed)));
+  // memcached's response objects and read-buffer pool: Trove has neither
+  // (replies reference item memory; each connection owns its input
+  // buffer), so nothing is ever counted here.
+  for (const char* k : {"response_obj_oom", "response_obj_count", "response_obj_bytes",
+                        "read_buf_count", "read_buf_bytes", "read_buf_bytes_free",
+                        "read_buf_oom"}) {
+    s.emplace_back(k, "0");
+  }
   // memcached reserves a few fds for itself; ours: listeners, epoll and
   // eventfds, a handful per worker.
   s.emplace_back("reserved_fds", Num(static_cast<uint64_t>(5 + 3 * cfg_.num_threads)));
   s.emplace_back("threads", Num(static_cast<uint64_t>(cfg_.num_threads)));
   s.emplace_back("conn_yields", Num(c.conn_yields.load(std::memory_order_relaxed)));
-  s.emplace_back("read_paused", Num(c.read_paused.load(std::memory_order_relaxed)));
   s.emplace_back("bytes_read", Num(net_->BytesRead()));
   s.emplace_back("bytes_written", Num(net_->BytesWritten()));
   s.emplace_back("accepting_conns", started_ && !stopped_ ? "1" : "0");
@@ -281,9 +290,14 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   // Summed when accepting resumes (Acceptor::TryResume).
   s.emplace_back("time_in_listen_disabled_us",
                  Num(c.listen_disabled_us.load(std::memory_order_relaxed)));
-  s.emplace_back("idle_kicks", Num(c.idle_kicks.load(std::memory_order_relaxed)));
+  if (cfg_.idle_timeout_s > 0) {  // memcached prints it only with -o idle_timeout
+    s.emplace_back("idle_kicks", Num(c.idle_kicks.load(std::memory_order_relaxed)));
+  }
   s.emplace_back("auth_cmds", "0");    // no SASL / ascii auth
   s.emplace_back("auth_errors", "0");
+  // memcached counts these for NAPI-ID worker selection, which Trove does not do.
+  s.emplace_back("unexpected_napi_ids", "0");
+  s.emplace_back("round_robin_fallback", "0");
   return s;
 }
 

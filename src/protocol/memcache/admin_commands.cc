@@ -14,6 +14,47 @@
 namespace trove::memcache {
 namespace {
 
+// `stats` keys in memcached 1.6.45's order (memcached.c server_stats and
+// items.c item_stats_totals); keys not listed follow in their own order.
+constexpr std::string_view kStatsOrder[] = {
+    "pid", "uptime", "time", "version", "libevent", "pointer_size", "rusage_user",
+    "rusage_system", "max_connections", "curr_connections", "total_connections",
+    "rejected_connections", "connection_structures", "response_obj_oom", "response_obj_count",
+    "response_obj_bytes", "read_buf_count", "read_buf_bytes", "read_buf_bytes_free",
+    "read_buf_oom", "reserved_fds", "cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "cmd_meta",
+    "get_hits", "get_misses", "get_expired", "get_flushed", "delete_misses", "delete_hits",
+    "incr_misses", "incr_hits", "decr_misses", "decr_hits", "cas_misses", "cas_hits",
+    "cas_badval", "touch_hits", "touch_misses", "store_too_large", "store_no_memory",
+    "auth_cmds", "auth_errors", "idle_kicks", "bytes_read", "bytes_written", "limit_maxbytes",
+    "accepting_conns", "listen_disabled_num", "time_in_listen_disabled_us", "threads",
+    "conn_yields", "hash_power_level", "hash_bytes", "hash_is_expanding",
+    "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
+    "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_busy_nomem",
+    "slab_reassign_last_busy_status", "slab_reassign_running", "slabs_moved",
+    "lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles", "malloc_fails",
+    "log_worker_dropped", "log_worker_written", "log_watcher_skipped", "log_watcher_sent",
+    "log_watchers", "unexpected_napi_ids", "round_robin_fallback", "bytes", "curr_items",
+    "total_items", "slab_global_page_pool", "expired_unfetched", "evicted_unfetched",
+    "evicted_active", "evictions", "reclaimed", "crawler_reclaimed", "crawler_items_checked",
+    "lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+    "direct_reclaims", "lru_bumps_dropped"};
+
+void WriteStatsInMemcachedOrder(const engine::StatList& stats, ReplyWriter& w) {
+  std::vector<bool> done(stats.size(), false);
+  for (std::string_view k : kStatsOrder) {
+    for (size_t i = 0; i < stats.size(); ++i) {
+      if (!done[i] && stats[i].first == k) {
+        w.Stat(stats[i].first, stats[i].second);
+        done[i] = true;
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (!done[i]) w.Stat(stats[i].first, stats[i].second);
+  }
+}
+
 void WriteStats(const engine::StatList& stats, ReplyWriter& w) {
   for (const auto& [name, value] : stats) w.Stat(name, value);
 }
@@ -67,19 +108,26 @@ uint32_t MemcacheHandler::SlabClassFor(size_t total) const {
 void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
   net::ServerServices* sv = ctx_->services;
   if (pl.count == 1) {
-    if (sv) WriteStats(sv->ServerStats(), w);
-    for (const auto& [name, value] : engine_->Stats()) {
-      w.Stat(name, value);
-      // memcached prints its logger's counters right after malloc_fails.
-      if (name == "malloc_fails" && ctx_->log != nullptr) {
-        const net::LogHubStats ls = ctx_->log->Stats();
-        w.Stat("log_worker_dropped", ls.worker_dropped);
-        w.Stat("log_worker_written", ls.worker_written);
-        w.Stat("log_watcher_skipped", ls.watcher_skipped);
-        w.Stat("log_watcher_sent", ls.watcher_sent);
-        w.Stat("log_watchers", ls.watchers);
-      }
+    // The server's, the engine's and the logger's counters, printed in
+    // memcached 1.6.45's order (server_stats, then the item totals); a part
+    // that is off leaves its keys out, as memcached does.
+    engine::StatList all;
+    if (sv) all = sv->ServerStats();
+    for (auto& kv : engine_->Stats()) all.push_back(std::move(kv));
+    if (ctx_->log != nullptr) {
+      const net::LogHubStats ls = ctx_->log->Stats();
+      auto add = [&all](const char* k, uint64_t v) {
+        std::string s;
+        AppendU64(s, v);
+        all.emplace_back(k, std::move(s));
+      };
+      add("log_worker_dropped", ls.worker_dropped);
+      add("log_worker_written", ls.worker_written);
+      add("log_watcher_skipped", ls.watcher_skipped);
+      add("log_watcher_sent", ls.watcher_sent);
+      add("log_watchers", ls.watchers);
     }
+    WriteStatsInMemcachedOrder(all, w);
     w.Word("END");
     return;
   }

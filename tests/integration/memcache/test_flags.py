@@ -193,7 +193,7 @@ def test_no_maxconns_fast_leaves_clients_in_the_backlog_until_a_close(make_serve
     held.pop().close()
     assert waiting.read_line(timeout=5).startswith(b"VERSION ")
     st = waiting.stats()
-    assert st["rejected_connections"] == "0"
+    assert "rejected_connections" not in st  # memcached prints it only with maxconns_fast
     assert st["curr_connections"] == "5"
     assert int(st["listen_disabled_num"]) >= 1
     assert int(st["time_in_listen_disabled_us"]) >= 400000  # the 0.5 s it waited, at least

@@ -86,8 +86,8 @@ TEST_F(SlabRebalancerTest, ReassignMovesAPageAndEvictsItsItems) {
   EXPECT_EQ(Pages(b), pb + 1);
   StatList st = e_->Stats();
   // Items of the moved page were rescued into free chunks or evicted.
-  EXPECT_GT(StatU(st, "slab_reassign_evictions_nomem") + StatU(st, "slab_reassign_rescues"), 0u);
-  EXPECT_EQ(e_->curr_items(), items_before - StatU(st, "slab_reassign_evictions_nomem"));
+  EXPECT_GT(StatU(st, "slab_reassign_busy_nomem") + StatU(st, "slab_reassign_rescues"), 0u);
+  EXPECT_EQ(e_->curr_items(), items_before - StatU(st, "slab_reassign_busy_nomem"));
   // What is left is intact.
   int ok = 0;
   for (int i = 0; i < 400; ++i) {
@@ -113,7 +113,7 @@ TEST_F(SlabRebalancerTest, ReassignRescuesItemsWhenTheClassHasFreeChunks) {
   ASSERT_EQ(e_->SlabsReassign(a, 0), "OK");
   ASSERT_TRUE(WaitFor([&] { return StatU(e_->Stats(), "slabs_moved") == 1; }));
   EXPECT_GT(StatU(e_->Stats(), "slab_reassign_rescues"), 0u);
-  EXPECT_EQ(StatU(e_->Stats(), "slab_reassign_evictions_nomem"), 0u);
+  EXPECT_EQ(StatU(e_->Stats(), "slab_reassign_busy_nomem"), 0u);
   EXPECT_EQ(e_->curr_items(), before);
   for (int i = 1; i < 400; i += 2) {
     ItemRef r = e_->Get("a" + std::to_string(i), ts_);

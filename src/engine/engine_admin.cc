@@ -172,13 +172,18 @@ StatList Engine::ItemStats() const {
     auto ld = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
     uint64_t mem = 0;
     for (int g = 0; g < kSegments; ++g) mem += m->lru.Bytes(c, static_cast<Segment>(g));
+    // As memcached 1.6.45: the segment counts and the maintainer's counters
+    // only while the LRU maintainer runs.
+    const bool maint = m->opts.lru_maintainer;
     Add(&l, "items:" + ClassKey(c, "number"), total);
-    Add(&l, "items:" + ClassKey(c, "number_hot"), hot);
-    Add(&l, "items:" + ClassKey(c, "number_warm"), warm);
-    Add(&l, "items:" + ClassKey(c, "number_cold"), cold);
-    if (m->opts.temp_lru) Add(&l, "items:" + ClassKey(c, "number_temp"), temp);
-    Add(&l, "items:" + ClassKey(c, "age_hot"), m->lru.TailAge(c, Segment::kHot, now));
-    Add(&l, "items:" + ClassKey(c, "age_warm"), m->lru.TailAge(c, Segment::kWarm, now));
+    if (maint) {
+      Add(&l, "items:" + ClassKey(c, "number_hot"), hot);
+      Add(&l, "items:" + ClassKey(c, "number_warm"), warm);
+      Add(&l, "items:" + ClassKey(c, "number_cold"), cold);
+      if (m->opts.temp_lru) Add(&l, "items:" + ClassKey(c, "number_temp"), temp);
+      Add(&l, "items:" + ClassKey(c, "age_hot"), m->lru.TailAge(c, Segment::kHot, now));
+      Add(&l, "items:" + ClassKey(c, "age_warm"), m->lru.TailAge(c, Segment::kWarm, now));
+    }
     Add(&l, "items:" + ClassKey(c, "age"), m->lru.TailAge(c, Segment::kCold, now));
     Add(&l, "items:" + ClassKey(c, "mem_requested"), mem);
     Add(&l, "items:" + ClassKey(c, "evicted"), ld(s.evicted));
@@ -189,14 +194,16 @@ StatList Engine::ItemStats() const {
     Add(&l, "items:" + ClassKey(c, "reclaimed"), ld(s.reclaimed));
     Add(&l, "items:" + ClassKey(c, "expired_unfetched"), ld(s.expired_unfetched));
     Add(&l, "items:" + ClassKey(c, "evicted_unfetched"), ld(s.evicted_unfetched));
-    Add(&l, "items:" + ClassKey(c, "evicted_active"), ld(s.evicted_active));
+    if (maint) Add(&l, "items:" + ClassKey(c, "evicted_active"), ld(s.evicted_active));
     Add(&l, "items:" + ClassKey(c, "crawler_reclaimed"), ld(s.crawler_reclaimed));
     Add(&l, "items:" + ClassKey(c, "crawler_items_checked"), ld(s.crawler_items_checked));
     Add(&l, "items:" + ClassKey(c, "lrutail_reflocked"), ld(s.lrutail_reflocked));
-    Add(&l, "items:" + ClassKey(c, "moves_to_cold"), ld(s.moves_to_cold));
-    Add(&l, "items:" + ClassKey(c, "moves_to_warm"), ld(s.moves_to_warm));
-    Add(&l, "items:" + ClassKey(c, "moves_within_lru"), ld(s.moves_within_lru));
-    Add(&l, "items:" + ClassKey(c, "direct_reclaims"), ld(s.direct_reclaims));
+    if (maint) {
+      Add(&l, "items:" + ClassKey(c, "moves_to_cold"), ld(s.moves_to_cold));
+      Add(&l, "items:" + ClassKey(c, "moves_to_warm"), ld(s.moves_to_warm));
+      Add(&l, "items:" + ClassKey(c, "moves_within_lru"), ld(s.moves_within_lru));
+      Add(&l, "items:" + ClassKey(c, "direct_reclaims"), ld(s.direct_reclaims));
+    }
   }
   return l;
 }

@@ -370,7 +370,8 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
       w.Status("BADCLASS invalid class id");
       return;
     }
-    std::string out;
+    // memcached 1.6.45 answers OK, then the lines, then END (EN for mgdump).
+    std::string out = "OK\r\n";
     for (const engine::DumpEntry& d : engine_->MetaDump(classes)) {
       if (mg) {
         // "mg <key>\r\n" (a binary key base64 with " b"), then "EN\r\n".
@@ -385,7 +386,8 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
         }
         continue;
       }
-      // "key=<uri> exp=<unix|-1> la=<unix> cas=<n> fetch=yes|no cls=<n> size=<n>\n" ... "END\r\n"
+      // "key=<uri> exp=<unix|-1> la=<unix> cas=<n> fetch=yes|no cls=<n> size=<n> flags=<n> \n"
+      // (each field followed by a space, as memcached's writer does)
       out.append("key=");
       UriEncode(d.key, &out);  // metadump keys are URI-encoded
       out.append(" exp=");
@@ -399,7 +401,9 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
       AppendI64(out, d.slab_class);
       out.append(" size=");
       AppendU64(out, d.size);
-      out.push_back('\n');
+      out.append(" flags=");
+      AppendU64(out, d.flags);
+      out.append(" \n");
     }
     out.append(mg ? "EN\r\n" : "END\r\n");
     w.Trusted(out);

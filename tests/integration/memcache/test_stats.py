@@ -325,14 +325,18 @@ def test_lru_crawler_metadump(fresh):
     c.set("md2", "yy", exptime=int(time.time()) + 1000)
     c.send(b"lru_crawler metadump all\r\n")
     out = c.read_until(b"END\r\n", timeout=10)
-    lines = out.split(b"\n")
+    # memcached 1.6.45: OK, then one line per item (every field followed by
+    # a space, LF-terminated), then END.
+    assert out.startswith(b"OK\r\n")
+    lines = out[4:].split(b"\n")
     assert lines[-1] == b"" and lines[-2] == b"END\r"
     items = {}
     for line in lines[:-2]:
-        fields = dict(f.split(b"=", 1) for f in line.split(b" "))
+        assert line.endswith(b" "), line
+        fields = dict(f.split(b"=", 1) for f in line.split(b" ") if f)
         items[fields[b"key"]] = fields
     assert set(items) == {b"md1", b"md2"}
-    for f in (b"exp", b"la", b"cas", b"fetch", b"cls", b"size"):
+    for f in (b"exp", b"la", b"cas", b"fetch", b"cls", b"size", b"flags"):
         assert f in items[b"md1"]
     assert items[b"md1"][b"exp"] == b"-1"
     assert int(items[b"md2"][b"exp"]) > time.time()
@@ -382,10 +386,10 @@ def test_lru_crawler_mgdump_and_hash(fresh):
     c.set("mg1", "x")
     c.send(b"lru_crawler mgdump all\r\n")
     out = c.read_until(b"EN\r\n", timeout=10)
-    assert out == b"mg mg1\r\nEN\r\n"
+    assert out == b"OK\r\nmg mg1\r\nEN\r\n"
     c.send(b"lru_crawler metadump hash\r\n")
     out = c.read_until(b"END\r\n", timeout=10)
-    assert out.startswith(b"key=mg1 ") and out.endswith(b"\nEND\r\n")
+    assert out.startswith(b"OK\r\nkey=mg1 ") and out.endswith(b" flags=0 \nEND\r\n")
     assert c.rt(b"lru_crawler metadump 99\r\n") == b"BADCLASS invalid class id\r\n"
 
 
@@ -477,8 +481,9 @@ def test_unsegmented_lru_without_maintainer(make_server):
     assert c.stat("lru_segmented", "settings") == "no"
     c.set("foo", "fooval")
     assert c.get("foo") == b"fooval"
-    assert c.stat("items:1:number_cold", "items") == "1"
-    assert c.stat("items:1:number_hot", "items") == "0"
+    # Without the maintainer memcached shows no segment counts.
+    assert "items:1:number_hot" not in c.stats("items")
+    assert c.stat("items:1:number", "items") == "1"
     c.send(b"stats cachedump 1 100\r\n")
     assert c.read_until(b"END\r\n", timeout=5) == b"ITEM foo [6 b; 0 s]\r\nEND\r\n"
     c.close()
@@ -497,4 +502,49 @@ def test_initial_malloc_test_hook(make_server, monkeypatch):
                for i in range(5)]
     assert replies[0] == b"STORED\r\n"
     assert any(r.startswith(b"SERVER_ERROR") for r in replies), replies
+    c.close()
+
+
+# memcached 1.6.45's `stats` with default flags: these keys, in this order.
+STATS_1_6_45 = [
+    "pid", "uptime", "time", "version", "libevent", "pointer_size", "rusage_user",
+    "rusage_system", "max_connections", "curr_connections", "total_connections",
+    "rejected_connections", "connection_structures", "response_obj_oom", "response_obj_count",
+    "response_obj_bytes", "read_buf_count", "read_buf_bytes", "read_buf_bytes_free",
+    "read_buf_oom", "reserved_fds", "cmd_get", "cmd_set", "cmd_flush", "cmd_touch", "cmd_meta",
+    "get_hits", "get_misses", "get_expired", "get_flushed", "delete_misses", "delete_hits",
+    "incr_misses", "incr_hits", "decr_misses", "decr_hits", "cas_misses", "cas_hits",
+    "cas_badval", "touch_hits", "touch_misses", "store_too_large", "store_no_memory",
+    "auth_cmds", "auth_errors", "bytes_read", "bytes_written", "limit_maxbytes",
+    "accepting_conns", "listen_disabled_num", "time_in_listen_disabled_us", "threads",
+    "conn_yields", "hash_power_level", "hash_bytes", "hash_is_expanding",
+    "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
+    "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_busy_nomem",
+    "slab_reassign_last_busy_status", "slab_reassign_running", "slabs_moved",
+    "lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles", "malloc_fails",
+    "log_worker_dropped", "log_worker_written", "log_watcher_skipped", "log_watcher_sent",
+    "log_watchers", "unexpected_napi_ids", "round_robin_fallback", "bytes", "curr_items",
+    "total_items", "slab_global_page_pool", "expired_unfetched", "evicted_unfetched",
+    "evicted_active", "evictions", "reclaimed", "crawler_reclaimed", "crawler_items_checked",
+    "lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+    "direct_reclaims", "lru_bumps_dropped",
+]
+
+
+def test_stats_keys_and_order_match_memcached(fresh):
+    srv, c = fresh
+    c.send(b"stats\r\n")
+    out = c.read_until(b"END\r\n", timeout=5).decode()
+    names = [line.split(" ")[1] for line in out.split("\r\n") if line.startswith("STAT ")]
+    assert names == STATS_1_6_45
+
+
+def test_stats_leave_out_what_is_off(make_server):
+    srv = make_server("-o", "no_lru_crawler,no_lru_maintainer,no_maxconns_fast,idle_timeout=30")
+    c = Conn.to(srv)
+    st = c.stats()
+    for k in ("lru_crawler_running", "lru_crawler_starts", "lru_maintainer_juggles",
+              "moves_to_cold", "evicted_active", "rejected_connections"):
+        assert k not in st, k
+    assert st["idle_kicks"] == "0"
     c.close()

@@ -431,9 +431,9 @@ TEST_F(DispatchTest, SlabsAndCrawler) {
   EXPECT_EQ(Send("set a%b 0 100 1\r\nx\r\nlru_crawler metadump all\r\n"),
             "STORED\r\nERROR cannot pipeline other commands before metadump\r\n");
   EXPECT_EQ(Send("lru_crawler metadump all\r\n"),
-            "key=a%25b exp=1700000100 la=1700000000 cas=1 fetch=no cls=1 size=3\n"
+            "OK\r\nkey=a%25b exp=1700000100 la=1700000000 cas=1 fetch=no cls=1 size=3 flags=0 \n"
             "END\r\n");
-  EXPECT_EQ(Send("lru_crawler mgdump hash\r\n"), "mg a%b\r\nEN\r\n");
+  EXPECT_EQ(Send("lru_crawler mgdump hash\r\n"), "OK\r\nmg a%b\r\nEN\r\n");
 }
 
 TEST_F(DispatchTest, Stats) {

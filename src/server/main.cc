@@ -24,7 +24,7 @@ constexpr int kExitOsErr = 71;   // sysexits.h EX_OSERR
 int ApplyUser(const Config& cfg) {
   if (::getuid() != 0 && ::geteuid() != 0) return 0;  // -u only matters for root
   if (cfg.user.empty()) {
-    std::fprintf(stderr, "can't run as root without the -u switch\n");
+    std::fprintf(stderr, "must add '-u root' to start as root\n");  // memcached 1.6.45's words
     return trove::server::kExitUsage;
   }
   passwd* pw = ::getpwnam(cfg.user.c_str());

@@ -314,9 +314,8 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
     return;
   }
   MetaFlags f;
-  if (ParseMetaFlags(pl, 2, key_buf_, &f, /*allow_x=*/true) != nullptr) {
-    // memcached gives md and ma one text for every flag error.
-    w.ClientError("invalid or duplicate flag");
+  if (const char* err = ParseMetaFlags(pl, 2, key_buf_, &f)) {
+    w.ClientError(err);  // "invalid flag" / "duplicate flag", as mg and ms (1.6.45)
     return;
   }
   if (OpaqueTooLong(f)) {
@@ -357,7 +356,8 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
     return;
   }
   if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
+    // memcached 1.6.45's ma reports an over-long key as a flag error.
+    w.ClientError("invalid or duplicate flag");
     return;
   }
   if (pl.count > kMetaMaxTokens) {
@@ -421,9 +421,9 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
     StatusLine(code, pl, f, w);
     return;
   }
-  // Quiet hides the whole success reply, value too, but not the reply of an
-  // item that N just created (memcached answers that one).
-  if (f.Has('q') && !o.vivified) return;
+  // Quiet hides the whole success reply, value too, even for an item N just
+  // created (memcached 1.6.45; 1.6.18 answered that one).
+  if (f.Has('q')) return;
   char num[20];
   size_t num_len = static_cast<size_t>(FormatU64(num, o.value) - num);
   char* start = w.Reserve(kMetaLineMax + 24);

@@ -72,8 +72,7 @@ size_t Base64Encode(std::string_view in, char* out) {
   return n;
 }
 
-const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, MetaFlags* out,
-                           bool allow_x) {
+const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, MetaFlags* out) {
   out->key = line.tokens[1];
   const char* err = nullptr;
   for (size_t i = first; i < line.count; ++i) {
@@ -151,8 +150,7 @@ const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, 
       case 'q':
       case 'I':
         break;
-      case 'x':
-        if (!allow_x) return "invalid flag";
+      case 'x':  // md's remove-value; memcached 1.6.45's parser takes it on every command
         break;
       default:
         return "invalid flag";

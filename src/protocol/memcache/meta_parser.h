@@ -55,9 +55,9 @@ struct MetaFlags {
 // CLIENT_ERROR text memcached gives (without the "CLIENT_ERROR " prefix).
 // Like memcached, an unknown or repeated flag stops parsing at once; other
 // errors let parsing continue so that every flag is seen.
-// `allow_x` admits md's 'x' flag, which other commands reject as invalid.
-const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, MetaFlags* out,
-                           bool allow_x = false);
+// 'x' (md's remove-value) is accepted on every meta command, as memcached
+// 1.6.45's shared flag parser does; only md acts on it.
+const char* ParseMetaFlags(const ParsedLine& line, size_t first, char* key_buf, MetaFlags* out);
 
 // Standard base64 (RFC 4648, padded). Decode returns the decoded length, or 0
 // on bad input or when it would not fit in `cap`.

@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from harness import server as hserver
 from harness.client import Conn
 
 
@@ -154,14 +155,25 @@ def test_delete_with_time(conn, key):
     (b"touch %s 1", b""),
     (b"mg %s v", b""),
     (b"md %s", b""),
-    (b"ma %s", b""),
     (b"set %s 0 0 1", b"x\r\n"),   # the data block is swallowed (1.6.45)
     (b"add %s 0 0 1", b"x\r\n"),
     (b"ms %s 1", b"x\r\n"),
 ])
 def test_key_too_long(conn, key, tmpl, block):
     long_key = b"k" * 251
-    assert conn.rt(tmpl % long_key + b"\r\n" + block) == BAD_FORMAT
+    reply = conn.rt(tmpl % long_key + b"\r\n" + block)
+    if hserver.is_memcached() and tmpl.startswith(b"get"):
+        # memcached 1.6.45 follows this error with an empty line; Trove does
+        # not copy that stray line (docs/memcache_protocol.md).
+        assert reply == BAD_FORMAT + b"\r\n"
+    else:
+        assert reply == BAD_FORMAT
+    still_usable(conn, key)
+
+
+def test_ma_key_too_long(conn, key):
+    # memcached 1.6.45's ma calls an over-long key a flag error.
+    assert conn.rt(b"ma %s\r\n" % (b"k" * 251)) == b"CLIENT_ERROR invalid or duplicate flag\r\n"
     still_usable(conn, key)
 
 
@@ -176,6 +188,8 @@ def test_key_too_long_in_multiget(conn, key):
     k = b(key)
     conn.set(k, "x")
     reply = conn.rt(b"get %s %s\r\n" % (k, b"k" * 251))
+    if hserver.is_memcached():
+        reply = reply[:-2] if reply.endswith(b"\r\n\r\n") else reply  # its stray line
     assert reply.endswith(BAD_FORMAT), reply
 
 

@@ -316,7 +316,7 @@ def test_root_requires_u(tmp_path):
                        if not hserver.is_memcached() else [binary, "-p", "0", "-U", "0"],
                        capture_output=True, timeout=10)
     assert p.returncode == 64
-    assert b"can't run as root without the -u switch" in p.stderr + p.stdout
+    assert b"must add '-u root' to start as root" in p.stderr + p.stdout
 
 
 # ---- -h, -V, bad options --------------------------------------------------

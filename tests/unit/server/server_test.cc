@@ -213,7 +213,7 @@ TEST(BinaryTest, RootNeedsTheUserSwitch) {
   if (::geteuid() != 0) GTEST_SKIP() << "not root";
   RunResult r = RunBinary("-p 0 --resp-port 0");
   EXPECT_EQ(r.code, 64);
-  EXPECT_EQ(r.output, "can't run as root without the -u switch\n");
+  EXPECT_EQ(r.output, "must add '-u root' to start as root\n");
   RunResult u = RunBinary("-u no_such_user_trove -p 0");
   EXPECT_NE(u.code, 0);
   EXPECT_NE(u.output.find("can't find the user"), std::string::npos);

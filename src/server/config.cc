@@ -58,10 +58,6 @@ Status Validate(Config* c) {
   if (c->temp_lru && !c->lru_maintainer) {
     return Bad("temporary_ttl requires lru_maintainer to be enabled");
   }
-  if (c->udp_port > 0) {
-    return Bad("UDP is not supported (-U " + std::to_string(c->udp_port) +
-               "); run with -U 0");
-  }
   if (c->protocol == "binary") {
     return Bad("the binary protocol is not supported; use -B ascii or -B auto");
   }
@@ -399,7 +395,7 @@ std::string HelpText() {
   h += kVersion;
   h += R"( (memcached-compatible)
 -p, --port=<num>          TCP port to listen on (default: 11211; 0 = ephemeral)
--U, --udp-port=<num>      UDP port; only 0 (off) is supported
+-U, --udp-port=<num>      UDP port to listen on (default: 0, off)
 -s, --unix-socket=<file>  UNIX socket to listen on (turns TCP off)
 -a, --unix-mask=<mask>    access mask for the UNIX socket, in octal (default: 700)
 -A, --enable-shutdown     enable the ascii "shutdown" command

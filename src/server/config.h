@@ -27,7 +27,7 @@ struct Config {
   // --- listening ---
   int port = 11211;                 // -p; 0 = ephemeral
   bool port_set = false;
-  int udp_port = 0;                 // -U; only 0 is supported
+  int udp_port = 0;                 // -U; 0 = off (memcached 1.6's default)
   std::vector<std::string> listen;  // -l entries (each may carry :port)
   std::string unix_socket;          // -s (turns TCP off, as memcached)
   int unix_mask = 0700;             // -a

@@ -123,6 +123,25 @@ Status Server::Bind() {
     }
   }
 
+  // -U: memcached's UDP protocol on the same addresses, one socket per worker
+  // and address (SO_REUSEPORT), each served by its worker.
+  if (cfg_.udp_port > 0 && cfg_.unix_socket.empty()) {
+    uint64_t next_id = uint64_t{1} << 62;  // never a TCP connection's id
+    for (const net::ListenAddr& h : hosts) {
+      int bound = 0;
+      auto fds = net::BindUdp(h.host, cfg_.udp_port, cfg_.num_threads, &bound);
+      if (!fds.ok()) {
+        return Status::Invalid("failed to listen on UDP port " + std::to_string(cfg_.udp_port) +
+                               ": " + std::string(fds.status().message()));
+      }
+      for (size_t i = 0; i < fds.value().size(); ++i) {
+        const int worker = static_cast<int>(i % static_cast<size_t>(cfg_.num_threads));
+        udp_.push_back(std::make_unique<net::UdpPort>(fds.value()[i], worker, next_id++,
+                                                      mc_factory_.get()));
+      }
+    }
+  }
+
   // RESP: --resp-port 0 means off, except with --port-file, where it asks
   // for an ephemeral port (how the test harness runs us).
   bool resp_on = cfg_.resp_port > 0 || (cfg_.resp_port == 0 && !cfg_.port_file.empty());
@@ -183,6 +202,16 @@ Status Server::Start() {
   if (cfg_.lru_crawler_tocrawl != 0) engine_->CrawlerSetToCrawl(cfg_.lru_crawler_tocrawl);
   Status s = net_->Start();
   if (!s.ok()) return s;
+  // Each UDP socket joins its worker's loop on that worker's thread.
+  for (const std::unique_ptr<net::UdpPort>& u : udp_) {
+    net::UdpPort* port = u.get();
+    const size_t w = static_cast<size_t>(port->worker_id());
+    net::EventLoop* loop = &net_->group().loop(w);
+    loop->Post([port, loop] {
+      Status a = port->Attach(loop);
+      if (!a.ok()) std::fprintf(stderr, "UDP: %s\n", std::string(a.message()).c_str());
+    });
+  }
   log_->Start();
   started_ = true;
   return WritePortFile();

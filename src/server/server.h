@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "net/log_hub.h"
 #include "net/net_server.h"
+#include "net/udp_port.h"
 #include "net/protocol_handler.h"
 #include "server/config.h"
 
@@ -82,6 +83,9 @@ class Server final : public net::ServerServices {
   std::unique_ptr<engine::ItemObserver> eviction_log_;
   std::unique_ptr<net::ProtocolFactory> mc_factory_;
   std::unique_ptr<net::ProtocolFactory> resp_factory_;
+  // -U: memcached's UDP sockets, one per worker per address (declared before
+  // net_ so they outlive the worker loops that poll them).
+  std::vector<std::unique_ptr<net::UdpPort>> udp_;
   std::unique_ptr<net::NetServer> net_;
   int mc_port_ = -1;     // -1 = no TCP memcache listener
   int resp_port_ = -1;   // -1 = RESP off

@@ -485,3 +485,50 @@ def test_U_udp_served_or_refused_clearly(tmp_path):
     finally:
         p.kill()
         p.wait(timeout=10)
+
+
+def _udp_request(sock, port, req_id, body, frames=1):
+    sock.sendto(bytes([req_id >> 8, req_id & 0xff, 0, 0, 0, frames, 0, 0]) + body,
+                ("127.0.0.1", port))
+    got = {}
+    while True:
+        try:
+            d, _ = sock.recvfrom(65536)
+        except socket.timeout:
+            return got
+        assert d[:2] == bytes([req_id >> 8, req_id & 0xff])
+        assert d[6:8] == b"\x00\x00"
+        seq, total = (d[2] << 8) | d[3], (d[4] << 8) | d[5]
+        got[seq] = (total, d[8:])
+        if len(got) == total:
+            return got
+
+
+def test_udp_multi_datagram_replies(make_server):
+    # memcached's UDP protocol: a 20 KB value comes back in 1,400-byte
+    # datagrams numbered 0..n-1, each saying n; noreply sends nothing; a
+    # request announcing two datagrams is dropped.
+    udp_port = hserver.free_port()
+    srv = make_server("-U", str(udp_port), "-l", "127.0.0.1", "-t", "2")
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    big = b"v" * 20000
+    r = _udp_request(s, udp_port, 7, b"set big 0 0 20000\r\n" + big + b"\r\n")
+    assert r == {0: (1, b"STORED\r\n")}
+    r = _udp_request(s, udp_port, 8, b"get big\r\n")
+    total = (len(b"VALUE big 0 20000\r\n") + 20000 + 7 + 1391) // 1392
+    assert sorted(r) == list(range(total))
+    assert all(t == total for t, _ in r.values())
+    assert all(len(body) == 1392 for seq, (t, body) in r.items() if seq < total - 1)
+    whole = b"".join(r[i][1] for i in range(total))
+    assert whole == b"VALUE big 0 20000\r\n" + big + b"\r\nEND\r\n"
+    s.settimeout(0.5)
+    assert _udp_request(s, udp_port, 9, b"set q 0 0 1 noreply\r\nx\r\n") == {}
+    assert _udp_request(s, udp_port, 10, b"get big\r\n", frames=2) == {}
+    s.settimeout(2)
+    assert _udp_request(s, udp_port, 11, b"get q\r\n") == {0: (1, b"VALUE q 0 1\r\nx\r\nEND\r\n")}
+    # The TCP port sees the same cache.
+    c = Conn.to(srv)
+    assert c.get("q") == b"x"
+    c.close()
+    s.close()

@@ -188,7 +188,7 @@ TEST(ConfigTest, ParsingTwiceStartsFresh) {
 
 TEST(ConfigTest, UdpAndBinaryAreRefusedClearly) {
   EXPECT_EQ(Ok({"-U", "0"}).udp_port, 0);
-  EXPECT_NE(Err({"-U", "11211"}).find("UDP is not supported"), std::string::npos);
+  EXPECT_EQ(Ok({"-U", "11211"}).udp_port, 11211);
   EXPECT_NE(Err({"-B", "binary"}).find("binary protocol is not supported"), std::string::npos);
   EXPECT_NE(Err({"-B", "foo"}).find("Invalid value for binding protocol: foo"),
             std::string::npos);

@@ -191,7 +191,7 @@ std::string UserFlag() { return ::geteuid() == 0 ? " -u root" : ""; }
 
 TEST(BinaryTest, BadOptionsExit64WithOneLine) {
   for (const char* args : {"-j", "--bogus", "-p abc", "-t 0", "-c 0", "-I 100", "-o bogus_opt",
-                           "-o hot_lru_pct=90", "-B binary", "-U 5", "-f 0.5", "-R 0",
+                           "-o hot_lru_pct=90", "-B binary", "-U 70000", "-f 0.5", "-R 0",
                            "-o idle_timeout=abc", "-a 999", "stray"}) {
     RunResult r = RunBinary(std::string(args) + UserFlag());
     EXPECT_EQ(r.code, 64) << args << ": " << r.output;

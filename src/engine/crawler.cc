@@ -66,6 +66,9 @@ std::string Crawler::Request(std::string_view classes) {
   }
   request_ = std::move(sel);
   pending_ = true;
+  // Running from the moment the request is accepted, as memcached: a client
+  // that polls lru_crawler_running right after OK must not see it idle.
+  impl_->crawler_running.store(true, std::memory_order_relaxed);
   cv_.SignalAll();
   return "OK";
 }

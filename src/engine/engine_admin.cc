@@ -244,7 +244,31 @@ StatList Engine::SizeStats() const {
   return {{"sizes_status", "disabled"}};
 }
 
-void Engine::ResetStats() { impl_->registry.Reset(); }
+// `stats reset`: what memcached 1.6.45's stats_reset clears: the per-thread
+// counters, the per-class item stats, the prefix table of `stats detail`,
+// and the engine's global counters.
+void Engine::ResetStats() {
+  Impl* m = impl_.get();
+  m->registry.Reset();
+  for (int c = 0; c < kMaxClasses; ++c) {
+    LruClassStats& s = m->lru.stats(c);
+    for (std::atomic<uint64_t>* a :
+         {&s.evicted, &s.evicted_nonzero, &s.outofmemory, &s.reclaimed, &s.expired_unfetched,
+          &s.evicted_unfetched, &s.evicted_active, &s.crawler_reclaimed,
+          &s.crawler_items_checked, &s.lrutail_reflocked, &s.moves_to_cold, &s.moves_to_warm,
+          &s.moves_within_lru, &s.direct_reclaims}) {
+      a->store(0, std::memory_order_relaxed);
+    }
+    s.evicted_time.store(0, std::memory_order_relaxed);
+  }
+  m->prefix.Clear();
+  for (std::atomic<uint64_t>* a :
+       {&m->cmd_flush, &m->reassign_rescues, &m->reassign_evictions, &m->reassign_busy,
+        &m->reassign_inline_reclaim, &m->slabs_moved, &m->maintainer_juggles, &m->crawler_starts,
+        &m->crawler_reclaimed_total}) {
+    a->store(0, std::memory_order_relaxed);
+  }
+}
 void Engine::SetDetailEnabled(bool on) { impl_->prefix.SetEnabled(on); }
 std::string Engine::DetailDump() const { return impl_->prefix.Dump(); }
 bool Engine::SetMemLimit(size_t bytes) { return impl_->slabs.SetMemLimit(bytes); }

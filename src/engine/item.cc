@@ -100,6 +100,10 @@ Item* Engine::Impl::AllocChunk(int cls, Item* owner) {
   // crawler, and failing the store for that would be a spurious OOM.
   int idle = 0;
   for (int tries = 0; tries < 10; ++tries) {
+    // Unsegmented (memcached's compat mode): every allocation first looks at
+    // the COLD tail for an expired or flushed item to reclaim (reused memory,
+    // counted in `reclaimed`), as do_item_alloc_pull does.
+    if (!opts.lru_segmented) PullTail(cls, Segment::kCold, 0, PullMode::kReclaim, 0);
     if (Item* it = slabs.Alloc(cls, owner)) return it;
     if (!FreeSomething(cls)) {
       if (++idle > 3) break;

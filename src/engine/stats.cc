@@ -120,6 +120,12 @@ void PrefixStats::RecordDelete(std::string_view key) {
   if (Entry* e = FindLocked(key)) ++e->del;
 }
 
+void PrefixStats::Clear() {
+  MutexLock l(&mu_);
+  map_.clear();
+  order_.clear();
+}
+
 std::string PrefixStats::Dump() const {
   MutexLock l(&mu_);
   std::string out;

@@ -84,6 +84,7 @@ class PrefixStats {
   void RecordSet(std::string_view key);
   void RecordDelete(std::string_view key);
   std::string Dump() const;  // "PREFIX p get N hit N set N del N\r\n"... "END\r\n"
+  void Clear() EXCLUDES(mu_);  // stats reset
 
  private:
   struct Entry {

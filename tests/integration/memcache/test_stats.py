@@ -548,3 +548,49 @@ def test_stats_leave_out_what_is_off(make_server):
         assert k not in st, k
     assert st["idle_kicks"] == "0"
     c.close()
+
+
+def test_stats_reset_clears_item_and_detail_stats(make_server):
+    # memcached 1.6.45's t/issue_22: evictions counted per class, and
+    # `stats reset` zeroes them; it also empties the `stats detail` table.
+    srv = make_server("-m", "3")
+    c = Conn.to(srv)
+    value = b"B" * 66560
+    for i in range(40):
+        assert c.rt(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value)) == b"STORED\r\n"
+    items = c.stats("items")
+    cls = [k.split(":")[1] for k in items if k.endswith(":evicted") and items[k] != "0"]
+    assert cls, items
+    assert c.rt(b"stats detail on\r\n") == b"OK\r\n"
+    c.get("pfx:a")
+    assert b"PREFIX pfx" in c.rt(b"stats detail dump\r\n")
+    assert c.rt(b"stats reset\r\n") == b"RESET\r\n"
+    assert c.stat("items:%s:evicted" % cls[0], "items") == "0"
+    assert c.rt(b"stats detail dump\r\n") == b"END\r\n"
+    assert c.stat("total_items") == "0"
+    c.close()
+
+
+def test_unsegmented_set_reclaims_a_flushed_tail_item(make_server):
+    # memcached's compat mode (t/issue_183): a store first looks at the COLD
+    # tail, so a flushed item is reclaimed (counted) instead of lingering.
+    srv = make_server("-o", "no_modern")
+    c = Conn.to(srv)
+    c.set("key", "1")
+    assert c.stat("reclaimed") == "0"
+    time.sleep(2)  # flush_all spares items stored in its own second (memcached)
+    assert c.rt(b"flush_all\r\n") == b"OK\r\n"
+    c.set("key", "1")
+    assert c.stat("reclaimed") == "1"
+    c.close()
+
+
+def test_crawler_is_running_as_soon_as_a_crawl_is_accepted(fresh):
+    srv, c = fresh
+    for i in range(2000):
+        c.send(b"set cr%d 0 0 1 noreply\r\nx\r\n" % i)
+    c.set("last", "x")
+    # lru-crawler.t polls lru_crawler_running right after OK: never 0 before it ran.
+    assert c.rt(b"lru_crawler crawl all\r\n") == b"OK\r\n"
+    starts = int(c.stat("lru_crawler_starts"))
+    assert c.stat("lru_crawler_running") == "1" or starts >= 1

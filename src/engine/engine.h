@@ -194,6 +194,7 @@ struct MetaGetArgs {
   std::optional<int64_t> touch_exptime;   // T
   std::optional<int64_t> vivify_exptime;  // N: on miss create an empty item, win it
   std::optional<uint32_t> recache_ttl;    // R: win a token if TTL left is below this
+  uint64_t explicit_cas = 0;              // E: the CAS of an item N creates (else ignored)
 };
 struct MetaGetOutput {
   ItemRef item;               // empty on a miss without N

@@ -52,7 +52,7 @@ MetaGetOutput Engine::MetaGet(std::string_view key, const MetaGetArgs& args, Thr
       AllocStatus st;
       it = m->AllocItem(key, 0, m->RelTime(*args.vivify_exptime), 0, ValueType::kString, &st);
       if (it != nullptr) {
-        m->LinkLocked(it, hv, ts, m->NextCas());
+        m->LinkLocked(it, hv, ts, args.explicit_cas != 0 ? args.explicit_cas : m->NextCas());
         out.vivified = true;
       }
     }

@@ -19,6 +19,13 @@ NetServer::~NetServer() { Stop(); }
 void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
                              std::string reject_reply) {
   for (Listener& l : ls) {
+    ServerServices::ConnInfo li;
+    li.id = 0;
+    li.fd = l.fd;
+    li.addr = l.name;
+    li.state = "conn_listening";
+    li.secs_since_last_cmd = 0;
+    listening_.push_back(std::move(li));
     BoundListener b;
     b.listener = std::move(l);
     b.factory = factory;

@@ -56,6 +56,9 @@ class NetServer {
   // "stats conns": every open connection on every worker. Blocks, so only
   // for threads that are not workers (a worker uses group().Gather).
   std::vector<ServerServices::ConnInfo> Connections();
+  // The listening sockets added so far (fd, name), for `stats conns`.
+  // Thread-safe after Start (fixed from then on).
+  const std::vector<ServerServices::ConnInfo>& listening() const { return listening_; }
   // Closes connection `id` at its worker's next safe point; false if no
   // connection has that id. Blocks like Connections().
   bool CloseConnection(uint64_t id);
@@ -93,6 +96,7 @@ class NetServer {
   WorkerGroup group_;
   std::unique_ptr<Acceptor> acceptor_;
   std::vector<BoundListener> pending_listeners_;
+  std::vector<ServerServices::ConnInfo> listening_;
   std::vector<ProtocolFactory*> factories_;
   bool started_ = false;
 };

@@ -60,12 +60,16 @@ class ServerServices {
   // "stats conns": one entry per open connection: (id, addr, state, secs_since_last_cmd).
   struct ConnInfo {
     uint64_t id;
+    int fd = -1;  // memcached keys `stats conns` by file descriptor
     std::string addr;
     std::string listen_addr;
     std::string state;
     int64_t secs_since_last_cmd;
   };
   virtual std::vector<ConnInfo> Connections() = 0;
+  // The listening sockets (state conn_listening; UDP ones conn_read), which
+  // memcached's `stats conns` lists with the clients. Thread-safe.
+  virtual std::vector<ConnInfo> ListeningSockets() const { return {}; }
   // "shutdown" (only when enabled with -A; the protocol checks ShutdownEnabled).
   virtual bool ShutdownEnabled() const = 0;
   virtual void RequestShutdown() = 0;

@@ -108,6 +108,21 @@ UdpPort::UdpPort(int fd, int worker_id, uint64_t conn_id, ProtocolFactory* facto
 
 UdpPort::~UdpPort() { ::close(fd_); }
 
+std::string UdpPort::Name() const {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) < 0) return "udp:?";
+  char host[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    return std::string("udp6:[") + host + "]:" + std::to_string(ntohs(a->sin6_port));
+  }
+  const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+  ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+  return std::string("udp:") + host + ":" + std::to_string(ntohs(a->sin_port));
+}
+
 Status UdpPort::Attach(EventLoop* loop) { return loop->AddFd(fd_, EPOLLIN, this); }
 
 ProtocolHandler* UdpPort::Handler() {

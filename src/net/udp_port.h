@@ -41,6 +41,8 @@ std::vector<std::string> UdpFrames(uint16_t req_id, const std::string& reply);
 class UdpPort final : public IoWatcher {
  public:
   UdpPort(int fd, int worker_id, uint64_t conn_id, ProtocolFactory* factory);
+  // "udp:<addr>:<port>" (udp6 for IPv6), as memcached's `stats conns`.
+  std::string Name() const;
   ~UdpPort() override;
   UdpPort(const UdpPort&) = delete;
   UdpPort& operator=(const UdpPort&) = delete;

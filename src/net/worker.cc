@@ -556,14 +556,18 @@ void Worker::RecentMaxBuffers(uint64_t* in, uint64_t* out) const {
 ServerServices::ConnInfo Worker::Describe(const Connection& c) const {
   ServerServices::ConnInfo ci;
   ci.id = c.conn_id;
+  ci.fd = c.fd;
   ci.addr = (c.is_unix ? "unix:" : "tcp:") + c.peer;
   ci.listen_addr = c.listen_name;
   if (c.closing || c.close_requested) {
     ci.state = "conn_closing";
   } else if (c.read_paused) {
     ci.state = "conn_mwrite";
-  } else if (c.in.size() > 0) {
-    ci.state = "conn_parse_cmd";  // includes the connection asking
+  } else if (c.handler != nullptr && c.handler->BytesWanted() > 0) {
+    ci.state = "conn_nread";  // a request (a value block) still arriving
+  } else if (c.in.size() > 0 || c.suspended()) {
+    // Includes the connection asking (suspended while the workers answer).
+    ci.state = "conn_parse_cmd";
   } else if (!c.out.empty()) {
     ci.state = "conn_mwrite";
   } else {

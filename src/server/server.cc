@@ -260,6 +260,20 @@ std::vector<net::ServerServices::ConnInfo> Server::Connections() {
   return net_->Connections();
 }
 
+std::vector<net::ServerServices::ConnInfo> Server::ListeningSockets() const {
+  std::vector<ConnInfo> out = net_->listening();
+  for (const std::unique_ptr<net::UdpPort>& u : udp_) {
+    ConnInfo ci;
+    ci.id = 0;
+    ci.fd = u->fd();
+    ci.addr = u->Name();
+    ci.state = "conn_read";
+    ci.secs_since_last_cmd = 0;
+    out.push_back(std::move(ci));
+  }
+  return out;
+}
+
 bool Server::CloseConnection(uint64_t id) { return net_->CloseConnection(id); }
 
 int64_t Server::MaxConnections() const { return static_cast<int64_t>(net_->MaxConnections()); }

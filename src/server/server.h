@@ -59,6 +59,7 @@ class Server final : public net::ServerServices {
   std::vector<std::pair<std::string, std::string>> ServerStats() override;
   std::vector<std::pair<std::string, std::string>> SettingsStats() override;
   std::vector<ConnInfo> Connections() override;
+  std::vector<ConnInfo> ListeningSockets() const override;
   bool ShutdownEnabled() const override { return cfg_.enable_shutdown; }
   void RequestShutdown() override;
   void SetVerbosity(int v) override;

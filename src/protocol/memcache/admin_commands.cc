@@ -165,7 +165,12 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
       StatsConnsAsync();
       return;
     }
-    if (sv) WriteConns(sv->Connections(), w);
+    if (sv) {
+      std::vector<net::ServerServices::ConnInfo> all = sv->ListeningSockets();
+      for (auto& ci : sv->Connections()) all.push_back(std::move(ci));
+      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.fd < b.fd; });
+      WriteConns(all, w);
+    }
     w.Word("END");
   } else {
     w.Error();
@@ -212,7 +217,7 @@ void MemcacheHandler::WriteConns(const std::vector<net::ServerServices::ConnInfo
   for (const net::ServerServices::ConnInfo& c : conns) {
     auto stat = [&](std::string_view field, std::string_view value) {
       name.clear();
-      AppendU64(name, c.id);
+      AppendI64(name, c.fd);  // memcached's key: the connection's fd
       name.push_back(':');
       name.append(field);
       w.Stat(name, value);
@@ -232,17 +237,19 @@ void MemcacheHandler::StatsConnsAsync() {
   self->Suspend();
   const uint64_t id = self->id();
   net::WorkerGroup& group = self->group();
+  // memcached lists the listening sockets too, everything ordered by fd.
+  Conns listening = ctx_->services != nullptr ? ctx_->services->ListeningSockets() : Conns();
   group.Gather<Conns>([](net::Worker& wk) { return wk.DescribeAll(); },
-                      [id](std::vector<Conns> per_worker) {
+                      [id, listening = std::move(listening)](std::vector<Conns> per_worker) {
                         // Back on this connection's worker; it may have closed.
                         net::Connection* c = net::Worker::Current()->Find(id);
                         if (c == nullptr) return;
-                        Conns all;
+                        Conns all = listening;
                         for (Conns& v : per_worker) {
                           for (auto& ci : v) all.push_back(std::move(ci));
                         }
                         std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-                          return a.id < b.id;
+                          return a.fd < b.fd;
                         });
                         ReplyWriter w(&c->output());
                         WriteConns(all, w);

@@ -94,6 +94,7 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   args.bump = !f.Has('u');
   if (f.has_ttl) args.touch_exptime = f.ttl;
   if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
+  if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;  // only for what N creates
   if (f.has_recache) {
     args.recache_ttl = f.recache_ttl < 0 ? 0u : static_cast<uint32_t>(f.recache_ttl);
   }
@@ -293,6 +294,17 @@ void MemcacheHandler::MetaSetReply(const ParsedLine& pl, const MetaFlags& f, eng
       case 'c':
         p = FormatU64(PutChar(p, 'c'), cas);
         break;
+      case 's': {
+        // The item's final size (after an append or prepend), as memcached;
+        // the request's size when nothing was stored.
+        uint64_t size = 0;
+        (void)ParseU64(pl.tokens[2], &size);
+        if (r == engine::StoreResult::kStored) {
+          if (engine::ItemRef it = engine_->Peek(f.key, ts_)) size = it.value_length();
+        }
+        p = FormatU64(PutChar(p, 's'), size);
+        break;
+      }
       default:
         break;
     }

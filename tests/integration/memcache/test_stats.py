@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from harness import server as hserver
 from harness.client import Conn, wait_for
 
 
@@ -594,3 +595,30 @@ def test_crawler_is_running_as_soon_as_a_crawl_is_accepted(fresh):
     assert c.rt(b"lru_crawler crawl all\r\n") == b"OK\r\n"
     starts = int(c.stat("lru_crawler_starts"))
     assert c.stat("lru_crawler_running") == "1" or starts >= 1
+
+
+def test_stats_conns_lists_listeners_and_states_by_fd(make_server):
+    # memcached 1.6.45 (t/stats-conns.t): entries keyed by fd, listening TCP
+    # and UDP sockets included, a client in the middle of a value block is
+    # conn_nread and the asking one conn_parse_cmd.
+    udp_port = hserver.free_port()
+    srv = make_server("-U", str(udp_port), "-l", "127.0.0.1")
+    sending = Conn.to(srv)
+    sending.send(b"set foo 0 0 6\r\n")
+    time.sleep(0.2)
+    asking = Conn.to(srv)
+    asking.send(b"stats conns\r\n")
+    out = asking.read_until(b"END\r\n", timeout=5).decode()
+    entries = {}
+    for line in out.split("\r\n"):
+        if line.startswith("STAT "):
+            key, value = line[5:].split(" ", 1)
+            fd, field = key.split(":", 1)
+            entries.setdefault(int(fd), {})[field] = value
+    states = {e.get("state") for e in entries.values()}
+    assert {"conn_listening", "conn_read", "conn_nread", "conn_parse_cmd"} <= states, entries
+    addrs = {e.get("addr") for e in entries.values()}
+    assert "udp:127.0.0.1:%d" % udp_port in addrs, addrs
+    assert "tcp:127.0.0.1:%d" % srv.port in addrs, addrs
+    sending.close()
+    asking.close()

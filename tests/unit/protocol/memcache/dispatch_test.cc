@@ -24,7 +24,7 @@ class FakeServices final : public net::ServerServices {
     return {{"maxconns", "1024"}};
   }
   std::vector<ConnInfo> Connections() override {
-    return {ConnInfo{7, "tcp:127.0.0.1:5000", "tcp:127.0.0.1:11211", "conn_parse_cmd", 3}};
+    return {ConnInfo{7, 7, "tcp:127.0.0.1:5000", "tcp:127.0.0.1:11211", "conn_parse_cmd", 3}};
   }
   bool ShutdownEnabled() const override { return shutdown_enabled; }
   void RequestShutdown() override { ++shutdowns; }

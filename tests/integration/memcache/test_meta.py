@@ -509,3 +509,19 @@ def test_meta_pipeline(conn, key):
     got = conn.rt(batch)
     want = b"".join(b"VA 1 k%s_%d\r\n%d\r\n" % (k, i, i % 10) for i in range(50))
     assert got == want
+
+
+def test_ms_s_returns_the_final_size(conn, key):
+    k = b(key)
+    assert conn.rt(b"ms %s 2 s\r\nab\r\n" % k) == b"HD s2\r\n"
+    # After an append the size is the whole item's (memcached 1.6.45).
+    assert conn.rt(b"ms %s 3 MA s\r\ncde\r\n" % k) == b"HD s5\r\n"
+
+
+def test_mg_vivify_takes_an_explicit_cas(conn, key):
+    k = b(key)
+    line = conn.rt(b"mg %s s c v N30 t E9876\r\n" % k)
+    assert line.startswith(b"EN") is False and b" c9876" in line, line
+    # E is ignored when nothing is created.
+    line = conn.rt(b"mg %s c E5\r\n" % k)
+    assert b" c9876" in line, line

@@ -159,9 +159,23 @@ size_t SlabAllocator::malloced() const {
 
 bool SlabAllocator::SetMemLimit(size_t bytes) {
   MutexLock l(&mu_);
-  if (bytes < malloced_) return false;
+  // As memcached: a preallocated arena cannot change; otherwise the limit
+  // may drop below what is allocated, and pages are given back to the OS as
+  // they come free (ReleaseOverLimitLocked).
+  if (opts_.prealloc && bytes < malloced_) return false;
   mem_limit_.store(bytes, std::memory_order_relaxed);
+  ReleaseOverLimitLocked();
   return true;
+}
+
+void SlabAllocator::ReleaseOverLimitLocked() {
+  while (malloced_ > mem_limit() && !global_pool_.empty() && !opts_.prealloc) {
+    char* p = global_pool_.back();
+    global_pool_.pop_back();
+    all_pages_.erase(std::find(all_pages_.begin(), all_pages_.end(), p));
+    std::free(p);
+    malloced_ -= opts_.page_size;
+  }
 }
 
 bool SlabAllocator::OverLimit(size_t extra) const {
@@ -247,6 +261,7 @@ void SlabAllocator::FinishMove(int dst) {
   s.pages.erase(std::find(s.pages.begin(), s.pages.end(), move_.page));
   if (dst == 0) {
     global_pool_.push_back(move_.page);
+    ReleaseOverLimitLocked();  // over a lowered limit: back to the OS
   } else {
     SplitPageLocked(dst, move_.page);
   }

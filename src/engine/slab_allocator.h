@@ -33,9 +33,10 @@ struct SlabClassInfo {
 };
 
 // Owner: Engine::Impl. Memory comes in pages of page_size bytes, each cut
-// into chunks of one class. Pages never go back to the OS; a page can move
-// between classes through the rebalancer (BeginMove/FinishMove) and the
-// global page pool.
+// into chunks of one class. A page can move between classes through the
+// rebalancer (BeginMove/FinishMove) and the global page pool; it goes back
+// to the OS only from the global pool while a lowered limit (cache_memlimit)
+// is exceeded.
 //
 // Thread safety: every method takes mu_ (LockRank::kSlabs) unless marked
 // Locked; the lock covers only pushing and popping free memory and the page
@@ -131,6 +132,8 @@ class SlabAllocator {
   Class classes_[kMaxClasses] GUARDED_BY(mu_);
   std::vector<char*> global_pool_ GUARDED_BY(mu_);
   std::vector<char*> all_pages_ GUARDED_BY(mu_);  // for the destructor
+  // While malloced_ is over the limit, frees global-pool pages (to the OS).
+  void ReleaseOverLimitLocked() REQUIRES(mu_);
   size_t malloced_ GUARDED_BY(mu_);
   Move move_ GUARDED_BY(mu_);
 };

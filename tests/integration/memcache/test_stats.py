@@ -622,3 +622,20 @@ def test_stats_conns_lists_listeners_and_states_by_fd(make_server):
     assert "tcp:127.0.0.1:%d" % srv.port in addrs, addrs
     sending.close()
     asking.close()
+
+
+def test_cache_memlimit_below_use_gives_pages_back(make_server):
+    # memcached 1.6.45 (t/dyn-maxbytes.t): the limit may drop below what is
+    # allocated; pages that come free then go back to the OS.
+    srv = make_server("-m", "16")
+    c = Conn.to(srv)
+    value = b"B" * 66560
+    for i in range(150):
+        assert c.rt(b"set key%d 0 0 66560\r\n%s\r\n" % (i, value)) == b"STORED\r\n"
+    before = int(c.stat("total_malloced", "slabs"))
+    assert c.rt(b"cache_memlimit 8\r\n") == b"OK\r\n"
+    assert c.stat("limit_maxbytes") == str(8 << 20)
+    for i in range(150):
+        c.rt(b"delete key%d\r\n" % i)
+    assert wait_for(lambda: int(c.stat("total_malloced", "slabs")) < before, timeout=10)
+    c.close()

@@ -39,7 +39,9 @@ Engine::Impl::Impl(Engine* e, const EngineOptions& o, const Clock* c)
       locks(std::min(o.item_lock_power, o.hashpower_init)),
       table(&locks, o.hashpower_init),
       shared_ts(registry.New()),
-      bg_ts(registry.New()) {}
+      bg_ts(registry.New()) {
+  lru.set_largest_class(slabs.largest_class());  // chunked items' LRU (Lru::LruClassOf)
+}
 
 Engine::Impl::~Impl() = default;
 

@@ -72,6 +72,9 @@ struct Engine::Impl {
   // nullptr with *status set. May evict (skipping stripes this thread holds).
   Item* AllocItem(std::string_view key, uint32_t flags, uint32_t exptime, size_t nbytes,
                   ValueType type, AllocStatus* status);
+  // A chunk of class `cls`, freeing memory from that class's LRU when there
+  // is none; a chunked item's parts (owner set) also free from the largest
+  // class's LRU, where chunked items live (Lru::LruClassOf).
   Item* AllocChunk(int cls, Item* owner);
   uint32_t Ntotal(const Item* it) const {
     return static_cast<uint32_t>(HeaderSize(it) + it->nkey + it->nbytes + 2);

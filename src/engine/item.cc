@@ -105,7 +105,10 @@ Item* Engine::Impl::AllocChunk(int cls, Item* owner) {
     // counted in `reclaimed`), as do_item_alloc_pull does.
     if (!opts.lru_segmented) PullTail(cls, Segment::kCold, 0, PullMode::kReclaim, 0);
     if (Item* it = slabs.Alloc(cls, owner)) return it;
-    if (!FreeSomething(cls)) {
+    const int largest = slabs.largest_class();
+    const bool freed = FreeSomething(cls) || (owner != nullptr && cls != largest &&
+                                              FreeSomething(largest));
+    if (!freed) {
       if (++idle > 3) break;
       std::this_thread::yield();
     }

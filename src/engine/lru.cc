@@ -27,13 +27,13 @@ void Lru::UnlinkLocked(List& l, Item* it, uint32_t ntotal) {
 }
 
 void Lru::Link(Item* it, uint32_t ntotal) {
-  List& l = list(ClassOf(it), SegmentOf(it));
+  List& l = list(LruClassOf(it), SegmentOf(it));
   MutexLock g(&l.mu);
   LinkLocked(l, it, ntotal);
 }
 
 void Lru::Unlink(Item* it, uint32_t ntotal) {
-  List& l = list(ClassOf(it), SegmentOf(it));
+  List& l = list(LruClassOf(it), SegmentOf(it));
   MutexLock g(&l.mu);
   UnlinkLocked(l, it, ntotal);
 }

@@ -49,6 +49,15 @@ class Lru {
   };
 
   List& list(int cls, Segment s) { return lists_[cls][static_cast<int>(s)]; }
+  // The class whose LRU holds `it`: its head chunk's class, except that a
+  // chunked item (a value past slab_chunk_max) lives in the largest class's
+  // LRU, as in memcached (it->slabs_clsid is the class of its full size). Its
+  // value parts come from that class, so evicting there frees what the next
+  // large value needs; in the head's small class it was never found.
+  int LruClassOf(const Item* it) const {
+    return HasFlag(it, kItemChunked) ? largest_class_ : ClassOf(it);
+  }
+  void set_largest_class(int c) { largest_class_ = c; }
   LruClassStats& stats(int cls) { return stats_[cls]; }
   const LruClassStats& stats(int cls) const { return stats_[cls]; }
 
@@ -67,6 +76,7 @@ class Lru {
  private:
   List lists_[kMaxClasses][kSegments];
   LruClassStats stats_[kMaxClasses];
+  int largest_class_ = 1;  // set once by the engine before any item is linked
 };
 
 }  // namespace trove::engine

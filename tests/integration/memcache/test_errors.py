@@ -327,3 +327,21 @@ def test_garbage_bytes_do_not_crash(connect, key, guard):
             pass
         c.close()
     still_usable(connect(), key)
+
+
+def test_large_values_evict_when_memory_is_full(make_server):
+    # issue 11 / memcached's t/getset.t and t/issue_41.t: values past
+    # slab_chunk_max are chunked; with memory full a new one evicts older
+    # ones (they live in the largest class's LRU) instead of failing.
+    srv = make_server("-m", "16")
+    c = Conn.to(srv)
+    size = 700 * 1024
+    value = b"L" * size
+    for i in range(60):  # about 42 MB into 16 MB
+        assert c.rt(b"set big%d 0 0 %d\r\n%s\r\n" % (i, size, value), timeout=20) == b"STORED\r\n", i
+    assert int(c.stat("evictions")) > 0
+    assert c.get("big59") == value
+    # Different sizes, so the last part lands in varying classes.
+    for i, n in enumerate(range(200 * 1024, 1000 * 1024, 37 * 1024)):
+        assert c.rt(b"set var%d 0 0 %d\r\n%s\r\n" % (i, n, b"v" * n), timeout=20) == b"STORED\r\n", n
+    c.close()

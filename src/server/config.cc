@@ -263,7 +263,7 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
     case 'F': c->disable_flush_all = true; break;
     case 'X': c->disable_dumping = true; break;
     case 'W': c->disable_watch = true; break;
-    case 'Y': return Bad("ASCII authentication (-Y) is not supported by Trove");
+    case 'Y': c->auth_file = a; break;
     case 'e': return Bad("restartable memory files (-e) are not supported by Trove");
     case 'Z': return Bad("TLS (-Z) is not supported by Trove yet");
     case 'N':
@@ -427,6 +427,8 @@ std::string HelpText() {
 -I, --max-item-size=<num> max item size (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable the flush_all command
 -X, --disable-dumping     disable stats cachedump and lru_crawler metadump
+-Y, --auth-file=<file>    enable ASCII protocol authentication; format: user:pass
+                          lines (a connection's first `set` carries "user pass")
     --resp-port=<num>     Redis-protocol (RESP) port (default: 6379; 0 = off)
     --port-file=<file>    after binding, write "memcache <port>" and "resp <port>"
                           lines to <file> (with -p 0 / --resp-port 0 the

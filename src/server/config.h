@@ -84,6 +84,7 @@ struct Config {
   size_t watcher_logbuf_kb = 256;   // -o watcher_logbuf_size (memcached's default)
   size_t worker_logbuf_kb = 64;     // -o worker_logbuf_size
   bool disable_dumping = false;     // -X
+  std::string auth_file;            // -Y: memcached's ASCII authentication
   std::string pid_file;             // -P
   std::string user;                 // -u
   bool daemonize = false;           // -d

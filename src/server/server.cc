@@ -80,7 +80,13 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   resp::SetExpiryScan(s->resp_factory_.get(), [eng_ptr] { (void)eng_ptr->CrawlerCrawl("all"); });
   // memcached's commands show in the RESP front's SLOWLOG and LATENCY, and
   // its writes in the RESP front's keyspace notifications.
-  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), cfg.ToProtocolOptions(),
+  memcache::ProtocolOptions mc_opts = cfg.ToProtocolOptions();
+  if (!cfg.auth_file.empty()) {  // -Y
+    auto auth = memcache::AuthTable::Load(cfg.auth_file);
+    if (!auth.ok()) return auth.status();
+    mc_opts.auth = std::move(auth.value());
+  }
+  s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), mc_opts,
                                                 s->log_.get(), resp::CommandLogOf(s->resp_factory_.get()),
                                                 key_events);
   Status st = s->Bind();

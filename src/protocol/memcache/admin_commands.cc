@@ -127,6 +127,12 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
       add("log_watcher_sent", ls.watcher_sent);
       add("log_watchers", ls.watchers);
     }
+    if (ctx_->opts.auth != nullptr) {  // -Y: the real counts
+      for (auto& [k, v] : all) {
+        if (k == "auth_cmds") v = std::to_string(ctx_->opts.auth->auth_cmds.load());
+        if (k == "auth_errors") v = std::to_string(ctx_->opts.auth->auth_errors.load());
+      }
+    }
     WriteStatsInMemcachedOrder(all, w);
     w.Word("END");
     return;

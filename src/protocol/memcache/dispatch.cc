@@ -32,7 +32,74 @@ MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats*
       ts_(ts),
       fd_(fd),
       sink_(sink),
-      peer_(std::move(peer)) {}
+      peer_(std::move(peer)),
+      authed_(ctx->opts.auth == nullptr) {}
+
+// memcached's try_read_command_asciiauth: the first request must be
+// "set <any> <any> <any> <n>\r\n<user> <pass>\r\n"; anything else is
+// refused. Returns the bytes consumed (0: need more).
+size_t MemcacheHandler::Authenticate(const char* data, size_t len, ReplyWriter& w) {
+  size_t used = 0;
+  if (auth_need_ == 0) {
+    if (len < 3) return 0;
+    const char* el = static_cast<const char*>(std::memchr(data, '\n', len));
+    if (el == nullptr) {
+      if (len > 2048) close_ = true;  // junk without a newline
+      return close_ ? len : 0;
+    }
+    const size_t line_len = static_cast<size_t>(el - data);
+    used = line_len + 1;
+    if (line_len < 6) {  // memcached's MIN_AUTH_REQ_LEN: closed without a reply
+      close_ = true;
+      return len;
+    }
+    std::string_view line(data, line_len);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string_view tok[6];
+    size_t n = 0;
+    for (size_t i = 0; i < line.size() && n < 6;) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      size_t j = i;
+      while (j < line.size() && line[j] != ' ') ++j;
+      if (j > i) tok[n++] = line.substr(i, j - i);
+      i = j;
+    }
+    uint32_t size = 0;
+    if (n < 5 || line.substr(0, 3) != "set" || !ParseFlags(tok[4], &size)) {
+      w.ClientError("unauthenticated");
+      return used;
+    }
+    if (size > 16384) {  // MAX_AUTH_REQ_LEN
+      w.ClientError("auth token too long");
+      return used;
+    }
+    auth_need_ = size + 2;
+  }
+  if (len - used < auth_need_) return used;
+  std::string_view token(data + used, auth_need_);
+  used += auth_need_;
+  auth_need_ = 0;
+  if (token.substr(token.size() - 2) != "\r\n") {
+    w.ClientError("bad command line termination");
+    return used;
+  }
+  token.remove_suffix(2);
+  const size_t sp = token.find(' ');
+  if (sp == std::string_view::npos) {
+    w.ClientError("bad authentication token format");
+    return used;
+  }
+  AuthTable& auth = *ctx_->opts.auth;
+  auth.auth_cmds.fetch_add(1, std::memory_order_relaxed);
+  if (auth.Check(token.substr(0, sp), token.substr(sp + 1))) {
+    authed_ = true;
+    w.Word("STORED");
+  } else {
+    auth.auth_errors.fetch_add(1, std::memory_order_relaxed);
+    w.ClientError("authentication failure");
+  }
+  return used;
+}
 
 MemcacheHandler::~MemcacheHandler() {
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
@@ -151,6 +218,17 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
   if (watcher_id_ != 0) return len;  // a watcher's input is ignored (memcached stops reading)
   log_mask_ = ctx_->log != nullptr ? ctx_->log->WatchedTypes() : 0;
   ke_mask_ = ctx_->key_events != nullptr ? ctx_->key_events->enabled() : 0;
+  if (!authed_) {
+    ReplyWriter aw(&out);
+    size_t done = 0;
+    while (!authed_ && !close_ && done < len) {
+      const size_t n = Authenticate(data + done, len - done, aw);
+      if (n == 0) break;
+      done += n;
+    }
+    if (!authed_ || close_ || done == len) return done;
+    return done + OnData(data + done, len - done, out);
+  }
   size_t used = 0;
   if (swallow_ > 0) {
     used = Swallow(swallow_, len);

@@ -195,6 +195,10 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool close_ = false;
   bool close_error_ = false;
   uint32_t log_mask_ = 0;  // LogHub's watched types at the start of this OnData
+  // -Y: until a `set` carries a valid "user pass", nothing else runs.
+  bool authed_ = true;
+  size_t auth_need_ = 0;  // bytes of the token (and CRLF) still to come; 0: reading the line
+  size_t Authenticate(const char* data, size_t len, ReplyWriter& w);
   uint32_t ke_mask_ = 0;   // KeyEventSink::enabled() at the start of this OnData
   uint64_t watcher_id_ = 0;  // != 0: a `watch` connection (reads nothing more)
   protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead

@@ -11,6 +11,7 @@
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
 #include "protocol/key_events.h"
+#include "protocol/memcache/ascii_auth.h"
 
 namespace trove::memcache {
 
@@ -23,6 +24,8 @@ struct ProtocolOptions {
   bool flush_enabled = true;               // -F turns flush_all off
   bool watch_enabled = true;               // -W turns `watch` off
   bool dump_enabled = true;                // -X turns cachedump / metadump / mgdump off
+  // -Y: connections must authenticate first (memcached's ASCII auth).
+  std::shared_ptr<AuthTable> auth;
 };
 
 // engine and services outlive the factory and every handler it creates.

@@ -532,3 +532,43 @@ def test_udp_multi_datagram_replies(make_server):
     assert c.get("q") == b"x"
     c.close()
     s.close()
+
+
+# ---- -Y (ASCII authentication) ---------------------------------------------
+
+def test_Y_ascii_authentication(make_server, tmp_path):
+    auth = tmp_path / "authfile"
+    auth.write_text("foo:bar\nbaaaz:quux")  # the last line without a newline
+    srv = make_server("-Y", str(auth), "-U", "0")
+    c = Conn.to(srv)
+    assert c.call(b"get foo\r\n", timeout=5) == b"CLIENT_ERROR unauthenticated\r\n"
+    assert c.call(b"set foo 0 0 7\r\nfoo bab\r\n", timeout=5) == \
+        b"CLIENT_ERROR authentication failure\r\n"
+    assert c.call(b"set foo 0 0 2147483646\r\n", timeout=5) == \
+        b"CLIENT_ERROR auth token too long\r\n"
+    assert c.call(b"set foo 0 0 6\r\nfoobar\r\n", timeout=5) == \
+        b"CLIENT_ERROR bad authentication token format\r\n"
+    assert c.call(b"set foo 0 0 7\r\nfoo bar\r\n", timeout=5) == b"STORED\r\n"
+    # Authenticated: an ordinary connection from now on.
+    assert c.call(b"set toast 0 0 2\r\nhi\r\n", timeout=5) == b"STORED\r\n"
+    assert c.get("toast") == b"hi"
+    st = c.stats()
+    # The format error and the over-long token are not auth attempts (memcached).
+    assert st["auth_cmds"] == "2" and st["auth_errors"] == "1"
+    c2 = Conn.to(srv)
+    assert c2.call(b"set x 0 0 10\r\nbaaaz quux\r\n", timeout=5) == b"STORED\r\n"
+    assert c2.get("toast") == b"hi"
+    c.close()
+    c2.close()
+
+
+def test_Y_malformed_authfile_stops_the_start(tmp_path):
+    auth = tmp_path / "authfile"
+    auth.write_text("no colon here\n")
+    binary = hserver.binary_or_fail()
+    args = [binary] + hserver.root_args([]) + ["-Y", str(auth), "-p", "0", "-U", "0"]
+    if not hserver.is_memcached():
+        args += ["--resp-port", "0"]
+    p = subprocess.run(args, capture_output=True, timeout=10)
+    assert p.returncode != 0
+    assert b"malformed entry" in p.stderr + p.stdout

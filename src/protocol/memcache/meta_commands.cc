@@ -116,9 +116,12 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   }
 
   const engine::ItemRef& it = o.item;
+  // memcached 1.6.45: a C<cas> that matches the item's CAS masks the value
+  // (the client already holds it): HD with the flags instead of VA.
+  const bool value = f.Has('v') && !(f.has_cas && it.cas() == f.compare_cas);
   char* start = w.Reserve(kMetaLineMax);
   char* p = start;
-  if (f.Has('v')) {
+  if (value) {
     p = PutBytes(p, "VA ");
     p = FormatU64(p, it.value_length());
   } else {
@@ -160,7 +163,7 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   if (o.stale) p = PutChar(p, 'X');
   if (o.win) p = PutChar(p, 'W');
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));
-  if (f.Has('v')) w.ItemValue(std::move(o.item));
+  if (value) w.ItemValue(std::move(o.item));
 }
 
 size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const char* after,

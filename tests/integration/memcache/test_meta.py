@@ -525,3 +525,13 @@ def test_mg_vivify_takes_an_explicit_cas(conn, key):
     # E is ignored when nothing is created.
     line = conn.rt(b"mg %s c E5\r\n" % k)
     assert b" c9876" in line, line
+
+
+def test_mg_matching_cas_masks_the_value(conn, key):
+    # memcached 1.6.45: C<cas> equal to the item's CAS means the client has
+    # the value already; the reply is HD with the flags.
+    k = b(key)
+    line = conn.rt(b"ms %s 2 c\r\nva\r\n" % k)
+    cas = line.split()[1][1:]
+    assert conn.rt(b"mg %s C%s v c\r\n" % (k, cas)) == b"HD c%s\r\n" % cas
+    assert conn.rt(b"mg %s C999999 v\r\n" % k) == b"VA 2\r\nva\r\n"

@@ -195,12 +195,17 @@ bool SlabRebalancer::Decide(int* src, int* dst) {
 }
 
 void SlabRebalancer::Loop() {
+  // memcached's pace: automove looks once a second, except right after it
+  // gave a page back to the global pool, when it looks again at once (freed
+  // memory returns promptly; only moves between classes are rate-limited).
+  bool again = false;
   for (;;) {
     int src = 0, dst = -1;
     {
       MutexLock l(&mu_);
       if (stop_) return;
-      if (req_dst_ < 0) cv_.WaitFor(kAutomoveMs);
+      if (req_dst_ < 0 && !again) cv_.WaitFor(kAutomoveMs);
+      again = false;
       if (stop_) return;
       if (req_dst_ >= 0) {
         src = req_src_;
@@ -215,6 +220,7 @@ void SlabRebalancer::Loop() {
       int s, d;
       if (Decide(&s, &d)) {
         const bool ok = MovePage(s, d);
+        again = ok && d == 0;
         // memcached logs automove's moves (not requested ones) as sysevents.
         if (impl_->WantsSysEvents()) {
           SysEvent e{SysEvent::Kind::kSlabMove};

@@ -639,3 +639,18 @@ def test_cache_memlimit_below_use_gives_pages_back(make_server):
         c.rt(b"delete key%d\r\n" % i)
     assert wait_for(lambda: int(c.stat("total_malloced", "slabs")) < before, timeout=10)
     c.close()
+
+
+def test_automove_returns_free_pages_promptly(make_server):
+    # memcached 1.6.45 (t/slabs-reassign2.t): automove gives pages back to the
+    # global pool without waiting a second between them.
+    srv = make_server("-m", "60", "-o", "slab_reassign,slab_automove,lru_crawler,lru_maintainer")
+    c = Conn.to(srv)
+    value = b"B" * 11000
+    for i in range(6000):
+        c.send(b"set nfoo%d 0 0 11000 noreply\r\n%s\r\n" % (i, value))
+    assert int(c.stat("curr_items")) > 4000
+    for i in range(0, 6000, 2):
+        c.send(b"delete nfoo%d noreply\r\n" % i)
+    assert wait_for(lambda: int(c.stat("slab_global_page_pool")) > 24, timeout=15)
+    c.close()

@@ -396,7 +396,13 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
         CopyExpiry(to_link, old);
       }
       uint64_t cas = stale ? old_cas : (args.explicit_cas != 0 ? args.explicit_cas : NextCas());
-      if (stale) SetFlag(to_link, kItemStale);
+      if (stale) {
+        // memcached: a stale set replaces the value but keeps the TTL, the
+        // stale mark and a win token already handed out.
+        SetFlag(to_link, kItemStale);
+        CopyExpiry(to_link, old);
+        if (HasFlag(old, kItemTokenSent)) SetFlag(to_link, kItemTokenSent);
+      }
       ReplaceLocked(old, to_link, hv, ts, cas);
       result = StoreResult::kStored;
     }
@@ -451,6 +457,22 @@ DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, Thread
   if (args.compare_cas.has_value() && CasOf(it) != *args.compare_cas) {
     ts->delete_misses.Add();
     return DeleteResult::kExists;
+  }
+  if (args.invalidate && args.remove_value) {
+    // md x I: the value emptied (as x) and the item marked stale (as I).
+    AllocStatus st;
+    Item* empty = m->AllocItem(key, 0, 0, 0, static_cast<ValueType>(it->type), &st);
+    if (empty != nullptr) {
+      CopyExpiry(empty, it);
+      if (args.stale_exptime.has_value()) {
+        empty->exptime.store(m->RelTime(*args.stale_exptime), std::memory_order_relaxed);
+      }
+      SetFlag(empty, kItemStale);
+      m->ReplaceLocked(it, empty, hv, ts,
+                       args.explicit_cas != 0 ? args.explicit_cas : m->NextCas());
+      m->Release(empty);
+      return DeleteResult::kDeleted;
+    }
   }
   if (args.invalidate) {
     // md I: keep the item, mark it stale, bump its CAS and let the next

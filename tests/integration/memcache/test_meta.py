@@ -535,3 +535,29 @@ def test_mg_matching_cas_masks_the_value(conn, key):
     cas = line.split()[1][1:]
     assert conn.rt(b"mg %s C%s v c\r\n" % (k, cas)) == b"HD c%s\r\n" % cas
     assert conn.rt(b"mg %s C999999 v\r\n" % k) == b"VA 2\r\nva\r\n"
+
+
+def test_stale_set_keeps_ttl_stale_mark_and_token(conn, key):
+    # memcached 1.6.45 (t/metaget.t): after md I, a reader wins the token; an
+    # older writer's ms I then replaces the value but keeps the TTL, the stale
+    # mark and the token already handed out.
+    k = b(key)
+    assert conn.rt(b"ms %s 3 T100\r\nmoo\r\n" % k) == b"HD\r\n"
+    assert conn.rt(b"md %s I T30\r\n" % k) == b"HD\r\n"
+    first = conn.rt(b"mg %s s t c v\r\n" % k).split(b"\r\n")[0]
+    assert b"W" in first.split() and b"X" in first.split(), first
+    assert conn.rt(b"ms %s 1 I T90 C1\r\nf\r\n" % k) == b"HD\r\n"
+    again = conn.rt(b"mg %s s t c v\r\n" % k).split(b"\r\n")[0].split()
+    assert b"X" in again and b"Z" in again and b"W" not in again, again
+    ttl = int(next(f for f in again if f.startswith(b"t"))[1:])
+    assert 0 < ttl <= 30
+
+
+def test_md_x_with_I_empties_and_marks_stale(conn, key):
+    k = b(key)
+    assert conn.rt(b"ms %s 2 T50\r\nmz\r\n" % k) == b"HD\r\n"
+    assert conn.rt(b"md %s x I\r\n" % k) == b"HD\r\n"
+    reply = conn.rt(b"mg %s t v\r\n" % k)
+    head, value = reply.split(b"\r\n")[0], reply.split(b"\r\n")[1]
+    assert head.startswith(b"VA 0 ") and value == b"", reply
+    assert b"X" in head.split() and b"W" in head.split(), head

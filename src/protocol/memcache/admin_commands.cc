@@ -173,7 +173,12 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
     }
     if (sv) {
       std::vector<net::ServerServices::ConnInfo> all = sv->ListeningSockets();
-      for (auto& ci : sv->Connections()) all.push_back(std::move(ci));
+      // A request with no connection of its own on a worker (a UDP
+      // datagram) cannot suspend to ask the other workers, and must not
+      // block on them: it gets the listening sockets only.
+      if (net::Worker::Current() == nullptr) {
+        for (auto& ci : sv->Connections()) all.push_back(std::move(ci));
+      }
       std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.fd < b.fd; });
       WriteConns(all, w);
     }

@@ -527,6 +527,14 @@ def test_udp_multi_datagram_replies(make_server):
     assert _udp_request(s, udp_port, 10, b"get big\r\n", frames=2) == {}
     s.settimeout(2)
     assert _udp_request(s, udp_port, 11, b"get q\r\n") == {0: (1, b"VALUE q 0 1\r\nx\r\nEND\r\n")}
+    # Admin requests that need the other workers answer over UDP too (the
+    # listening sockets only for stats conns) and never stop the server.
+    r = _udp_request(s, udp_port, 12, b"stats conns\r\n")
+    whole = b"".join(r[i][1] for i in range(len(r)))
+    assert whole.endswith(b"END\r\n") and b"conn_listening" in whole, whole
+    if not hserver.is_memcached():  # memcached sends nothing back for watch over UDP
+        r = _udp_request(s, udp_port, 13, b"watch\r\n")
+        assert r[0][1].startswith(b"CLIENT_ERROR"), r
     # The TCP port sees the same cache.
     c = Conn.to(srv)
     assert c.get("q") == b"x"

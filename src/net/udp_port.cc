@@ -162,7 +162,12 @@ void UdpPort::Serve(const char* data, size_t len, const void* peer, uint32_t pee
   // close: the next datagram starts with a fresh handler.
   if (used < body || handler->BytesWanted() > 0 || handler->WantsClose()) handler_.reset();
   if (out.empty()) return;  // noreply
-  for (const std::string& d : UdpFrames(req_id, out.ToString())) {
+  std::string reply = out.ToString();
+  // The header counts datagrams in 16 bits: a reply past 65,535 of them
+  // (about 91 MB, a metadump of a big cache) cannot be framed.
+  constexpr size_t kMaxReply = 65535 * (kUdpMaxDatagram - kUdpHeader);
+  if (reply.size() > kMaxReply) reply = "SERVER_ERROR reply too large for UDP\r\n";
+  for (const std::string& d : UdpFrames(req_id, reply)) {
     (void)::sendto(fd_, d.data(), d.size(), MSG_DONTWAIT, static_cast<const sockaddr*>(peer),
                    peer_len);
   }

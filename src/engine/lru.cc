@@ -68,6 +68,16 @@ void Rotate(Lru::List& l, Item* it) NO_THREAD_SAFETY_ANALYSIS {
 }
 }  // namespace
 
+namespace {
+// An active item kept in its own list: moved back to the head.
+// REQUIRES: l.mu held.
+void RelinkAtHead(Lru::List& l, Item* it, uint32_t ntotal, LruClassStats& st) REQUIRES(l.mu) {
+  Lru::UnlinkLocked(l, it, ntotal);
+  Lru::LinkLocked(l, it, ntotal);
+  st.moves_within_lru.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode mode,
                            uint32_t max_age) {
   Lru::List& l = lru.list(cls, seg);
@@ -125,10 +135,7 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
             ClearFlag(search, kItemActive);
             ++removed;
             if (seg == Segment::kWarm) {
-              // Rescued in place: back to the head of WARM.
-              Lru::UnlinkLocked(l, search, Ntotal(search));
-              Lru::LinkLocked(l, search, Ntotal(search));
-              st.moves_within_lru.fetch_add(1, std::memory_order_relaxed);
+              RelinkAtHead(l, search, Ntotal(search), st);  // rescued in place: back to the head of WARM
             } else {
               move_it = search;
               move_to = Segment::kWarm;
@@ -159,10 +166,7 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
             ClearFlag(search, kItemActive);
             ++removed;
             if (!opts.lru_segmented) {
-              // Unsegmented: an active item goes back to the head of COLD.
-              Lru::UnlinkLocked(l, search, Ntotal(search));
-              Lru::LinkLocked(l, search, Ntotal(search));
-              st.moves_within_lru.fetch_add(1, std::memory_order_relaxed);
+              RelinkAtHead(l, search, Ntotal(search), st);  // unsegmented: back to the head of COLD
             } else {
               move_it = search;
               move_to = Segment::kWarm;

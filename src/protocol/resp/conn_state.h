@@ -85,13 +85,21 @@ class Identity {
   const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
 };
 
-// One WATCHed key and the version seen at WATCH time.
-struct WatchedKey {
-  std::string key;                 // engine key (database-encoded)
-  uint64_t cas = 0;                // 0 = missing at WATCH time
-  const void* identity = nullptr;  // the item seen (identity check when CAS is off)
+// A key's state as far as writes go: any write changes at least one field
+// (WATCH compares it at EXEC, keyspace notifications around a command).
+struct KeyVersion {
+  uint64_t cas = 0;                // 0 when missing (or CAS is off)
+  const void* identity = nullptr;  // the item seen (identity check when CAS is off); null = missing
   uint64_t heap_version = 0;       // in-place collection version
   int64_t expiry = 0;              // EXPIRE/PERSIST keep the CAS, so compare the expiry too
+  bool present() const { return identity != nullptr; }
+  bool operator==(const KeyVersion&) const = default;
+};
+
+// One WATCHed key and the version seen at WATCH time.
+struct WatchedKey {
+  std::string key;  // engine key (database-encoded)
+  KeyVersion version;
 };
 
 // MULTI queue and WATCHed keys.

@@ -135,11 +135,6 @@ const EventRule& RuleOf(const CommandSpec& spec) {
   return (*rules)[static_cast<size_t>(spec.id)];
 }
 
-bool Changed(const Session::KeyVersion& a, const Session::KeyVersion& b) {
-  return a.present != b.present || a.cas != b.cas || a.identity != b.identity ||
-         a.heap_version != b.heap_version || a.expiry != b.expiry;
-}
-
 bool HasArg(std::span<const std::string_view> argv, size_t from, std::string_view word) {
   for (size_t i = from; i < argv.size(); ++i) {
     if (EqualsIgnoreCase(argv[i], word)) return true;
@@ -164,19 +159,6 @@ void Session::PublishKeyEvents() {
   key_events_.clear();
 }
 
-namespace {
-Session::KeyVersion VersionLocked(CommandContext& ctx, std::string_view ekey) {
-  Session::KeyVersion v;
-  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts, /*bump=*/false);
-  if (!it) return v;
-  v.present = true;
-  v.cas = it.cas();
-  v.identity = it.raw();
-  v.expiry = it.expires_at_unix_ms();
-  if (it.is_heap()) v.heap_version = static_cast<CollectionBase*>(it.heap())->version();
-  return v;
-}
-}  // namespace
 
 void Session::RunLocked(CommandContext& ctx, std::span<const size_t> idx,
                         std::span<const std::string_view> keys) {
@@ -187,7 +169,7 @@ void Session::RunLocked(CommandContext& ctx, std::span<const size_t> idx,
   }
   std::vector<KeyVersion> before = std::move(key_before_);
   before.clear();
-  for (std::string_view k : keys) before.push_back(VersionLocked(ctx, k));
+  for (std::string_view k : keys) before.push_back(KeyVersionLocked(ctx, k));
   spec.fn(ctx);
   QueueCommandEvents(ctx, idx, keys, before);
   key_before_ = std::move(before);
@@ -201,7 +183,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
   std::span<const std::string_view> argv = ctx.argv;
   std::vector<KeyVersion> after;
   after.reserve(keys.size());
-  for (std::string_view k : keys) after.push_back(VersionLocked(ctx, k));
+  for (std::string_view k : keys) after.push_back(KeyVersionLocked(ctx, k));
   // A key is reported once even if named twice (DEL a a), except where Redis
   // raises one event per argument (MSET a 1 a 2, LMOVE k k: both sides).
   auto first_of = [&](size_t j) {
@@ -214,16 +196,16 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
     if ((on & cls) != 0) QueueKeyEvent(cls, event, keys[j]);
   };
   auto del_if_gone = [&](size_t j) {
-    if (before[j].present && !after[j].present) queue(kKeClassGeneric, "del", j);
+    if (before[j].present() && !after[j].present()) queue(kKeClassGeneric, "del", j);
   };
   // n: Redis raises "new" where the key is added (dbAdd), before the
   // command's own event.
   if (on & kKeClassNew) {
     for (size_t j = 0; j < keys.size(); ++j) {
-      if (!before[j].present && after[j].present && first_of(j)) queue(kKeClassNew, "new", j);
+      if (!before[j].present() && after[j].present() && first_of(j)) queue(kKeClassNew, "new", j);
     }
   }
-  auto changed = [&](size_t j) { return Changed(before[j], after[j]); };
+  auto changed = [&](size_t j) { return before[j] != after[j]; };
   switch (r.rule) {
     case Rule::kNone:
       return;
@@ -236,7 +218,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
       return;
     case Rule::kDstStore:
       if (keys.empty() || !changed(0)) return;
-      if (after[0].present) {
+      if (after[0].present()) {
         queue(r.cls, r.event, 0);
       } else {
         del_if_gone(0);
@@ -244,7 +226,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
       return;
     case Rule::kDelLike:
       for (size_t j = 0; j < keys.size(); ++j) {
-        if (before[j].present && !after[j].present && first_of(j)) queue(r.cls, r.event, j);
+        if (before[j].present() && !after[j].present() && first_of(j)) queue(r.cls, r.event, j);
       }
       return;
     case Rule::kSet: {
@@ -253,7 +235,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
           name == "setex" || name == "psetex" || (name == "set" && HasExpiryOption(argv, 3));
       for (size_t j = 0; j < keys.size(); ++j) {
         if (!changed(j)) continue;
-        if (!after[j].present) {
+        if (!after[j].present()) {
           del_if_gone(j);  // SET ... EXAT in the past
           continue;
         }
@@ -265,7 +247,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
     case Rule::kExpire:
     case Rule::kGetex: {
       if (keys.empty() || !changed(0)) return;
-      if (!after[0].present) {
+      if (!after[0].present()) {
         del_if_gone(0);
         return;
       }

@@ -135,16 +135,19 @@ bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_v
   return false;
 }
 
-WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey) {
-  WatchedKey w;
-  w.key.assign(ekey);
+KeyVersion KeyVersionLocked(CommandContext& ctx, std::string_view ekey) {
+  KeyVersion v;
   engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts, false);
-  if (!it) return w;
-  w.cas = it.cas();
-  w.identity = it.raw();
-  w.expiry = it.expires_at_unix_ms();
-  if (it.is_heap()) w.heap_version = static_cast<CollectionBase*>(it.heap())->version();
-  return w;
+  if (!it) return v;
+  v.cas = it.cas();
+  v.identity = it.raw();
+  v.expiry = it.expires_at_unix_ms();
+  if (it.is_heap()) v.heap_version = static_cast<CollectionBase*>(it.heap())->version();
+  return v;
+}
+
+WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey) {
+  return WatchedKey{std::string(ekey), KeyVersionLocked(ctx, ekey)};
 }
 
 bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out) {

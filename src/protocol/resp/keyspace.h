@@ -49,7 +49,10 @@ bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_v
                        int64_t expire_ms, bool keep_ttl,
                        engine::ValueType type = engine::ValueType::kString);
 
-// The version a WATCH records for a key (cas, identity, in-place version).
+// REQUIRES: ctx.locked. The key's current version (no bump, no keyspace
+// hit counted).
+KeyVersion KeyVersionLocked(CommandContext& ctx, std::string_view ekey);
+// The version a WATCH records for a key.
 WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey);
 
 // Reads an integer argument as Redis does (string2ll); writes the error reply

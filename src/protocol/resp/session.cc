@@ -318,9 +318,7 @@ void Session::Exec(CommandContext& ctx) {
   std::optional<engine::KeyLockSet> lock;
   lock.emplace(ctx.engine, views);
   for (const WatchedKey& wk : txn.watched()) {
-    WatchedKey now = WatchVersionLocked(ctx, wk.key);
-    if (now.cas != wk.cas || now.identity != wk.identity || now.heap_version != wk.heap_version ||
-        now.expiry != wk.expiry) {
+    if (KeyVersionLocked(ctx, wk.key) != wk.version) {
       lock.reset();
       txn.End();
       txn.Unwatch();

@@ -94,14 +94,6 @@ class Session final : public net::ProtocolHandler {
   // released (an EXEC's, after the whole transaction): publishing posts to
   // other workers, which may be waiting for those stripes.
   void QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey);
-  // A key's state as a write command found it and left it.
-  struct KeyVersion {
-    bool present = false;
-    uint64_t cas = 0;
-    const void* identity = nullptr;
-    uint64_t heap_version = 0;
-    int64_t expiry = 0;
-  };
 
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
@@ -142,14 +134,14 @@ class Session final : public net::ProtocolHandler {
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.
   RespWriter* push_w_ = nullptr;
   int64_t created_unix_;
-  int64_t cmd_clock_ns_ = 0;
+  int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
   struct PendingKeyEvent {
     uint32_t cls;
     const char* event;
     std::string ekey;
   };
   std::vector<PendingKeyEvent> key_events_;  // queued, not yet published
-  std::vector<KeyVersion> key_before_;       // reused per command  // end of the last command (commandstats usec)
+  std::vector<KeyVersion> key_before_;       // reused per command
 };
 
 }  // namespace trove::resp

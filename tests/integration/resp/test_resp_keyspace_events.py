@@ -440,3 +440,13 @@ def test_evicted_events(trove, make_server):
 def test_info_counts_dropped_removal_events(trove, r):
     # Trove's own field (the reporter queue is bounded); 0 when nothing was lost.
     assert r.info("stats")["keyspace_events_dropped"] == 0
+
+
+def test_move_raises_move_from_and_move_to(resp_port, r):
+    p = listen(r, "Egn")
+    r.set("mv", "1")
+    r.move("mv", 3)
+    # new (in db 3, from dbAdd) comes first, then move_from in db 0, move_to in db 3.
+    assert events(p, 4) == [("__keyevent@0__:new", "mv"), ("__keyevent@3__:new", "mv"),
+                            ("__keyevent@0__:move_from", "mv"), ("__keyevent@3__:move_to", "mv")]
+    p.close()

@@ -7,6 +7,7 @@ Every server process is started here and stopped here; nothing else is killed.
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import socket
@@ -142,7 +143,8 @@ class Server:
     def start(self, timeout=10.0):
         self.ports = {"mc": free_port(), "resp": free_port()}
         cmd = self.layout.prefix(self.layout.server_cores) + self.command()
-        self.log = open(f"/tmp/compare-{self.name}-{os.getpid()}.log", "w+")
+        tag = re.sub(r"[^\w.-]+", "-", self.name)
+        self.log = open(f"/tmp/compare-{tag}-{os.getpid()}.log", "w+")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         self.up = {}
         deadline = time.time() + timeout
@@ -206,12 +208,32 @@ class Server:
         return 0
 
 
+def memcached_version(binary):
+    """The first line of `binary -V` ("memcached 1.6.45"), or "" if it does not run."""
+    try:
+        r = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    line = (r.stdout or r.stderr).strip().splitlines()
+    return line[0].strip() if r.returncode == 0 and line else ""
+
+
 class MemcachedServer(Server):
-    name = "memcached"
+    """One memcached binary. Its name is its version ("memcached 1.6.45"), so every row and
+    ratio says which memcached it is; `label` overrides it when two binaries share a version."""
     families = ("mc",)
 
+    def __init__(self, threads, layout, binary="memcached", label=None):
+        super().__init__(threads, layout)
+        self.binary = binary
+        self.full_version = memcached_version(binary)
+        self.name = label or self.full_version or f"memcached ({binary})"
+
+    def clone(self):
+        return MemcachedServer(self.threads, self.layout, self.binary, self.name)
+
     def command(self):
-        cmd = ["memcached", "-p", str(self.ports["mc"]), "-l", "127.0.0.1", "-U", "0",
+        cmd = [self.binary, "-p", str(self.ports["mc"]), "-l", "127.0.0.1", "-U", "0",
                "-t", str(self.threads), "-m", "1024", "-c", "4096"]
         if os.geteuid() == 0:
             cmd += ["-u", "root"]  # memcached refuses to run as root without -u
@@ -221,13 +243,16 @@ class MemcachedServer(Server):
         return [("mc", b"version\r\n", b"VERSION")]
 
     def version(self):
-        r = subprocess.run(["memcached", "-V"], capture_output=True, text=True)
-        return r.stdout.strip()
+        return f"{self.full_version or 'version unknown'} ({self.binary})"
 
 
 class RedisServer(Server):
-    name = "redis"
     families = ("resp",)
+
+    def __init__(self, threads, layout):
+        super().__init__(threads, layout)
+        m = re.search(r"v=(\S+)", self.version())
+        self.name = f"redis {m.group(1)}" if m else "redis"
 
     def command(self):
         cmd = ["redis-server", "--port", str(self.ports["resp"]), "--bind", "127.0.0.1",
@@ -240,7 +265,10 @@ class RedisServer(Server):
         return [("resp", b"PING\r\n", b"+PONG")]
 
     def version(self):
-        r = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
+        try:
+            r = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
+        except OSError:
+            return ""
         return r.stdout.strip()
 
 
@@ -403,13 +431,20 @@ def summarize(runs):
     }
 
 
-PEER = {"mc": "memcached", "resp": "redis"}
+PEER = {"mc": "memcached", "resp": "redis"}  # the kind of server each family compares against
 TARGET = {"W2": 4.0, "W5": 1.3}  # issue 4: Trove/peer ops/s the same run must reach
+
+
+def kind(server_name):
+    """The kind of a row: "memcached 1.6.45" is a memcached. Rows carry the version; ratios
+    pick their peers by kind, one ratio row per peer."""
+    return server_name.split(" ", 1)[0]
 
 
 def render_markdown(meta, workloads, order, servers, results, skipped, memory):
     L = []
-    L.append(f"# Trove vs memcached and Redis: {meta['date_utc']} UTC")
+    peers = [s for s in servers if kind(s) != "trove"]
+    L.append(f"# Trove vs {' and '.join(peers) or 'no peer'}: {meta['date_utc']} UTC")
     L.append("")
     L.append(f"- Command: `{meta['command']}` (commit {meta['commit']})")
     L.append(f"- Machine: {meta['machine']}")
@@ -454,17 +489,19 @@ def render_markdown(meta, workloads, order, servers, results, skipped, memory):
              "| issue 4 target |")
     L.append("|---|---|--:|--:|---|")
     for w in order:
-        peer = PEER[workloads[w][0]]
-        t, p = sums.get((w, "trove")), sums.get((w, peer))
-        target = f">= {TARGET[w]}x ops/s" if w in TARGET else ""
-        if t and p and p["ops"] > 0:
-            cpu = f"{t['cpu'] / p['cpu']:.2f}" if p["cpu"] > 0 else "n/a"
-            ratio = t["ops"] / p["ops"]
-            if w in TARGET:
-                target += " (met)" if ratio >= TARGET[w] else " (NOT met)"
-            L.append(f"| {w} | {peer} | {ratio:.2f}x | {cpu} | {target} |")
-        else:
-            L.append(f"| {w} | {peer} | n/a (Trove skipped) | n/a | {target} |")
+        t = sums.get((w, "trove"))
+        for peer in [s for s in servers if kind(s) == PEER[workloads[w][0]]]:
+            p = sums.get((w, peer))
+            target = f">= {TARGET[w]}x ops/s" if w in TARGET else ""
+            if t and p and p["ops"] > 0:
+                cpu = f"{t['cpu'] / p['cpu']:.2f}" if p["cpu"] > 0 else "n/a"
+                ratio = t["ops"] / p["ops"]
+                if w in TARGET:
+                    target += " (met)" if ratio >= TARGET[w] else " (NOT met)"
+                L.append(f"| {w} | {peer} | {ratio:.2f}x | {cpu} | {target} |")
+            else:
+                who = "Trove" if not t else peer
+                L.append(f"| {w} | {peer} | n/a ({who} skipped) | n/a | {target} |")
     L.append("")
     errs = [(k, m) for k, m in sums.items() if m["errors"]]
     if errs:

@@ -119,6 +119,9 @@ def main():
     p.add_argument("--duration", type=float, default=3.0, help="seconds per run")
     p.add_argument("--rt", type=int, default=10 if os.geteuid() == 0 else 0,
                    help="SCHED_FIFO priority for the server and both tools (10 as root; 0: off)")
+    p.add_argument("--memcached-bin", default=os.environ.get("MEMCACHED_BIN") or "memcached",
+                   metavar="PATH", help="memcached for the memcslap cells ($MEMCACHED_BIN, else "
+                                        "memcached on PATH)")
     a = p.parse_args()
     layout = lib.CpuLayout.detect()
     layout.rt = a.rt
@@ -158,7 +161,8 @@ def main():
     finally:
         redis.stop()
 
-    mc = lib.MemcachedServer(1, layout)
+    mc = lib.MemcachedServer(1, layout, a.memcached_bin)
+    lib.say(f"memcached: {mc.version()}")
     if not mc.start():
         sys.exit("memcached did not start: " + mc.last_error)
     mport = mc.ports["mc"]
@@ -197,6 +201,7 @@ def main():
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = [f"# trove-bench cross-check, {stamp} UTC", "",
            f"- {layout.describe()}", f"- {lib.machine_description()}",
+           f"- {mc.version()}; {redis.version()}",
            f"- commit {lib.git_commit(ROOT)}; medians of {a.runs} alternating runs; "
            f"load average {os.getloadavg()[0]:.1f} at the end", "",
            "| Workload | other tool | other ops/s | trove-bench ops/s | trove-bench / other | "

@@ -100,9 +100,18 @@ class ReportLabelsTest(unittest.TestCase):
         md = lib.render_markdown(meta, compare.WORKLOADS, ["W2"], servers, results, {}, {})
         self.assertIn("# Trove vs memcached 1.6.45 and memcached 1.6.18", md)
         self.assertIn("| W2 | memcached 1.6.45 | 600 |", md)
-        self.assertIn("| W2 | memcached 1.6.45 | 1.50x | 0.67 | >= 4.0x ops/s (NOT met) |", md)
-        self.assertIn("| W2 | memcached 1.6.18 | 6.00x | 0.17 | >= 4.0x ops/s (met) |", md)
+        self.assertIn("| W2 | memcached 1.6.45 | 1.50x | 1.50x | 0.67 | 0.67 | "
+                      ">= 4.0x ops/s (NOT met) |", md)
+        self.assertIn("| W2 | memcached 1.6.18 | 6.00x | 6.00x | 0.17 | 0.17 | "
+                      ">= 4.0x ops/s (met) |", md)
         self.assertNotIn("| W2 | memcached |", md)
+
+    def test_paired_ratio_pairs_run_i_with_run_i(self):
+        # The load moves both servers by up to 4x from run to run; each pair stays 2x apart.
+        trove = [self.run_doc(200.0, 1.0), self.run_doc(100.0, 2.0), self.run_doc(400.0, 0.5)]
+        peer = [self.run_doc(100.0, 2.0), self.run_doc(50.0, 4.0), self.run_doc(200.0, 1.0)]
+        self.assertEqual(lib.paired_ratios(trove, peer), ("2.00x", "0.50"))
+        self.assertEqual(lib.paired_ratios(trove, []), ("n/a", "n/a"))
 
 
 if __name__ == "__main__":

@@ -47,17 +47,6 @@ Engine::Impl::~Impl() = default;
 
 Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& given) {
   EngineOptions opts = given;
-  // memcached accepts any slab_chunk_max that divides the page (even 64) and
-  // then splits large values into that many parts. Trove keeps a chunked value
-  // to at most 9 parts, so that a reply needs few iovecs and the head item's
-  // part array fits: a smaller setting is raised to the smallest divisor of
-  // the page that is at least item_size_max / 8 (docs/engine.md).
-  if (opts.slab_chunk_max != 0 && opts.item_size_max >= 1024 &&
-      opts.slab_chunk_max < opts.item_size_max / 8) {
-    size_t c = opts.item_size_max / 8;
-    while (opts.item_size_max % c != 0) ++c;
-    opts.slab_chunk_max = c;
-  }
   const size_t chunk_max = opts.slab_chunk_max != 0 ? opts.slab_chunk_max : opts.item_size_max / 2;
   if (opts.item_size_max < 1024 || opts.item_size_max > (1u << 30)) {
     return Status::Invalid("item_size_max must be between 1 KiB and 1 GiB");

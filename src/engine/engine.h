@@ -51,6 +51,8 @@ struct EngineOptions {
   bool slab_reassign = true;
   int slab_automove = 1;               // 0 off, 1 conservative, 2 aggressive
   double slab_automove_ratio = 0.8;
+  uint32_t slab_automove_window = 10;      // seconds of history (3..1800)
+  double slab_automove_freeratio = 0.01;   // memory kept free in the global pool
   bool prealloc = false;               // -L
   const Clock* clock = nullptr;        // nullptr = SystemClock::Default()
 };
@@ -119,17 +121,21 @@ class ItemRef {
 
   // The value as iovecs straight from item memory (1 span unless chunked);
   // with_crlf appends the "\r\n" the engine stores after every value.
-  // Returns the number of spans written (at most max; 16 always suffices for
-  // the default -I; call with a larger array for bigger -I).
-  int ValueSpans(iovec* out, int max, bool with_crlf) const;
+  // Writes at most max spans, starting after the first `skip`; returns how
+  // many it wrote. A chunked value has SpanCount() spans (-I / slab_chunk_max
+  // at most), so callers with a fixed array take them in batches.
+  int ValueSpans(iovec* out, int max, bool with_crlf, size_t skip = 0) const;
+  size_t SpanCount(bool with_crlf) const;
   // The value when it is one span (always true unless is_chunked()).
   std::string_view value() const;
   // Copies the value out (any layout).
   void CopyValue(std::string* out) const;
   // Writable value memory of an item from Engine::Allocate that is not yet
-  // stored (one span unless chunked; use WritableSpans then).
+  // stored (nullptr when chunked: use WriteValue then).
   char* writable_value();
-  int WritableSpans(iovec* out, int max);
+  // Copies len bytes into the value at off, across chunks. REQUIRES: not
+  // yet stored, off + len <= value_length().
+  void WriteValue(size_t off, const char* src, size_t len);
   HeapValue* heap() const;         // REQUIRES: is_heap() and stripe lock held
 
   // Gives up ownership without dropping the reference (for OutputBuffer);
@@ -340,6 +346,10 @@ class Engine {
   // slabs reassign src dst: "OK", "BUSY", "BADCLASS", "NOSPARE", "SAME" (memcached's replies).
   std::string SlabsReassign(int src, int dst);
   void SetSlabAutomove(int mode);
+  // slabs automove ratio|window|freeratio (memcached's runtime settings).
+  void SetSlabAutomoveRatio(double ratio);
+  void SetSlabAutomoveWindow(uint32_t seconds);  // REQUIRES: 3..1800
+  void SetSlabAutomoveFreeratio(double ratio);
   // lru_crawler: crawl "all" or "1,2,3"; returns memcached's reply word
   // ("OK", "BUSY currently processing crawler request", "BADCLASS ...").
   std::string CrawlerCrawl(std::string_view classes);

@@ -82,15 +82,13 @@ StatList Engine::Stats() const {
   // only while that part is on.
   if (opts_.slab_reassign) {
     Add(&l, "slab_reassign_rescues", m->reassign_rescues.load(std::memory_order_relaxed));
-    Add(&l, "slab_reassign_chunk_rescues", 0);
+    Add(&l, "slab_reassign_chunk_rescues", m->reassign_chunk_rescues.load(std::memory_order_relaxed));
     Add(&l, "slab_reassign_inline_reclaim", m->reassign_inline_reclaim.load(std::memory_order_relaxed));
     Add(&l, "slab_reassign_busy_items", m->reassign_busy.load(std::memory_order_relaxed));
-    Add(&l, "slab_reassign_busy_deletes", 0);
-    // Items a move could not rescue for want of memory: memcached waits and
-    // retries them (busy), Trove evicts them at once.
-    Add(&l, "slab_reassign_busy_nomem", m->reassign_evictions.load(std::memory_order_relaxed));
-    // Trove's mover never waits on a busy item, so there is no busy status.
-    l.emplace_back("slab_reassign_last_busy_status", "none");
+    Add(&l, "slab_reassign_busy_deletes", m->reassign_busy_deletes.load(std::memory_order_relaxed));
+    Add(&l, "slab_reassign_busy_nomem", m->reassign_busy_nomem.load(std::memory_order_relaxed));
+    l.emplace_back("slab_reassign_last_busy_status",
+                   MoveStatusName(m->reassign_last_busy.load(std::memory_order_relaxed)));
     Add(&l, "slab_reassign_running", m->reassign_running.load(std::memory_order_relaxed) ? 1 : 0);
     Add(&l, "slabs_moved", m->slabs_moved.load(std::memory_order_relaxed));
   }
@@ -140,7 +138,14 @@ StatList Engine::SettingsStats() const {
   Add(&l, "slab_chunk_max", impl_->slabs.ChunkSize(impl_->slabs.largest_class()));
   AddStr(&l, "slab_reassign", o.slab_reassign ? "yes" : "no");
   Add(&l, "slab_automove", static_cast<uint64_t>(impl_->rebalancer->automove()));
-  AddStr(&l, "slab_automove_ratio", std::to_string(o.slab_automove_ratio).substr(0, 4));
+  {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.2f", impl_->rebalancer->ratio());
+    AddStr(&l, "slab_automove_ratio", buf);
+    Add(&l, "slab_automove_window", impl_->rebalancer->window());
+    std::snprintf(buf, sizeof(buf), "%.3f", impl_->rebalancer->freeratio());
+    AddStr(&l, "slab_automove_freeratio", buf);
+  }
   AddStr(&l, "lru_crawler", impl_->crawler->running_thread() ? "yes" : "no");
   Add(&l, "lru_crawler_sleep", impl_->crawler->sleep_usec());
   Add(&l, "lru_crawler_tocrawl", impl_->crawler->to_crawl());
@@ -261,10 +266,12 @@ void Engine::ResetStats() {
     }
     s.evicted_time.store(0, std::memory_order_relaxed);
   }
+  m->reassign_last_busy.store(0, std::memory_order_relaxed);
   m->prefix.Clear();
   for (std::atomic<uint64_t>* a :
-       {&m->cmd_flush, &m->reassign_rescues, &m->reassign_evictions, &m->reassign_busy,
-        &m->reassign_inline_reclaim, &m->slabs_moved, &m->maintainer_juggles, &m->crawler_starts,
+       {&m->cmd_flush, &m->reassign_rescues, &m->reassign_chunk_rescues, &m->reassign_busy,
+        &m->reassign_inline_reclaim, &m->reassign_busy_deletes, &m->reassign_busy_nomem,
+        &m->slabs_moved, &m->maintainer_juggles, &m->crawler_starts,
         &m->crawler_reclaimed_total}) {
     a->store(0, std::memory_order_relaxed);
   }
@@ -279,6 +286,9 @@ std::string Engine::SlabsReassign(int src, int dst) {
 }
 
 void Engine::SetSlabAutomove(int mode) { impl_->rebalancer->SetAutomove(mode); }
+void Engine::SetSlabAutomoveRatio(double r) { impl_->rebalancer->SetRatio(r); }
+void Engine::SetSlabAutomoveWindow(uint32_t s) { impl_->rebalancer->SetWindow(s); }
+void Engine::SetSlabAutomoveFreeratio(double r) { impl_->rebalancer->SetFreeratio(r); }
 std::string Engine::CrawlerCrawl(std::string_view classes) { return impl_->crawler->Request(classes); }
 
 void Engine::CrawlerAutoCrawlForTest() {

@@ -110,6 +110,8 @@ struct Engine::Impl {
   // Drops one reference; frees the item at zero.
   void Release(Item* it);
   void FreeItem(Item* it);
+  // Gives a chunked head's parts back to the slabs (head left chunk-less).
+  void FreeParts(Item* head);
   // Live item for key with a reference taken, or nullptr. Dead (expired or
   // flushed) items found are unlinked and counted. REQUIRES: stripe held.
   Item* FindLocked(std::string_view key, uint64_t hv, uint32_t now, ThreadStats* ts);
@@ -156,7 +158,10 @@ struct Engine::Impl {
   std::atomic<uint32_t> oldest_live{0};   // flush_all: rel time, 0 = none
   std::atomic<uint64_t> oldest_cas{0};    // flush_all: items with lower CAS are gone
   std::atomic<uint64_t> cmd_flush{0};
-  std::atomic<uint64_t> reassign_rescues{0}, reassign_evictions{0}, reassign_busy{0}, reassign_inline_reclaim{0};
+  // Slab mover counters (memcached's slab_reassign_* stats).
+  std::atomic<uint64_t> reassign_rescues{0}, reassign_chunk_rescues{0}, reassign_busy{0},
+      reassign_inline_reclaim{0}, reassign_busy_deletes{0}, reassign_busy_nomem{0};
+  std::atomic<uint8_t> reassign_last_busy{0};  // MoveStatus of the last busy pass
   std::atomic<uint64_t> slabs_moved{0};
   std::atomic<bool> reassign_running{false};
   std::atomic<uint64_t> maintainer_juggles{0};

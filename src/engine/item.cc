@@ -10,26 +10,35 @@
 
 namespace trove::engine {
 
-void WritePayload(Item* it, size_t off, const char* src, size_t len) {
-  if (!HasFlag(it, kItemChunked)) {
-    std::memcpy(ItemData(it) + off, src, len);
-    return;
-  }
-  Item* const* parts = PartArray(it);
+namespace {
+// Calls f(part_data, n) for payload bytes [off, off+len) of a chunked item.
+template <typename F>
+void VisitParts(Item* it, size_t off, size_t len, F&& f) {
   size_t base = 0;
-  for (size_t i = 0; len > 0; ++i) {
-    Item* p = parts[i];
-    size_t cap = p->nbytes;
+  for (Item* p = FirstPart(it); p != nullptr && len > 0; p = p->next) {
+    const size_t cap = p->nbytes;
     if (off < base + cap) {
-      size_t in = off - base;
-      size_t n = std::min(len, cap - in);
-      std::memcpy(PartData(p) + in, src, n);
-      src += n;
+      const size_t in = off - base;
+      const size_t n = std::min(len, cap - in);
+      f(PartData(p) + in, n);
       len -= n;
       off += n;
     }
     base += cap;
   }
+  DCHECK(len == 0);
+}
+}  // namespace
+
+void WritePayload(Item* it, size_t off, const char* src, size_t len) {
+  if (!HasFlag(it, kItemChunked)) {
+    std::memcpy(ItemData(it) + off, src, len);
+    return;
+  }
+  VisitParts(it, off, len, [&](char* d, size_t n) {
+    std::memcpy(d, src, n);
+    src += n;
+  });
 }
 
 void ReadPayload(const Item* it, size_t off, char* dst, size_t len) {
@@ -37,21 +46,10 @@ void ReadPayload(const Item* it, size_t off, char* dst, size_t len) {
     std::memcpy(dst, ItemData(it) + off, len);
     return;
   }
-  Item* const* parts = PartArray(it);
-  size_t base = 0;
-  for (size_t i = 0; len > 0; ++i) {
-    Item* p = parts[i];
-    size_t cap = p->nbytes;
-    if (off < base + cap) {
-      size_t in = off - base;
-      size_t n = std::min(len, cap - in);
-      std::memcpy(dst, PartData(p) + in, n);
-      dst += n;
-      len -= n;
-      off += n;
-    }
-    base += cap;
-  }
+  VisitParts(const_cast<Item*>(it), off, len, [&](const char* s, size_t n) {
+    std::memcpy(dst, s, n);
+    dst += n;
+  });
 }
 
 // --- Engine::Impl item life-cycle ---
@@ -135,12 +133,12 @@ Item* Engine::Impl::AllocItem(std::string_view key, uint32_t flags, uint32_t exp
     }
     it->flags.store(base_flags, std::memory_order_relaxed);
   } else {
-    // Chunked: a small head (header, key, part array) plus value parts from
-    // the largest class, the last part from the class that fits it.
-    const size_t part_cap = slabs.ChunkSize(slabs.largest_class()) - kItemHeader;
-    const size_t nparts = PartsFor(payload, part_cap);
-    const size_t head_size = PartArrayOffset(header, key.size()) + nparts * sizeof(Item*);
-    int hcls = slabs.ClassFor(head_size);
+    // Chunked: a small head (header, key, first-part pointer) plus value
+    // parts from the largest class, the last part from the class that fits
+    // it (memcached's do_item_alloc_chunk). As many parts as the size needs.
+    const int largest = slabs.largest_class();
+    const size_t part_cap = slabs.ChunkSize(largest) - kItemHeader;
+    const int hcls = slabs.ClassFor(ChunkedHeadSize(header, key.size()));
     it = hcls == 0 ? nullptr : AllocChunk(hcls, nullptr);
     if (it == nullptr) {
       *status = hcls == 0 ? AllocStatus::kTooLarge : AllocStatus::kNoMemory;
@@ -148,23 +146,32 @@ Item* Engine::Impl::AllocItem(std::string_view key, uint32_t flags, uint32_t exp
     }
     it->flags.store(base_flags | kItemChunked, std::memory_order_relaxed);
     it->nkey = static_cast<uint16_t>(key.size());
-    Item** parts = PartArray(it);
-    size_t left = payload;
-    for (size_t i = 0; i < nparts; ++i) {
-      size_t n = std::min(left, part_cap);
-      Item* p = AllocChunk(slabs.ClassFor(kItemHeader + n), it);
+    SetFirstPart(it, nullptr);
+    Item* last = nullptr;
+    for (size_t left = payload; left > 0;) {
+      const size_t n = std::min(left, part_cap);
+      const int pcls = slabs.ClassFor(kItemHeader + n);
+      Item* p = AllocChunk(pcls, it);
+      // A tail whose class has run dry (its chunks all belong to live
+      // chunked items, which evict from the largest class) takes a full
+      // part instead: a little waste rather than a refused store.
+      if (p == nullptr && pcls != largest) p = AllocChunk(largest, it);
       if (p == nullptr) {
-        for (size_t j = 0; j < i; ++j) {
-          parts[j]->refcount.store(0, std::memory_order_relaxed);
-          slabs.Free(parts[j]);
-        }
+        FreeParts(it);
         it->refcount.store(0, std::memory_order_relaxed);
         slabs.Free(it);
         *status = AllocStatus::kNoMemory;
         return nullptr;
       }
       p->nbytes = static_cast<uint32_t>(n);
-      parts[i] = p;
+      p->next = nullptr;
+      p->prev = last;
+      if (last == nullptr) {
+        SetFirstPart(it, p);
+      } else {
+        last->next = p;
+      }
+      last = p;
       left -= n;
     }
   }
@@ -258,16 +265,19 @@ void Engine::Impl::FreeItem(Item* it) {
       delete hv;
     }
   }
-  if (HasFlag(it, kItemChunked)) {
-    const size_t part_cap = slabs.ChunkSize(slabs.largest_class()) - kItemHeader;
-    size_t nparts = PartsFor(size_t{it->nbytes} + 2, part_cap);
-    Item** parts = PartArray(it);
-    for (size_t i = 0; i < nparts; ++i) {
-      parts[i]->refcount.store(0, std::memory_order_relaxed);
-      slabs.Free(parts[i]);
-    }
-  }
+  if (HasFlag(it, kItemChunked)) FreeParts(it);
   slabs.Free(it);
+}
+
+void Engine::Impl::FreeParts(Item* head) {
+  Item* p = FirstPart(head);
+  SetFirstPart(head, nullptr);
+  while (p != nullptr) {
+    Item* next = p->next;
+    p->refcount.store(0, std::memory_order_relaxed);
+    slabs.Free(p);
+    p = next;
+  }
 }
 
 Item* Engine::Impl::PeekLocked(std::string_view key, uint64_t hv, uint32_t now, ThreadStats* ts) {
@@ -328,24 +338,37 @@ int64_t ItemRef::expires_at_unix_ms() const {
   return (engine_->impl_->started + e) * 1000 + ExpiryMsPart(item_);
 }
 
-int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {
+int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf, size_t skip) const {
   size_t total = size_t{item_->nbytes} + (with_crlf ? 2 : 0);
   if (!HasFlag(item_, kItemChunked)) {
-    if (max < 1) return 0;
+    if (max < 1 || skip > 0) return 0;
     out[0].iov_base = const_cast<char*>(ItemData(item_));
     out[0].iov_len = total;
     return 1;
   }
-  Item* const* parts = PartArray(item_);
   int n = 0;
-  for (size_t i = 0; total > 0 && n < max; ++i) {
-    size_t len = std::min<size_t>(total, parts[i]->nbytes);
-    out[n].iov_base = PartData(parts[i]);
+  for (Item* p = FirstPart(item_); p != nullptr && total > 0 && n < max; p = p->next) {
+    const size_t len = std::min<size_t>(total, p->nbytes);
+    total -= len;
+    if (skip > 0) {
+      --skip;
+      continue;
+    }
+    out[n].iov_base = PartData(p);
     out[n].iov_len = len;
     ++n;
-    total -= len;
   }
-  DCHECK(total == 0);
+  return n;
+}
+
+size_t ItemRef::SpanCount(bool with_crlf) const {
+  if (!HasFlag(item_, kItemChunked)) return 1;
+  size_t total = size_t{item_->nbytes} + (with_crlf ? 2 : 0);
+  size_t n = 0;
+  for (Item* p = FirstPart(item_); p != nullptr && total > 0; p = p->next) {
+    total -= std::min<size_t>(total, p->nbytes);
+    ++n;
+  }
   return n;
 }
 
@@ -364,9 +387,10 @@ char* ItemRef::writable_value() {
   return HasFlag(item_, kItemChunked) ? nullptr : ItemData(item_);
 }
 
-int ItemRef::WritableSpans(iovec* out, int max) {
+void ItemRef::WriteValue(size_t off, const char* src, size_t len) {
   DCHECK(!HasFlag(item_, kItemLinked));
-  return ValueSpans(out, max, false);
+  DCHECK(off + len <= item_->nbytes);
+  WritePayload(item_, off, src, len);
 }
 
 HeapValue* ItemRef::heap() const {

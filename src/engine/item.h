@@ -41,8 +41,8 @@ inline constexpr int kMaxClasses = 64;
 inline constexpr uint8_t kClassMask = 0x3f;
 
 // The header. 48 bytes, plus 8 when the engine keeps CAS (memcached 1.6: 48
-// plus 8). Followed by [cas] key value "\r\n"; a chunked head item holds an
-// array of chunk-part pointers after the key instead of the value.
+// plus 8). Followed by [cas] key value "\r\n"; a chunked head item holds a
+// pointer to its first chunk part after the key instead of the value.
 //
 // Thread safety: fields name their guard. "stripe" is the item lock of the
 // key's hash. Invariants:
@@ -56,6 +56,7 @@ struct Item {
   Item* next;                       // LRU list (LRU lock) or free list (slabs lock)
   Item* prev;                       // same guard as next
   Item* h_next;                     // hash chain (stripe); chunk parts: the head item
+  // (chunk parts use next/prev as the part list: see FirstPart)
   std::atomic<uint32_t> time;       // last access, engine-relative seconds (relaxed)
   std::atomic<uint32_t> exptime;    // engine-relative; 0 = never (written under stripe)
   uint32_t nbytes;                  // value bytes without CRLF (parts: bytes used)
@@ -149,16 +150,27 @@ inline void SetCas(Item* it, uint64_t cas) {
   __atomic_store_n(reinterpret_cast<uint64_t*>(it + 1), cas, __ATOMIC_RELAXED);
 }
 
-// Chunked head items: the part array starts 8-aligned after the key.
-inline size_t PartArrayOffset(size_t header, size_t nkey) { return (header + nkey + 7) & ~size_t{7}; }
-inline Item** PartArray(Item* it) {
-  return reinterpret_cast<Item**>(reinterpret_cast<char*>(it) +
-                                  PartArrayOffset(HeaderSize(it), it->nkey));
+// Chunked items. The head item holds, 8-aligned after its key, a pointer to
+// the first part; parts form a doubly linked list through next/prev (a part is
+// never on an LRU or free list while it belongs to a head) and name their head
+// in h_next. nbytes of a part is the payload bytes it holds. An item may have
+// as many parts as its size needs (memcached: -I / slab_chunk_max of them).
+// The links change only under the head's stripe with no other reference held
+// (the slab mover's chunk rescue), or before the head is linked.
+inline size_t PartSlotOffset(size_t header, size_t nkey) { return (header + nkey + 7) & ~size_t{7}; }
+// Bytes a chunked head needs (header, key, first-part pointer).
+inline size_t ChunkedHeadSize(size_t header, size_t nkey) {
+  return PartSlotOffset(header, nkey) + sizeof(Item*);
 }
-inline Item* const* PartArray(const Item* it) { return PartArray(const_cast<Item*>(it)); }
-// Number of parts a chunked value of `payload` bytes (value + CRLF) needs.
-inline size_t PartsFor(size_t payload, size_t part_capacity) {
-  return (payload + part_capacity - 1) / part_capacity;
+inline Item* FirstPart(const Item* it) {
+  Item* p;
+  std::memcpy(&p, reinterpret_cast<const char*>(it) + PartSlotOffset(HeaderSize(it), it->nkey),
+              sizeof(p));
+  return p;
+}
+inline void SetFirstPart(Item* it, Item* part) {
+  std::memcpy(reinterpret_cast<char*>(it) + PartSlotOffset(HeaderSize(it), it->nkey), &part,
+              sizeof(part));
 }
 
 // Copies `len` bytes of src into the item's payload (value + CRLF space) at

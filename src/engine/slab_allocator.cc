@@ -232,7 +232,7 @@ Item* SlabAllocator::MovingChunk(size_t i) const {
   return reinterpret_cast<Item*>(move_.page + i * classes_[move_.src].size);
 }
 
-Item* SlabAllocator::RefMovingChunkOwner(size_t i) {
+Item* SlabAllocator::RefMovingChunkOwner(size_t i, Item** chunk) {
   MutexLock l(&mu_);
   if (!move_.active || i >= classes_[move_.src].per_page) return nullptr;
   auto* it = reinterpret_cast<Item*>(move_.page + i * classes_[move_.src].size);
@@ -241,6 +241,7 @@ Item* SlabAllocator::RefMovingChunkOwner(size_t i) {
   // Chunk parts name their head; the head is freed only after its parts, so
   // while we see the part under the lock the head's memory is still an item.
   Item* owner = (f & kItemChunkPart) != 0 ? it->h_next : it;
+  *chunk = it;
   if (owner->refcount.fetch_add(1, std::memory_order_relaxed) == 0) {
     // Being freed right now: its Free (waiting on our lock) sets it aside.
     owner->refcount.fetch_sub(1, std::memory_order_relaxed);

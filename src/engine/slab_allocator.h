@@ -94,7 +94,8 @@ class SlabAllocator {
   // For a chunk of the moving page that is not set aside: takes a reference
   // on the item that owns it (the head for chunk parts) and returns it, or
   // nullptr when the chunk is free, set aside or being freed right now.
-  Item* RefMovingChunkOwner(size_t i) EXCLUDES(mu_);
+  // *chunk is the chunk itself (the owner unless it is a part).
+  Item* RefMovingChunkOwner(size_t i, Item** chunk) EXCLUDES(mu_);
   bool MoveComplete() const EXCLUDES(mu_);
   // Gives the page to dst (0 = global pool) once every chunk is set aside.
   void FinishMove(int dst) EXCLUDES(mu_);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "engine/engine_impl.h"
 
@@ -13,14 +14,19 @@ namespace {
 constexpr int64_t kAutomoveMs = 1000;
 // A move gives up after this many passes over the page (busy items: a
 // reader holding a reference, or a value still being read from a client).
-constexpr int kMovePasses = 1000;
+constexpr int kMovePasses = 4000;
+// After this many passes a chunked item still being read is deleted, and a
+// rescue still waiting for memory may evict to get it.
+constexpr int kBusyDeletePass = 1000;
+constexpr int kEvictAfterPass = 20;
 }  // namespace
 
 SlabRebalancer::SlabRebalancer(Engine::Impl* impl)
     : impl_(impl),
       automove_(impl->opts.slab_automove),
-      last_evicted_(kMaxClasses, 0),
-      evict_windows_(kMaxClasses, 0) {}
+      ratio_(impl->opts.slab_automove_ratio),
+      window_(impl->opts.slab_automove_window),
+      freeratio_(impl->opts.slab_automove_freeratio) {}
 
 void SlabRebalancer::Start() {
   if (thread_.joinable()) return;
@@ -57,68 +63,164 @@ std::string SlabRebalancer::Reassign(int src, int dst) {
   return "OK";
 }
 
-bool SlabRebalancer::Rescue(Item* it, uint64_t hv) {
-  // Chunked values are evicted (their parts span several pages).
-  if (HasFlag(it, kItemChunked)) return false;
+const char* MoveStatusName(uint8_t status) {
+  static constexpr const char* kNames[] = {"none", "pass", "from_slab", "from_lru", "busy",
+                                            "busy_uploading", "busy_active", "busy_floating",
+                                            "locked"};
+  return status < std::size(kNames) ? kNames[status] : "none";
+}
+
+Item* SlabRebalancer::RescueChunk(int cls, bool allow_evictions) {
   Engine::Impl* m = impl_;
-  const int cls = ClassOf(it);
-  // A free chunk of the same class outside the moving page (its chunks are
-  // never on the free list). No eviction here: that would defeat the move.
-  Item* n = m->slabs.AllocFree(cls);
-  if (n == nullptr) return false;
+  // Never a chunk of the moving page: its chunks are not on the free list.
+  if (Item* n = m->slabs.AllocFree(cls)) return n;
+  if (!allow_evictions) return nullptr;
+  // As memcached's slab_rebalance_prep: memory is full and the pool empty,
+  // so ordinary evictions from the class's tails make room (counted as
+  // evictions). Try-locks only, so holding a stripe here is safe.
+  for (int x = 0; x < 10; ++x) {
+    if (m->PullTail(cls, Segment::kCold, 0, PullMode::kEvict, 0) <= 0 && m->opts.lru_segmented) {
+      m->PullTail(cls, Segment::kHot, 0, PullMode::kJuggle, 0);
+    }
+    if (Item* n = m->slabs.AllocFree(cls)) return n;
+  }
+  return nullptr;
+}
+
+SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_t hv) {
+  if (chunk != owner) return RescuePart(owner, chunk);
+  Engine::Impl* m = impl_;
+  const bool chunked = HasFlag(owner, kItemChunked);
+  // Its parts are repointed at the copy: nobody else may be reading them.
+  // (Link + our reference; new references need the stripe we hold.)
+  if (chunked && owner->refcount.load(std::memory_order_relaxed) != 2) return Rescued::kBusy;
+  const int cls = ClassOf(owner);
+  Item* n = RescueChunk(cls, allow_evictions_);
+  if (n == nullptr) return Rescued::kNoMemory;
   constexpr uint16_t kKeep = kItemCas | kItemFetched | kItemActive | kItemHeap | kItemStale |
-                             kItemTokenSent | kItemKeyBinary | kItemExpMs;
-  n->flags.store(it->flags.load(std::memory_order_relaxed) & kKeep, std::memory_order_relaxed);
-  n->nkey = it->nkey;
-  n->nbytes = it->nbytes;
-  n->client_flags.store(it->client_flags.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  n->type = it->type;
-  n->exptime.store(it->exptime.load(std::memory_order_relaxed), std::memory_order_relaxed);
-  std::memcpy(ItemKey(n), ItemKey(it), size_t{it->nkey} + it->nbytes + 2);
+                             kItemTokenSent | kItemKeyBinary | kItemExpMs | kItemChunked;
+  n->flags.store(owner->flags.load(std::memory_order_relaxed) & kKeep, std::memory_order_relaxed);
+  n->nkey = owner->nkey;
+  n->nbytes = owner->nbytes;
+  n->client_flags.store(owner->client_flags.load(std::memory_order_relaxed),
+                        std::memory_order_relaxed);
+  n->type = owner->type;
+  n->exptime.store(owner->exptime.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  if (chunked) {
+    std::memcpy(ItemKey(n), ItemKey(owner), owner->nkey);
+    Item* first = FirstPart(owner);
+    SetFirstPart(n, first);
+    for (Item* p = first; p != nullptr; p = p->next) p->h_next = n;
+    // The old head gives back only itself when released (its kItemChunked
+    // stays until it is unlinked: it names the LRU it sits on).
+    SetFirstPart(owner, nullptr);
+  } else {
+    std::memcpy(ItemKey(n), ItemKey(owner), size_t{owner->nkey} + owner->nbytes + 2);
+  }
   // A heap value moves with the item: the old copy must not delete it.
-  ClearFlag(it, kItemHeap);
-  const uint32_t last_access = it->time.load(std::memory_order_relaxed);
-  m->ReplaceLocked(it, n, hv, m->bg_ts, CasOf(it));
+  ClearFlag(owner, kItemHeap);
+  const uint32_t last_access = owner->time.load(std::memory_order_relaxed);
+  m->ReplaceLocked(owner, n, hv, m->bg_ts, CasOf(owner));
+  if (chunked) ClearFlag(owner, kItemChunked);
   n->time.store(last_access, std::memory_order_relaxed);
   m->Release(n);  // the link holds it
   m->reassign_rescues.fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return Rescued::kYes;
+}
+
+SlabRebalancer::Rescued SlabRebalancer::RescuePart(Item* owner, Item* part) {
+  Engine::Impl* m = impl_;
+  if (owner->refcount.load(std::memory_order_relaxed) != 2) return Rescued::kBusy;
+  Item* n = RescueChunk(ClassOf(part), allow_evictions_);
+  if (n == nullptr) return Rescued::kNoMemory;
+  n->flags.store(kItemChunkPart, std::memory_order_relaxed);
+  n->h_next = owner;
+  n->nbytes = part->nbytes;
+  n->prev = part->prev;
+  n->next = part->next;
+  std::memcpy(PartData(n), PartData(part), part->nbytes);
+  if (part->prev != nullptr) {
+    part->prev->next = n;
+  } else {
+    SetFirstPart(owner, n);
+  }
+  if (part->next != nullptr) part->next->prev = n;
+  part->refcount.store(0, std::memory_order_relaxed);
+  m->slabs.Free(part);  // in the moving page: set aside
+  m->reassign_chunk_rescues.fetch_add(1, std::memory_order_relaxed);
+  return Rescued::kYes;
 }
 
 bool SlabRebalancer::MovePage(int src, int dst) {
   Engine::Impl* m = impl_;
   if (!m->slabs.BeginMove(src)) return false;
   m->reassign_running.store(true, std::memory_order_relaxed);
+  // As memcached: a move that starts with memory full and no free page may
+  // evict to find room for its rescues; otherwise only after it has waited.
+  allow_evictions_ = m->slabs.global_pool_pages() == 0 && m->slabs.OverLimit(m->opts.item_size_max);
   const size_t n = m->slabs.moving_chunks();
   bool done = false;
   for (int pass = 0; pass < kMovePasses && !done; ++pass) {
+    uint64_t busy = 0;
+    MoveStatus last = MoveStatus::kNone;
+    bool nomem = false;
     for (size_t i = 0; i < n; ++i) {
-      Item* owner = m->slabs.RefMovingChunkOwner(i);
+      Item* chunk = nullptr;
+      Item* owner = m->slabs.RefMovingChunkOwner(i, &chunk);
       if (owner == nullptr) continue;
       // Acquire pairs with LinkLocked's release: the key is complete.
-      if ((owner->flags.load(std::memory_order_acquire) & kItemLinked) != 0) {
-        const uint64_t hv = HashKey(KeyOf(owner));
+      if ((owner->flags.load(std::memory_order_acquire) & kItemLinked) == 0) {
+        ++busy;  // a value still being read from its client
+        last = MoveStatus::kBusyFloating;
+        m->Release(owner);
+        continue;
+      }
+      const uint64_t hv = HashKey(KeyOf(owner));
+      {
         StripeLock l(&m->locks, m->locks.StripeOf(hv));
-        if (HasFlag(owner, kItemLinked)) {
-          const uint32_t now = m->Now();
-          if (m->IsDead(owner, now)) {
-            m->reassign_inline_reclaim.fetch_add(1, std::memory_order_relaxed);
-            if (m->IsExpired(owner, now)) m->ReportRemoval(owner, RemovalCause::kExpired);
-            m->UnlinkLocked(owner, hv);
-          } else if (!Rescue(owner, hv)) {
-            m->reassign_evictions.fetch_add(1, std::memory_order_relaxed);
-            m->ReportRemoval(owner, RemovalCause::kEvicted);
-            m->UnlinkLocked(owner, hv);
+        const uint32_t now = m->Now();
+        if (!HasFlag(owner, kItemLinked)) {
+          ++busy;
+          last = MoveStatus::kBusyUploading;
+        } else if (m->IsDead(owner, now)) {
+          m->reassign_inline_reclaim.fetch_add(1, std::memory_order_relaxed);
+          if (m->IsExpired(owner, now)) m->ReportRemoval(owner, RemovalCause::kExpired);
+          m->UnlinkLocked(owner, hv);
+        } else {
+          switch (Rescue(owner, chunk, hv)) {
+            case Rescued::kYes:
+              break;
+            case Rescued::kNoMemory:
+              ++busy;
+              last = MoveStatus::kFromLru;
+              nomem = true;
+              m->reassign_busy_nomem.fetch_add(1, std::memory_order_relaxed);
+              break;
+            case Rescued::kBusy:
+              ++busy;
+              last = MoveStatus::kBusyActive;
+              // A chunked item read for this long: delete it (memcached's
+              // busy_deletes after SLAB_MOVE_MAX_LOOPS).
+              if (pass >= kBusyDeletePass) {
+                m->reassign_busy_deletes.fetch_add(1, std::memory_order_relaxed);
+                m->ReportRemoval(owner, RemovalCause::kEvicted);
+                m->UnlinkLocked(owner, hv);
+              }
+              break;
           }
         }
-        m->Release(owner);
-      } else {
-        m->reassign_busy.fetch_add(1, std::memory_order_relaxed);
-        m->Release(owner);
       }
+      m->Release(owner);
+    }
+    if (busy > 0) {
+      m->reassign_busy.fetch_add(busy, std::memory_order_relaxed);
+      m->reassign_last_busy.store(static_cast<uint8_t>(last), std::memory_order_relaxed);
     }
     done = m->slabs.MoveComplete();
-    if (!done) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    if (done) break;
+    // Waited long for memory that never came: make room by eviction.
+    if (nomem && pass >= kEvictAfterPass) allow_evictions_ = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   if (done) {
     m->slabs.FinishMove(dst);
@@ -126,6 +228,7 @@ bool SlabRebalancer::MovePage(int src, int dst) {
   } else {
     m->slabs.AbortMove();
   }
+  allow_evictions_ = false;
   m->reassign_running.store(false, std::memory_order_relaxed);
   return done;
 }
@@ -135,60 +238,120 @@ bool SlabRebalancer::Decide(int* src, int* dst) {
   const int mode = automove();
   const int n = m->slabs.num_classes();
   const uint32_t now = m->Now();
-  int youngest = 0, oldest = 0;
-  uint32_t young_age = UINT32_MAX, old_age = 0;
+  const uint32_t win = window();
+  if (win != hist_window_) {  // first call, or `slabs automove window`
+    hist_window_ = win;
+    hist_ticks_ = 0;
+    samples_.assign(static_cast<size_t>(kMaxClasses) * win, Sample{});
+    last_.assign(kMaxClasses, ClassHistory{});
+    for (int c = 1; c <= n; ++c) {
+      last_[c].evicted = m->lru.stats(c).evicted.load(std::memory_order_relaxed);
+      last_[c].outofmemory = m->lru.stats(c).outofmemory.load(std::memory_order_relaxed);
+      last_[c].pages = m->slabs.Info(c).pages;
+    }
+  }
+  ++hist_ticks_;
+  // As memcached's slab_automove.c: free memory goes back only once all
+  // memory is allocated, from a class whose window saw no pressure.
+  const bool mem_full = m->slabs.OverLimit(m->opts.item_size_max);
+  const size_t pool = m->slabs.global_pool_pages();
+  size_t total_pages = pool;
+  uint64_t evicted_total = 0;
+  for (int c = 1; c <= n; ++c) {
+    evicted_total += m->lru.stats(c).evicted.load(std::memory_order_relaxed) - last_[c].evicted;
+    total_pages += m->slabs.Info(c).pages;
+  }
+  // slab_automove_freeratio: keep that share of memory as free pages in
+  // the global pool (at least 2), topped up from classes holding more than
+  // a page of free chunks.
+  const auto watermark = std::max<size_t>(
+      2, static_cast<size_t>(static_cast<double>(total_pages) * freeratio()));
+  int youngest = 0, oldest = 0, donor = 0;
+  uint64_t young_age = UINT64_MAX, old_age = 0;
+  bool youngest_evicting = false;
   int evicting = 0;
   uint64_t evict_delta_max = 0;
   for (int c = 1; c <= n; ++c) {
-    const uint64_t ev = m->lru.stats(c).evicted.load(std::memory_order_relaxed);
-    const uint64_t delta = ev - last_evicted_[c];
-    last_evicted_[c] = ev;
-    evict_windows_[c] = delta > 0 ? evict_windows_[c] + 1 : 0;
-    SlabClassInfo info = m->slabs.Info(c);
-    // Mode 1: a class holding 2.5 pages' worth of free chunks gives a page
-    // back to the global pool (memcached's free-memory reclaim).
-    if (mode >= 1 && info.pages > 2 && info.free_chunks > info.chunks_per_page * 5 / 2) {
-      *src = c;
-      *dst = 0;
-      return true;
+    const LruClassStats& ls = m->lru.stats(c);
+    const uint64_t ev = ls.evicted.load(std::memory_order_relaxed);
+    const uint64_t oom = ls.outofmemory.load(std::memory_order_relaxed);
+    const SlabClassInfo info = m->slabs.Info(c);
+    Sample& w = samples_[static_cast<size_t>(c) * win + hist_ticks_ % win];
+    w = Sample{};
+    const uint64_t delta = ev - last_[c].evicted;
+    if (delta > 0) {
+      w.evicted = true;
+      w.dirty = true;
+      w.evicted_share = evicted_total ? static_cast<double>(delta) / evicted_total : 0;
     }
+    if (oom > last_[c].outofmemory || info.pages > last_[c].pages) w.dirty = true;
+    w.age = m->lru.TailAge(c, Segment::kCold, now);
+    last_[c] = ClassHistory{ev, oom, info.pages};
+    uint64_t age_sum = 0, seen = 0;
+    bool dirty = false;
+    double share = 0;
+    for (uint32_t i = 0; i < win; ++i) {
+      const Sample& x = samples_[static_cast<size_t>(c) * win + i];
+      age_sum += x.age;
+      seen += x.evicted ? 1 : 0;
+      dirty = dirty || x.dirty;
+      share += x.evicted_share;
+    }
+    const uint64_t age = age_sum / win;
     if (delta > evict_delta_max) {
       evict_delta_max = delta;
       evicting = c;
     }
-    const uint32_t age = m->lru.TailAge(c, Segment::kCold, now);
-    if (info.pages > 1 && age > old_age) {
-      old_age = age;
+    if (mode == 1 && mem_full && !dirty) {
+      // 2.5 pages' worth of free chunks go back at once (memcached).
+      if (info.free_chunks > info.chunks_per_page * 5 / 2) {
+        *src = c;
+        *dst = 0;
+        return true;
+      }
+      if (donor == 0 && pool < watermark && info.pages > 1 &&
+          info.free_chunks > info.chunks_per_page) {
+        donor = c;
+      }
+    }
+    if (age > old_age && info.pages > 2) {
       oldest = c;
+      old_age = age;
     }
-    if (delta > 0 && age < young_age) {
-      young_age = age;
+    if (age < young_age && (seen > win / 2 || share / win > 0.25)) {
       youngest = c;
+      young_age = age;
+      youngest_evicting = w.evicted;
     }
+  }
+  if (mode == 1 && donor != 0) {
+    *src = donor;
+    *dst = 0;
+    return true;
   }
   if (mode == 2) {
     // Aggressive: any eviction pulls a page from the class with most pages.
     if (evicting == 0) return false;
-    int donor = 0;
+    int giver = 0;
     size_t most = 1;
     for (int c = 1; c <= n; ++c) {
       size_t p = m->slabs.Info(c).pages;
       if (c != evicting && p > most) {
         most = p;
-        donor = c;
+        giver = c;
       }
     }
-    if (donor == 0) return false;
-    *src = donor;
+    if (giver == 0) return false;
+    *src = giver;
     *dst = evicting;
     return true;
   }
-  if (mode == 1 && youngest != 0 && oldest != 0 && youngest != oldest &&
-      evict_windows_[youngest] >= 3 &&
-      static_cast<double>(young_age) < static_cast<double>(old_age) * m->opts.slab_automove_ratio) {
+  // Mode 1 decides only once the window has filled.
+  if (mode == 1 && youngest != 0 && oldest != 0 && youngest != oldest && youngest_evicting &&
+      hist_ticks_ > win &&
+      static_cast<double>(young_age) < static_cast<double>(old_age) * ratio()) {
     *src = oldest;
     *dst = youngest;
-    evict_windows_[youngest] = 0;
     return true;
   }
   return false;

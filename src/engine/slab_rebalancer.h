@@ -13,6 +13,13 @@
 
 namespace trove::engine {
 
+// What the mover found at a chunk on its last busy pass (memcached's
+// slab_reassign_last_busy_status names).
+enum class MoveStatus : uint8_t {
+  kNone, kPass, kFromSlab, kFromLru, kBusy, kBusyUploading, kBusyActive, kBusyFloating, kLocked
+};
+const char* MoveStatusName(uint8_t status);
+
 // Owner: Engine::Impl. Thread safety: public methods are thread-safe; mu_
 // (kBackground) guards requests and the automove window. A move evicts
 // what lives in the page: it takes a reference under the slabs lock
@@ -29,6 +36,14 @@ class SlabRebalancer {
   std::string Reassign(int src, int dst);
   void SetAutomove(int mode) { automove_.store(mode, std::memory_order_relaxed); }
   int automove() const { return automove_.load(std::memory_order_relaxed); }
+  // memcached's runtime knobs (slabs automove ratio|window|freeratio). A
+  // new window restarts the history, as memcached re-inits its automover.
+  void SetRatio(double r) { ratio_.store(r, std::memory_order_relaxed); }
+  void SetWindow(uint32_t s) { window_.store(s, std::memory_order_relaxed); }
+  void SetFreeratio(double r) { freeratio_.store(r, std::memory_order_relaxed); }
+  double ratio() const { return ratio_.load(std::memory_order_relaxed); }
+  uint32_t window() const { return window_.load(std::memory_order_relaxed); }
+  double freeratio() const { return freeratio_.load(std::memory_order_relaxed); }
   // Moves one page now (synchronously); false if it could not complete.
   bool MovePage(int src, int dst);
   // One automove decision over the window since the last call; returns
@@ -37,10 +52,18 @@ class SlabRebalancer {
 
  private:
   void Loop();
-  // Copies a linked item of the moving page into a free chunk of its class
-  // and swaps it into the table. REQUIRES: stripe(hv) held. False if no
-  // free chunk (the caller evicts instead).
-  bool Rescue(Item* it, uint64_t hv);
+  enum class Rescued : uint8_t { kYes, kNoMemory, kBusy };
+  // Copies `chunk` (the linked item `owner` itself, or one of its chunk
+  // parts) into a free chunk of the same class outside the moving page and
+  // points everything that named it at the copy. REQUIRES: stripe(hv) held
+  // and one reference on owner taken by the caller. A chunked item's head or
+  // part moves only while nobody else holds the item (kBusy otherwise); no
+  // free chunk gives kNoMemory (the caller frees room and retries).
+  Rescued Rescue(Item* owner, Item* chunk, uint64_t hv);
+  Rescued RescuePart(Item* owner, Item* part);
+  // A free chunk of cls outside the moving page for a rescue: the free list,
+  // else (allow_evictions) ordinary evictions from the class's tails.
+  Item* RescueChunk(int cls, bool allow_evictions);
   Engine::Impl* impl_;
   std::atomic<int> automove_;
   Mutex mu_{LockRank::kBackground};
@@ -48,9 +71,25 @@ class SlabRebalancer {
   bool stop_ GUARDED_BY(mu_) = false;
   int req_src_ GUARDED_BY(mu_) = 0;
   int req_dst_ GUARDED_BY(mu_) = -1;
-  // Automove window (rebalancer thread only).
-  std::vector<uint64_t> last_evicted_;
-  std::vector<int> evict_windows_;
+  std::atomic<double> ratio_;
+  std::atomic<uint32_t> window_;
+  std::atomic<double> freeratio_;
+  // Automove history (rebalancer thread only): per class, the last
+  // `window` one-second samples, as memcached's slab_automove.c keeps them.
+  struct Sample {
+    uint32_t age = 0;            // COLD tail age
+    bool dirty = false;          // evicted, ran out of memory or grew
+    bool evicted = false;
+    double evicted_share = 0;    // of all evictions in that second
+  };
+  struct ClassHistory {
+    uint64_t evicted = 0, outofmemory = 0, pages = 0;  // the previous sample's totals
+  };
+  uint32_t hist_window_ = 0;     // window the history was sized for
+  uint64_t hist_ticks_ = 0;
+  std::vector<ClassHistory> last_;
+  std::vector<Sample> samples_;  // [class * window + tick % window]
+  bool allow_evictions_ = false;  // this move may evict for rescues (rebalancer thread)
   std::thread thread_;
 };
 

@@ -351,6 +351,8 @@ engine::EngineOptions Config::ToEngineOptions() const {
   o.slab_reassign = slab_reassign;
   o.slab_automove = slab_automove;
   o.slab_automove_ratio = slab_automove_ratio;
+  o.slab_automove_window = slab_automove_window;
+  o.slab_automove_freeratio = slab_automove_freeratio;
   o.prealloc = prealloc;
   // memcached's test hook (its t/64bit.t): start total_malloced here.
   if (const char* v = std::getenv("T_MEMD_INITIAL_MALLOC")) {

@@ -74,6 +74,8 @@ struct Config {
   bool slab_reassign = true;
   int slab_automove = 1;
   double slab_automove_ratio = 0.8;
+  uint32_t slab_automove_window = 10;
+  double slab_automove_freeratio = 0.01;
   std::string hash_algorithm = "murmur3";
   int tail_repair_time = 0;
 

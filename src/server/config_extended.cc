@@ -67,11 +67,18 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     if (!ParseDouble(value, &d)) return Bad("could not parse argument to slab_automove_ratio");
     if (d <= 0 || d >= 1) return Bad("slab_automove_ratio must be > 0 and < 1");
     c->slab_automove_ratio = d;
-  } else if (n == "slab_automove_window" || n == "slab_automove_freeratio") {
+  } else if (n == "slab_automove_window") {
     Status s = need_value();
     if (!s.ok()) return s;
-    if (!ParseDouble(value, &d) || d < 0) return Bad("could not parse argument to " + n);
-    ignored();
+    // memcached: atoi, then the range check.
+    v = std::atoi(std::string(value).c_str());
+    if (v < 3 || v > 1800) return Bad("slab_automove_window must be > 2 and < 1800");
+    c->slab_automove_window = static_cast<uint32_t>(v);
+  } else if (n == "slab_automove_freeratio") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseDouble(value, &d)) return Bad("could not parse argument to slab_automove_freeratio");
+    c->slab_automove_freeratio = d;
   } else if (n == "tail_repair_time") {
     Status s = number(0, INT32_MAX, &v, "tail_repair_time must be >= 0");
     if (!s.ok()) return s;
@@ -133,9 +140,12 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     if (!s.ok()) return s;
     c->idle_timeout_s = v;
   } else if (n == "slab_chunk_max") {
-    Status s = number(1, INT32_MAX, &v, "slab_chunk_max must be > 0");
+    // Kilobytes, as memcached 1.6 takes it (1..1024).
+    Status s = number(INT32_MIN, INT32_MAX, &v, "could not parse argument to slab_chunk_max");
     if (!s.ok()) return s;
-    c->slab_chunk_max = static_cast<size_t>(v);
+    if (v <= 0) return Bad("slab_chunk_max must be >= 0");
+    if (v > 1024) return Bad("slab_chunk_max must be specified in kilobytes.");
+    c->slab_chunk_max = static_cast<size_t>(v) * 1024;
     c->slab_chunk_max_set = true;
   } else if (n == "no_chunked_items") {
     c->slab_chunk_max = c->slab_page_size;

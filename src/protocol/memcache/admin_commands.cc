@@ -331,13 +331,33 @@ void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
   }
   if (nt >= 4 && pl.tokens[1] == "automove") {
     w.set_quiet(pl.noreply());
-    if (pl.tokens[2] == "ratio") {
-      // Accepted for compatibility; the engine fixes the ratio at start.
+    // memcached's proto_text.c: ratio and freeratio answer ERROR on a bad
+    // number, window its range error.
+    if (pl.tokens[2] == "ratio" || pl.tokens[2] == "freeratio") {
       double ratio = 0;
-      if (nt < 5 || !ParseDouble(pl.tokens[3], &ratio) || ratio < 0) {
+      if (nt < 5 || !ParseDouble(pl.tokens[3], &ratio)) {
         w.Error();
         return;
       }
+      if (pl.tokens[2] == "ratio") {
+        engine_->SetSlabAutomoveRatio(ratio);
+      } else {
+        engine_->SetSlabAutomoveFreeratio(ratio);
+      }
+      w.Word("OK");
+      return;
+    }
+    if (pl.tokens[2] == "window") {
+      uint32_t secs = 0;
+      if (nt < 5 || !ParseFlags(pl.tokens[3], &secs)) {
+        w.ClientError(kBadFormat);
+        return;
+      }
+      if (secs < 3 || secs > 1800) {
+        w.ClientError("automove window too low or too high");
+        return;
+      }
+      engine_->SetSlabAutomoveWindow(secs);
       w.Word("OK");
       return;
     }

@@ -300,21 +300,10 @@ size_t MemcacheHandler::FeedPending(const char* data, size_t len, ReplyWriter& w
   PendingValue& pv = pending_;
   size_t used = 0;
   if (pv.got < pv.n && len > 0) {
-    iovec spans[64];
-    int count = pv.item.WritableSpans(spans, 64);
-    size_t base = 0;  // value offset of spans[i]
-    for (int i = 0; i < count && used < len && pv.got < pv.n; ++i) {
-      const size_t span_len = spans[i].iov_len;
-      if (pv.got < base + span_len) {
-        size_t off = pv.got - base;
-        size_t k = span_len - off;
-        if (k > len - used) k = len - used;
-        std::memcpy(static_cast<char*>(spans[i].iov_base) + off, data + used, k);
-        used += k;
-        pv.got += k;
-      }
-      base += span_len;
-    }
+    const size_t k = std::min(len, pv.n - pv.got);
+    pv.item.WriteValue(pv.got, data, k);
+    used = k;
+    pv.got += k;
   }
   while (pv.got >= pv.n && pv.got < pv.n + 2 && used < len) {
     pv.tail[pv.got - pv.n] = data[used++];

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/str_append.h"
+#include "protocol/item_output.h"
 
 namespace trove::memcache {
 
@@ -75,11 +76,7 @@ void ReplyWriter::Trusted(std::string_view s) {
 
 void ReplyWriter::ItemValue(engine::ItemRef ref) {
   if (quiet_) return;  // ref drops its reference here
-  // 16 spans cover the default -I; larger -I values chunk into more.
-  iovec spans[64];
-  int n = ref.ValueSpans(spans, 64, true);
-  engine::Engine* e = ref.engine();
-  out_->AppendValue(spans, n, net::Releaser{&engine::Engine::ReleaseRaw, e, ref.Detach()});
+  protocol::AppendItemValue(out_, std::move(ref), /*with_crlf=*/true);
 }
 
 }  // namespace trove::memcache

@@ -363,14 +363,7 @@ bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType 
   engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, 0, bytes.size(), ctx.ts, type);
   if (a.status != engine::AllocStatus::kOk) return false;
   if (expire_ms != 0) ctx.engine->SetNewItemExpiryMs(a.item, expire_ms);
-  iovec spans[64];
-  int n = a.item.WritableSpans(spans, 64);
-  size_t off = 0;
-  for (int i = 0; i < n && off < bytes.size(); ++i) {
-    size_t take = std::min(spans[i].iov_len, bytes.size() - off);
-    std::memcpy(spans[i].iov_base, bytes.data() + off, take);
-    off += take;
-  }
+  a.item.WriteValue(0, bytes.data(), bytes.size());
   engine::StoreArgs args;
   return ctx.engine->StoreItemLocked(a.item, args, ctx.ts) == engine::StoreResult::kStored;
 }

@@ -113,14 +113,7 @@ bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_v
   }
   if (expire_ms != 0) ctx.engine->SetNewItemExpiryMs(a.item, expire_ms);
   if (!value.empty()) {
-    iovec spans[64];
-    int n = a.item.WritableSpans(spans, 64);
-    size_t off = 0;
-    for (int i = 0; i < n && off < value.size(); ++i) {
-      size_t take = std::min(spans[i].iov_len, value.size() - off);
-      std::memcpy(spans[i].iov_base, value.data() + off, take);
-      off += take;
-    }
+    a.item.WriteValue(0, value.data(), value.size());
   }
   engine::StoreArgs args;
   args.mode = engine::StoreMode::kSet;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/str_append.h"
+#include "protocol/item_output.h"
 
 namespace trove::resp {
 
@@ -65,20 +66,7 @@ void RespWriter::Bulk(std::string_view s) {
 
 void RespWriter::BulkItem(engine::ItemRef item) {
   Header('$', item.value_length());
-  iovec spans[64];
-  int n = item.ValueSpans(spans, 64, /*with_crlf=*/true);
-  if (n <= 0 || n > 64) {
-    std::string v;
-    item.CopyValue(&v);
-    out_->Append(v);
-    out_->Append("\r\n", 2);
-    return;
-  }
-  net::Releaser rel;
-  rel.fn = &engine::Engine::ReleaseRaw;
-  rel.ctx = item.engine();
-  rel.obj = item.Detach();
-  out_->AppendValue(spans, n, rel);
+  protocol::AppendItemValue(out_, std::move(item), /*with_crlf=*/true);
 }
 
 void RespWriter::BulkShared(std::string_view s, net::Releaser rel) {

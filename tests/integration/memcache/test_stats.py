@@ -431,6 +431,16 @@ def test_slabs_commands(fresh):
     assert c.rt(b"slabs automove ratio 0.5\r\n") == b"OK\r\n"
     assert c.rt(b"slabs automove ratio x\r\n") == b"ERROR\r\n"
     assert c.rt(b"slabs automove ratio\r\n") == b"ERROR\r\n"
+    assert c.stat("slab_automove_ratio", "settings") == "0.50"
+    # The window: memcached's range and error strings; it is applied.
+    assert c.rt(b"slabs automove window 30\r\n") == b"OK\r\n"
+    assert c.stat("slab_automove_window", "settings") == "30"
+    assert c.rt(b"slabs automove window 2\r\n") == b"CLIENT_ERROR automove window too low or too high\r\n"
+    assert c.rt(b"slabs automove window 1801\r\n") == b"CLIENT_ERROR automove window too low or too high\r\n"
+    assert c.rt(b"slabs automove window x\r\n") == BAD
+    assert c.stat("slab_automove_window", "settings") == "30"
+    assert c.rt(b"slabs automove freeratio 0.05\r\n") == b"OK\r\n"
+    assert c.rt(b"slabs automove freeratio x\r\n") == b"ERROR\r\n"
     assert c.rt(b"slabs reassign 1 1\r\n") == b"SAME src and dst class are identical\r\n"
     assert c.rt(b"slabs reassign 99 1\r\n") == b"BADCLASS invalid src or dst class id\r\n"
     assert c.rt(b"slabs reassign 1 200\r\n") == b"BADCLASS invalid src or dst class id\r\n"
@@ -653,4 +663,45 @@ def test_automove_returns_free_pages_promptly(make_server):
     for i in range(0, 6000, 2):
         c.send(b"delete nfoo%d noreply\r\n" % i)
     assert wait_for(lambda: int(c.stat("slab_global_page_pool")) > 24, timeout=15)
+    c.close()
+
+
+def test_o_slab_automove_window(make_server):
+    srv = make_server("-o", "slab_automove_window=60")
+    with Conn.to(srv) as c:
+        assert c.stat("slab_automove_window", "settings") == "60"
+
+
+def test_o_slab_automove_window_out_of_range_is_refused():
+    import subprocess
+    from harness import server as hserver
+    p = subprocess.run([hserver.find_binary(), "-u", "root", "-p", "0",
+                        "-o", "slab_automove_window=2"], capture_output=True, text=True, timeout=10)
+    assert p.returncode != 0
+    assert "slab_automove_window must be > 2 and < 1800" in p.stderr
+
+
+@pytest.mark.trove_only  # memcached prints slab_automove_freeratio only with extstore
+def test_freeratio_shows_in_settings(make_server):
+    srv = make_server("-o", "slab_automove_freeratio=0.1")
+    with Conn.to(srv) as c:
+        assert c.stat("slab_automove_freeratio", "settings") == "0.100"
+        assert c.rt(b"slabs automove freeratio 0.25\r\n") == b"OK\r\n"
+        assert c.stat("slab_automove_freeratio", "settings") == "0.250"
+
+
+def test_automove_returns_free_pages_after_a_quiet_window(make_server):
+    # Automove 1 with a 3-second window: memory full of one class, then
+    # everything deleted; once a window passes without evictions the free
+    # pages go back to the global pool (memcached's slab_automove.c).
+    srv = make_server("-m", "8", "-o", "slab_reassign,slab_automove=1,slab_automove_window=3")
+    c = Conn.to(srv)
+    v = b"x" * 2000
+    for i in range(6000):
+        c.send(b"set k%d 0 0 2000 noreply\r\n%s\r\n" % (i, v))
+    c.call(b"version\r\n")
+    for i in range(6000):
+        c.send(b"delete k%d noreply\r\n" % i)
+    c.call(b"version\r\n")
+    assert wait_for(lambda: int(c.stat("slab_global_page_pool")) > 0, timeout=15)
     c.close()

@@ -187,7 +187,7 @@ def test_evictions_and_mutations_together(make_server):
 def test_sysevents_show_automove_slab_moves(make_server):
     # Aggressive automove (2): one class holds all memory, then another
     # evicts; a page moves, and `watch sysevents` shows memcached's line.
-    srv = make_server("-m", "4", "-I", "64k", "-o", "slab_reassign,slab_automove=2,slab_chunk_max=32768")
+    srv = make_server("-m", "4", "-I", "64k", "-o", "slab_reassign,slab_automove=2,slab_chunk_max=32")
     c = Conn.to(srv)
     small = "a" * 1000
     for i in range(4000):

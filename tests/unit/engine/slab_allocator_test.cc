@@ -84,8 +84,10 @@ TEST(SlabAllocatorTest, BusyChunkBlocksMoveUntilFreed) {
   }
   ASSERT_TRUE(s.BeginMove(1));
   EXPECT_FALSE(s.MoveComplete());
-  Item* owner = s.RefMovingChunkOwner(0);
+  Item* chunk = nullptr;
+  Item* owner = s.RefMovingChunkOwner(0, &chunk);
   ASSERT_EQ(owner, got[0]);
+  EXPECT_EQ(chunk, got[0]);
   EXPECT_EQ(owner->refcount.load(), 2);
   owner->refcount.store(0);
   s.Free(owner);  // set aside, not back on the free list

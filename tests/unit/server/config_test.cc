@@ -143,8 +143,14 @@ TEST(ConfigTest, ItemSizeSuffixesAndMemcachedBounds) {
   EXPECT_NE(Err({"-I", "1000k"}).find("evenly divisible"), std::string::npos);
   EXPECT_NE(Err({"-I", "abc"}).find("invalid max item size"), std::string::npos);
   // A smaller chunk max makes small -I legal, as in memcached.
-  Config c = Ok({"-I", "1k", "-o", "slab_chunk_max=1024"});
+  // slab_chunk_max is in kilobytes (1..1024), as memcached 1.6 takes it.
+  Config c = Ok({"-I", "1k", "-o", "slab_chunk_max=1"});
   EXPECT_EQ(c.slab_chunk_max, 1024u);
+  EXPECT_EQ(Ok({"-o", "slab_chunk_max=16"}).slab_chunk_max, 16u * 1024);
+  EXPECT_EQ(Err({"-o", "slab_chunk_max=2048"}), "slab_chunk_max must be specified in kilobytes.");
+  EXPECT_EQ(Err({"-o", "slab_chunk_max=0"}), "slab_chunk_max must be >= 0");
+  EXPECT_NE(Err({"-o", "slab_chunk_max=x"}).find("could not parse argument to slab_chunk_max"),
+            std::string::npos);
   EXPECT_NE(Err({"-o", "slab_chunk_max=1000"}).find("evenly divisible"), std::string::npos);
 }
 

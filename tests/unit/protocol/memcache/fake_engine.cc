@@ -2,6 +2,7 @@
 // handler can be tested before, and independently of, the real engine. It
 // implements the engine.h contract as the protocol relies on it, including
 // the meta stale/win token rules and memcached's exptime meaning.
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -104,8 +105,8 @@ uint32_t ItemRef::value_length() const { return static_cast<uint32_t>(item_->val
 std::string_view ItemRef::value() const {
   return std::string_view(item_->value).substr(0, item_->value.size() - 2);
 }
-int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {
-  if (max < 1) return 0;
+int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf, size_t skip) const {
+  if (max < 1 || skip > 0) return 0;
   out[0].iov_base = item_->value.data();
   out[0].iov_len = item_->value.size() - (with_crlf ? 0 : 2);
   return 1;
@@ -258,7 +259,10 @@ StoreResult Engine::StoreItem(ItemRef& item, const StoreArgs& args, ThreadStats*
   return r;
 }
 
-int ItemRef::WritableSpans(iovec* out, int max) { return ValueSpans(out, max, false); }
+size_t ItemRef::SpanCount(bool) const { return 1; }
+void ItemRef::WriteValue(size_t off, const char* src, size_t len) {
+  std::memcpy(item_->value.data() + off, src, len);
+}
 
 ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadStats*) {
   MutexLock l(&impl_->mu);
@@ -385,6 +389,9 @@ std::string Engine::DetailDump() const {
 bool Engine::SetMemLimit(size_t bytes) { return bytes >= (16u << 20); }
 std::string Engine::SlabsReassign(int src, int dst) { return src == dst ? "SAME" : "NOSPARE"; }
 void Engine::SetSlabAutomove(int) {}
+void Engine::SetSlabAutomoveRatio(double) {}
+void Engine::SetSlabAutomoveWindow(uint32_t) {}
+void Engine::SetSlabAutomoveFreeratio(double) {}
 std::string Engine::CrawlerCrawl(std::string_view classes) {
   return classes == "all" ? "OK" : "BADCLASS";
 }

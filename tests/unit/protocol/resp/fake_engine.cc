@@ -3,6 +3,7 @@
 // enforces the locking contract the RESP layer relies on: *Locked calls need a
 // live KeyLockSet on this thread, plain calls must not run under one, and one
 // KeyLockSet per thread at a time.
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -90,8 +91,8 @@ bool ItemRef::is_heap() const { return item_->heap != nullptr; }
 bool ItemRef::is_chunked() const { return false; }
 int64_t ItemRef::expires_at_unix() const { return item_->exptime_ms / 1000; }
 int64_t ItemRef::expires_at_unix_ms() const { return item_->exptime_ms; }
-int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {
-  if (max < 2) return 0;
+int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf, size_t skip) const {
+  if (max < 2 || skip > 0) return 0;
   out[0].iov_base = const_cast<char*>(item_->value.data());
   out[0].iov_len = item_->value.size();
   if (!with_crlf) return 1;
@@ -102,11 +103,9 @@ int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf) const {
 std::string_view ItemRef::value() const { return item_->value; }
 void ItemRef::CopyValue(std::string* out) const { *out = item_->value; }
 char* ItemRef::writable_value() { return item_->value.data(); }
-int ItemRef::WritableSpans(iovec* out, int max) {
-  if (max < 1) return 0;
-  out[0].iov_base = item_->value.data();
-  out[0].iov_len = item_->value.size();
-  return 1;
+size_t ItemRef::SpanCount(bool with_crlf) const { return with_crlf ? 2 : 1; }
+void ItemRef::WriteValue(size_t off, const char* src, size_t len) {
+  std::memcpy(item_->value.data() + off, src, len);
 }
 HeapValue* ItemRef::heap() const {
   CHECK(t_lockset_held);

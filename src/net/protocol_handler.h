@@ -133,6 +133,9 @@ class ProtocolHandler {
   // connection, outside OnData: checks that must run without traffic (an
   // output limit's soft-limit time). May close through ConnControl.
   virtual void OnHousekeeping() {}
+  // Called on the worker when everything appended to the connection's
+  // output has been written (per flush, not per request).
+  virtual void OnOutputDrained() {}
   // Parses and executes every complete request in [data, data+len), appending
   // replies to `out`. Returns the bytes consumed; unconsumed bytes are kept
   // and offered again with more data appended.

@@ -161,8 +161,9 @@ void UdpPort::Serve(const char* data, size_t len, const void* peer, uint32_t pee
   // A request cut off by the end of the datagram, or a handler that wants to
   // close: the next datagram starts with a fresh handler.
   if (used < body || handler->BytesWanted() > 0 || handler->WantsClose()) handler_.reset();
-  if (out.empty()) return;  // noreply
   std::string reply = out.ToString();
+  if (handler_) handler_->OnOutputDrained();  // the reply is sent (or dropped) below
+  if (reply.empty()) return;  // noreply
   // The header counts datagrams in 16 bits: a reply past 65,535 of them
   // (about 91 MB, a metadump of a big cache) cannot be framed.
   constexpr size_t kMaxReply = 65535 * (kUdpMaxDatagram - kUdpHeader);

@@ -394,6 +394,7 @@ bool Worker::FlushOut(Connection* c) {
   int64_t w = c->out.Flush(c->fd);
   if (w < 0) return false;
   c->write_blocked = !c->out.empty();
+  if (!c->write_blocked && c->handler) c->handler->OnOutputDrained();
   bytes_written_.store(bytes_written_.load(std::memory_order_relaxed) + static_cast<uint64_t>(w),
                        std::memory_order_relaxed);
   return true;

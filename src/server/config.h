@@ -75,6 +75,7 @@ struct Config {
   int slab_automove = 1;
   double slab_automove_ratio = 0.8;
   uint32_t slab_automove_window = 10;
+  size_t read_buf_mem_limit = 0;  // bytes (-o read_buf_mem_limit takes megabytes); 0 = none
   double slab_automove_freeratio = 0.01;
   std::string hash_algorithm = "murmur3";
   int tail_repair_time = 0;

@@ -170,7 +170,12 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
       return Bad("could not parse argument to " + n + ": " + std::string(value));
     }
     (n == "watcher_logbuf_size" ? c->watcher_logbuf_kb : c->worker_logbuf_kb) = static_cast<size_t>(v);
-  } else if (n == "read_buf_mem_limit" || n == "num_napi_ids" || n == "ext_page_size" ||
+  } else if (n == "read_buf_mem_limit") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, 0, UINT32_MAX, &v)) return Bad("could not parse argument to read_buf_mem_limit");
+    c->read_buf_mem_limit = static_cast<size_t>(v) * 1024 * 1024;  // megabytes
+  } else if (n == "num_napi_ids" || n == "ext_page_size" ||
              n == "ext_wbuf_size" || n == "ext_threads" || n == "ext_item_size" ||
              n == "ext_item_age" || n == "ext_low_ttl" || n == "ext_recache_rate" ||
              n == "ext_compact_under" || n == "ext_drop_under" || n == "ext_max_sleep" ||

@@ -86,6 +86,11 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
     if (!auth.ok()) return auth.status();
     mc_opts.auth = std::move(auth.value());
   }
+  if (cfg.read_buf_mem_limit > 0) {  // -o read_buf_mem_limit
+    s->responses_ = std::make_shared<memcache::ResponseBudget>(cfg.read_buf_mem_limit,
+                                                               cfg.num_threads);
+    mc_opts.responses = s->responses_;
+  }
   s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), mc_opts,
                                                 s->log_.get(), resp::CommandLogOf(s->resp_factory_.get()),
                                                 key_events);
@@ -319,11 +324,16 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   }
   s.emplace_back("connection_structures",
                  Num(c.connection_structures.load(std::memory_order_relaxed)));
-  // memcached's response objects and read-buffer pool: Trove has neither
-  // (replies reference item memory; each connection owns its input
-  // buffer), so nothing is ever counted here.
-  for (const char* k : {"response_obj_oom", "response_obj_count", "response_obj_bytes",
-                        "read_buf_count", "read_buf_bytes", "read_buf_bytes_free",
+  // memcached's response objects: with -o read_buf_mem_limit, the replies
+  // in flight that the limit counts (ResponseBudget); without it Trove keeps
+  // none. The read-buffer pool: each connection owns its input buffer, so
+  // nothing is counted there.
+  const uint64_t live = responses_ != nullptr ? responses_->live() : 0;
+  s.emplace_back("response_obj_oom", Num(responses_ != nullptr ? responses_->oom() : 0));
+  s.emplace_back("response_obj_count", Num(live));
+  s.emplace_back("response_obj_bytes",
+                 Num(live * static_cast<uint64_t>(memcache::ResponseBudget::kResponseCost)));
+  for (const char* k : {"read_buf_count", "read_buf_bytes", "read_buf_bytes_free",
                         "read_buf_oom"}) {
     s.emplace_back(k, "0");
   }
@@ -388,6 +398,7 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("idle_timeout", Num(static_cast<uint64_t>(cfg_.idle_timeout_s)));
   s.emplace_back("watcher_logbuf_size", Num(cfg_.watcher_logbuf_kb * 1024));
   s.emplace_back("worker_logbuf_size", Num(cfg_.worker_logbuf_kb * 1024));
+  s.emplace_back("read_buf_mem_limit", Num(cfg_.read_buf_mem_limit));
   s.emplace_back("lru_segmented", yn(cfg_.lru_segmented));
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
   return s;

@@ -83,6 +83,7 @@ class Server final : public net::ServerServices {
   std::unique_ptr<net::LogHub> log_;
   std::unique_ptr<engine::ItemObserver> eviction_log_;
   std::unique_ptr<net::ProtocolFactory> mc_factory_;
+  std::shared_ptr<memcache::ResponseBudget> responses_;  // null without read_buf_mem_limit
   std::unique_ptr<net::ProtocolFactory> resp_factory_;
   // -U: memcached's UDP sockets, one per worker per address (declared before
   // net_ so they outlive the worker loops that poll them).

@@ -102,6 +102,7 @@ size_t MemcacheHandler::Authenticate(const char* data, size_t len, ReplyWriter& 
 }
 
 MemcacheHandler::~MemcacheHandler() {
+  GiveResponses();
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
 }
 
@@ -248,6 +249,16 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
   protocol::CommandLog::Sink* const sink = sink_ != nullptr && sink_->active() ? sink_ : nullptr;
   int64_t t0 = sink != nullptr ? engine_->clock()->MonoNanos() : 0;
   while (used < len && !close_ && handled < limit && watcher_id_ == 0) {
+    // memcached: a command that finds no response object closes the
+    // connection (a client flooding pipelined requests past the limit),
+    // and what was queued for it is dropped unsent.
+    if (!TakeResponses(1)) {
+      out.Clear();
+      GiveResponses();
+      close_ = true;
+      close_error_ = true;
+      return len;
+    }
     last_line_ = {};
     size_t n = ProcessOne(data + used, len - used, w);
     w.set_quiet(false);
@@ -553,8 +564,10 @@ class MemcacheFactory final : public net::ProtocolFactory {
                                                const net::ConnInfoView& conn) override {
     protocol::CommandLog::Sink* sink =
         ctx_.cmd_log != nullptr ? ctx_.cmd_log->SinkFor(worker_id) : nullptr;
-    return std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control, conn.fd,
-                                             sink, sink != nullptr ? conn.peer : std::string());
+    auto h = std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control, conn.fd,
+                                               sink, sink != nullptr ? conn.peer : std::string());
+    h->set_worker(worker_id);
+    return h;
   }
   void InitWorker(int worker_id) override { (void)StatsFor(worker_id); }
 

@@ -59,8 +59,26 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool WantsClose() const override { return close_; }
   bool CloseIsError() const override { return close_error_; }
   size_t BytesWanted() const override { return wanted_; }
+  void OnOutputDrained() override { GiveResponses(); }
+  // The worker whose share of -o read_buf_mem_limit this connection uses.
+  void set_worker(int worker) { worker_ = worker; }
 
  private:
+  // -o read_buf_mem_limit: reserves n replies on this worker's share
+  // (ResponseBudget); false when over it. Always true without a limit.
+  bool TakeResponses(int64_t n) {
+    if (ctx_->opts.responses == nullptr) return true;
+    if (!ctx_->opts.responses->Take(worker_, n)) return false;
+    responses_held_ += n;
+    return true;
+  }
+  // The replies this connection held have been written.
+  void GiveResponses() {
+    if (responses_held_ == 0) return;
+    ctx_->opts.responses->Give(worker_, responses_held_);
+    responses_held_ = 0;
+  }
+
   // Handles the request at the front of [data, data+len). Returns the bytes
   // it consumed, 0 when the request is incomplete.
   size_t ProcessOne(const char* data, size_t len, ReplyWriter& w);
@@ -193,6 +211,8 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t swallow_ = 0;
   size_t wanted_ = 0;
   bool close_ = false;
+  int worker_ = 0;               // the owning worker's id (ResponseBudget share)
+  int64_t responses_held_ = 0;   // replies reserved and not yet written
   bool close_error_ = false;
   uint32_t log_mask_ = 0;  // LogHub's watched types at the start of this OnData
   // -Y: until a `set` carries a valid "user pass", nothing else runs.

@@ -12,6 +12,7 @@
 #include "protocol/command_log.h"
 #include "protocol/key_events.h"
 #include "protocol/memcache/ascii_auth.h"
+#include "protocol/memcache/response_budget.h"
 
 namespace trove::memcache {
 
@@ -26,6 +27,8 @@ struct ProtocolOptions {
   bool dump_enabled = true;                // -X turns cachedump / metadump / mgdump off
   // -Y: connections must authenticate first (memcached's ASCII auth).
   std::shared_ptr<AuthTable> auth;
+  // -o read_buf_mem_limit: the replies in flight per worker; null = no limit.
+  std::shared_ptr<ResponseBudget> responses;
 };
 
 // engine and services outlive the factory and every handler it creates.

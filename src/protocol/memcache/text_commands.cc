@@ -32,6 +32,17 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
       }
     }
   }
+  // -o read_buf_mem_limit: one reply per key, reserved up front (memcached
+  // fails at the key that finds no response object and answers only this).
+  if (ctx_->opts.responses != nullptr) {
+    WordIterator count = it;
+    int64_t nkeys = 0;
+    while (count.Next(&key)) ++nkeys;
+    if (nkeys > 1 && !TakeResponses(nkeys - 1)) {
+      w.ServerError("out of memory writing get response");
+      return;
+    }
+  }
   // A multiget prefetches its keys a batch at a time (the buckets and
   // stripe locks, then the items), so their cache misses overlap; a single
   // get skips it (the pipelined look-ahead in OnData covers that case).

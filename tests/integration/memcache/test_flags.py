@@ -580,3 +580,44 @@ def test_Y_malformed_authfile_stops_the_start(tmp_path):
     p = subprocess.run(args, capture_output=True, timeout=10)
     assert p.returncode != 0
     assert b"malformed entry" in p.stderr + p.stdout
+
+
+# ---- -o read_buf_mem_limit (memcached's t/conn-limits.t) ----------------
+
+def test_read_buf_mem_limit_refuses_a_multiget_past_the_share(make_server):
+    # 1 MB split over 32 workers: each worker's share holds about 32 replies
+    # in flight, so a 500-key get is refused; the connection stays usable.
+    srv = make_server("-o", "read_buf_mem_limit=1", "-t", "32", "-R", "500")
+    c = Conn.to(srv)
+    assert c.stats("settings")["read_buf_mem_limit"] == str(1024 * 1024)
+    assert c.rt(b"set foo 0 0 1\r\nx\r\n") == b"STORED\r\n"
+    line = b"get " + b" ".join([b"foo"] * 500) + b"\r\n"
+    assert c.rt(line) == b"SERVER_ERROR out of memory writing get response\r\n"
+    assert int(c.stat("response_obj_oom")) >= 1
+    # Replies that were written give their share back: many small multigets.
+    for _ in range(50):
+        assert c.rt(b"get foo foo foo foo foo\r\n") == b"VALUE foo 0 1\r\nx\r\n" * 5 + b"END\r\n"
+    c.close()
+
+
+def test_read_buf_mem_limit_disconnects_a_pipelined_flood(make_server):
+    srv = make_server("-o", "read_buf_mem_limit=1", "-t", "32", "-R", "500")
+    c = Conn.to(srv)
+    before = int(c.stat("response_obj_oom"))
+    flood = Conn.to(srv)
+    flood.send(b"mg foo v\r\n" * 500)
+    assert flood.expect_closed() == b""  # nothing written, then closed
+    assert int(c.stat("response_obj_oom")) > before
+    assert c.call(b"mn\r\n") == b"MN\r\n"
+    c.close()
+
+
+def test_no_read_buf_mem_limit_by_default(make_server):
+    srv = make_server("-t", "32", "-R", "500")
+    c = Conn.to(srv)
+    assert c.stats("settings")["read_buf_mem_limit"] == "0"
+    assert c.rt(b"get " + b" ".join([b"foo"] * 500) + b"\r\n") == b"END\r\n"
+    c.send(b"mg foo v\r\n" * 500)
+    assert c.read_exact(len(b"EN\r\n") * 500, timeout=10) == b"EN\r\n" * 500
+    assert int(c.stat("response_obj_oom")) == 0
+    c.close()

@@ -291,6 +291,13 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
 
 Result<Config> ParseArgs(const std::vector<std::string>& argv) {
   Config c;
+  // TROVE_RESP_PORT sets --resp-port's default (0: a pure memcached server),
+  // for running unchanged memcached command lines next to a redis-server.
+  if (const char* env = std::getenv("TROVE_RESP_PORT"); env != nullptr && *env != '\0') {
+    int64_t v = 0;
+    if (!ParseInt(env, 0, 65535, &v)) return Bad(std::string("invalid TROVE_RESP_PORT: ") + env);
+    c.resp_port = static_cast<int>(v);
+  }
   std::vector<std::string> copy = argv;
   if (copy.empty()) copy.push_back("trove");
   std::vector<char*> ptrs;

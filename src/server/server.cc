@@ -161,17 +161,30 @@ Status Server::Bind() {
     for (const net::ListenAddr& h : hosts) {
       int port = cfg_.resp_port == 0 && resp_port_ > 0 ? resp_port_ : cfg_.resp_port;
       auto ls = net::ListenTcp(h.host, port, cfg_.backlog);
-      if (!ls.ok()) {
-        // The default port being taken (a local redis-server) is not fatal.
-        if (!cfg_.resp_port_set) {
-          std::fprintf(stderr, "warning: RESP port %d unavailable (%s); RESP is off\n",
-                       cfg_.resp_port, std::string(ls.status().message()).c_str());
-          for (net::Listener& l : all) ::close(l.fd);
-          all.clear();
-          resp_port_ = -1;
-          break;
+      // As Redis's default `bind * -::*`: on the wildcard address IPv4 is
+      // required and IPv6 optional. ListenTcp, like memcached, keeps going
+      // when one family's port is taken; for RESP that would leave IPv4
+      // clients talking to whoever holds the port.
+      if (ls.ok() && h.host.empty()) {
+        bool v4 = false;
+        for (const net::Listener& l : ls.value()) v4 = v4 || l.name.rfind("tcp:", 0) == 0;
+        if (!v4) {
+          for (net::Listener& l : ls.value()) ::close(l.fd);
+          ls = Status::Invalid("bind 0.0.0.0:" + std::to_string(port) + ": Address already in use");
         }
+      }
+      if (!ls.ok()) {
+        // Fatal even for the default port: a server that silently came up
+        // without RESP would look like a working Redis replacement.
         for (net::Listener& l : all) ::close(l.fd);
+        if (!cfg_.resp_port_set) {
+          return Status::Invalid(
+              "failed to listen on RESP port " + std::to_string(cfg_.resp_port) +
+              " (the default): " + std::string(ls.status().message()) +
+              "; another server (a redis-server?) holds it. Pass --resp-port <port> to move "
+              "Trove's RESP port, or --resp-port 0 (or TROVE_RESP_PORT=0) to run as a pure "
+              "memcached server");
+        }
         return Status::Invalid("failed to listen on RESP port " +
                                std::to_string(cfg_.resp_port) + ": " +
                                std::string(ls.status().message()));

@@ -621,3 +621,59 @@ def test_no_read_buf_mem_limit_by_default(make_server):
     assert c.read_exact(len(b"EN\r\n") * 500, timeout=10) == b"EN\r\n" * 500
     assert int(c.stat("response_obj_oom")) == 0
     c.close()
+
+
+# ---- the RESP port at start-up -------------------------------------------
+
+@pytest.mark.trove_only
+def test_taken_default_resp_port_is_a_clear_startup_error():
+    # A redis-server already on the default RESP port: Trove says so and
+    # exits instead of starting without RESP. TROVE_RESP_PORT moves the
+    # default (here to the taken port, to keep the test off 6379).
+    import socket as s
+    holder = s.socket()
+    holder.setsockopt(s.SOL_SOCKET, s.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        env = dict(os.environ, TROVE_RESP_PORT=str(port))
+        p = subprocess.run([hserver.find_binary(), "-u", "root", "-p", "0", "-l", "127.0.0.1"], env=env,
+                           capture_output=True, text=True, timeout=10)
+        assert p.returncode != 0
+        assert "failed to listen on RESP port %d (the default)" % port in p.stderr
+        assert "--resp-port 0" in p.stderr
+    finally:
+        holder.close()
+
+
+@pytest.mark.trove_only
+def test_taken_ipv4_resp_port_is_fatal_on_the_wildcard_address():
+    # IPv4 taken, IPv6 free: Trove must not come up on IPv6 alone (Redis's
+    # default bind "* -::*": IPv4 required).
+    import socket as s
+    holder = s.socket()
+    holder.bind(("0.0.0.0", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        env = dict(os.environ, TROVE_RESP_PORT=str(port))
+        p = subprocess.run([hserver.find_binary(), "-u", "root", "-p", "0"], env=env,
+                           capture_output=True, text=True, timeout=10)
+        assert p.returncode != 0
+        assert "failed to listen on RESP port %d" % port in p.stderr
+    finally:
+        holder.close()
+
+
+@pytest.mark.trove_only
+def test_resp_port_env_zero_runs_a_pure_memcached_server(monkeypatch):
+    monkeypatch.setenv("TROVE_RESP_PORT", "0")
+    p = subprocess.Popen([hserver.find_binary(), "-u", "root", "-p", "0", "-l", "127.0.0.1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        assert p.poll() is None  # up, with no RESP listener to fail on
+    finally:
+        p.terminate()
+        p.wait(timeout=10)

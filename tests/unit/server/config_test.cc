@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -316,4 +317,14 @@ TEST(ConfigTest, BuildsSubsystemOptions) {
 }
 
 }  // namespace
+TEST(ConfigTest, TroveRespPortEnvironmentSetsTheDefault) {
+  ::setenv("TROVE_RESP_PORT", "0", 1);
+  EXPECT_EQ(Ok({}).resp_port, 0);
+  EXPECT_EQ(Ok({"--resp-port", "7000"}).resp_port, 7000);  // the flag still wins
+  ::setenv("TROVE_RESP_PORT", "x", 1);
+  EXPECT_NE(Err({}).find("invalid TROVE_RESP_PORT"), std::string::npos);
+  ::unsetenv("TROVE_RESP_PORT");
+  EXPECT_EQ(Ok({}).resp_port, 6379);
+}
+
 }  // namespace trove::server

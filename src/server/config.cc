@@ -266,10 +266,7 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
     case 'Y': c->auth_file = a; break;
     case 'e': return Bad("restartable memory files (-e) are not supported by Trove");
     case 'Z': return Bad("TLS (-Z) is not supported by Trove yet");
-    case 'N':
-      if (!ParseInt(arg, 0, INT32_MAX, &v)) return Bad("invalid napi ids for -N: " + a);
-      c->warnings.push_back("-N: napi ids have no effect in Trove; ignored");
-      break;
+    case 'N': return Bad("napi ids (-N) are not supported by Trove");
     case 'o': return ApplyExtendedList(arg, c);
     case kOptRespPort:
       if (!ParseInt(arg, 0, 65535, &v)) return Bad("invalid RESP port for --resp-port: " + a);
@@ -449,7 +446,7 @@ std::string HelpText() {
    hot_max_factor=F, warm_max_factor=F, temp_lru, temporary_ttl=N,
    idle_timeout=N, slab_reassign, slab_automove=0|1|2, slab_automove_ratio=F,
    slab_chunk_max=BYTES, no_chunked_items, modern, no_modern
-   (memcached's other -o names are accepted and ignored; -vv lists them)
+   (memcached's other -o names are refused, naming what Trove lacks)
 )";
   return h;
 }

@@ -54,7 +54,7 @@ struct Config {
   size_t slab_chunk_max = 0;        // -o slab_chunk_max; resolved by validation
   bool slab_chunk_max_set = false;
   bool prealloc = false;            // -L
-  bool lock_memory = false;         // -k (accepted, not applied)
+  bool lock_memory = false;         // -k: mlockall at start (main.cc)
   char prefix_delimiter = ':';      // -D
   bool detail_enabled = false;      // -D turns per-prefix stats on
 

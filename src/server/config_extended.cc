@@ -9,8 +9,8 @@
 namespace trove::server::detail {
 namespace {
 
-// One -o name=value. Names are memcached 1.6's; the ones that have no effect
-// in Trove are checked and recorded as warnings.
+// One -o name=value. Names are memcached 1.6's; the ones naming a feature
+// Trove lacks (extstore, TLS, the proxy, ...) are refused with a message.
 Status ApplyExtended(std::string_view name, std::string_view value, bool has_value,
                      Config* c) {
   std::string n(name);
@@ -26,9 +26,6 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     }
     if (*out < lo || *out > hi) return Bad(range_msg);
     return Status::Ok();
-  };
-  auto ignored = [&]() {
-    c->warnings.push_back("-o " + n + " has no effect in Trove; ignored");
   };
   int64_t v = 0;
   double d = 0;
@@ -83,8 +80,11 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     Status s = number(0, INT32_MAX, &v, "tail_repair_time must be >= 0");
     if (!s.ok()) return s;
     if (v != 0 && v < 10) return Bad("Cannot set tail_repair_time to less than 10 seconds");
-    c->tail_repair_time = static_cast<int>(v);
-    ignored();
+    // memcached repairs items whose reference was leaked for this long;
+    // Trove's references are scoped and cannot leak, so only 0 (off, the
+    // default) is accepted.
+    if (v != 0) return Bad("-o tail_repair_time is not supported by Trove (references cannot leak)");
+    c->tail_repair_time = 0;
   } else if (n == "hash_algorithm") {
     Status s = need_value();
     if (!s.ok()) return s;
@@ -175,38 +175,24 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     if (!s.ok()) return s;
     if (!ParseInt(value, 0, UINT32_MAX, &v)) return Bad("could not parse argument to read_buf_mem_limit");
     c->read_buf_mem_limit = static_cast<size_t>(v) * 1024 * 1024;  // megabytes
-  } else if (n == "num_napi_ids" || n == "ext_page_size" ||
-             n == "ext_wbuf_size" || n == "ext_threads" || n == "ext_item_size" ||
-             n == "ext_item_age" || n == "ext_low_ttl" || n == "ext_recache_rate" ||
-             n == "ext_compact_under" || n == "ext_drop_under" || n == "ext_max_sleep" ||
-             n == "ssl_verify_mode" || n == "ssl_keyformat" || n == "ssl_wbuf_size" ||
-             n == "ssl_min_version") {
-    Status s = need_value();
-    if (!s.ok()) return s;
-    if (!ParseInt(value, 0, INT64_MAX, &v)) {
-      return Bad("could not parse argument to " + n + ": " + std::string(value));
-    }
-    ignored();
-  } else if (n == "ext_max_frag") {
-    Status s = need_value();
-    if (!s.ok()) return s;
-    if (!ParseDouble(value, &d) || d < 0 || d > 1) return Bad("ext_max_frag must be 0..1");
-    ignored();
-  } else if (n == "ext_path" || n == "ssl_chain_cert" || n == "ssl_key" || n == "ssl_ciphers" ||
-             n == "ssl_ca_cert" || n == "slab_sizes" || n == "sock_cookie_id" ||
-             n == "proxy_config" || n == "proxy_arg") {
-    Status s = need_value();
-    if (!s.ok()) return s;
-    ignored();
+  } else if (n.rfind("ext_", 0) == 0 || n == "no_ext_drop_unread") {
+    return Bad("-o " + n + ": extstore is not supported by Trove (items live in memory only)");
+  } else if (n.rfind("ssl_", 0) == 0) {
+    return Bad("-o " + n + ": TLS is not supported by Trove yet");
+  } else if (n == "proxy_config" || n == "proxy_arg" || n == "proxy_uring") {
+    return Bad("-o " + n + ": the proxy is not supported by Trove yet");
+  } else if (n == "num_napi_ids" || n == "sock_cookie_id" || n == "slab_sizes" ||
+             n == "track_sizes" || n == "no_hashexpand" || n == "drop_privileges" ||
+             n == "meta_response_old") {
+    return Bad("-o " + n + " is not supported by Trove");
   } else if (n == "lru_segmented") {
     c->lru_segmented = true;
   } else if (n == "no_lru_segmented") {
     c->lru_segmented = false;
-  } else if (n == "track_sizes" || n == "no_hashexpand" || n == "inline_ascii_resp" ||
-             n == "no_inline_ascii_resp" || n == "ext_drop_unread" || n == "no_ext_drop_unread" ||
-             n == "ssl_session_cache" || n == "ssl_kernel_tls" || n == "drop_privileges" ||
-             n == "no_drop_privileges" || n == "meta_response_old" || n == "proxy_uring") {
-    ignored();
+  } else if (n == "inline_ascii_resp" || n == "no_inline_ascii_resp" ||
+             n == "no_drop_privileges") {
+    // No-ops in memcached 1.6 too (inline_ascii_response is a dead setting;
+    // Trove never drops privileges with seccomp): same behaviour, accepted.
   } else {
     return Bad("Illegal suboption \"" + n + "\"");
   }

@@ -2,10 +2,14 @@
 // daemonizes if asked, runs the server until SIGTERM/SIGINT or "shutdown".
 #include <grp.h>
 #include <pwd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,6 +25,33 @@ constexpr int kExitOsErr = 71;   // sysexits.h EX_OSERR
 
 // memcached's rule: root must name a user to run as (-u), and then runs as
 // that user. Returns an exit code, or 0 to go on.
+// -r: raise the core file limit as far as allowed (memcached's order and
+// messages); a limit still at 0 is an error.
+int ApplyCoreLimit(const Config& cfg) {
+  if (!cfg.coredumps) return 0;
+  rlimit old{};
+  if (::getrlimit(RLIMIT_CORE, &old) == 0) {
+    rlimit want{RLIM_INFINITY, RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_CORE, &want) != 0) {
+      want.rlim_cur = want.rlim_max = old.rlim_max;  // only up to the old hard limit
+      (void)::setrlimit(RLIMIT_CORE, &want);
+    }
+  }
+  rlimit now{};
+  if (::getrlimit(RLIMIT_CORE, &now) != 0 || now.rlim_cur == 0) {
+    std::fprintf(stderr, "failed to ensure corefile creation\n");
+    return kExitOsErr;
+  }
+  return 0;
+}
+
+// -k: lock all memory, current and future (memcached only warns on failure).
+void ApplyLockMemory(const Config& cfg) {
+  if (cfg.lock_memory && ::mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    std::fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", std::strerror(errno));
+  }
+}
+
 int ApplyUser(const Config& cfg) {
   if (::getuid() != 0 && ::geteuid() != 0) return 0;  // -u only matters for root
   if (cfg.user.empty()) {
@@ -81,7 +112,9 @@ int main(int argc, char** argv) {
   if (cfg.verbose >= 2) {
     for (const std::string& w : cfg.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
+  if (int rc = ApplyCoreLimit(cfg); rc != 0) return rc;
   if (int rc = ApplyUser(cfg); rc != 0) return rc;
+  ApplyLockMemory(cfg);
   if (cfg.daemonize) {
     // Before any thread exists. The working directory is kept so relative
     // -P / --port-file paths mean what they meant on the command line.

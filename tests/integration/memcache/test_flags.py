@@ -677,3 +677,20 @@ def test_resp_port_env_zero_runs_a_pure_memcached_server(monkeypatch):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+# ---- -r and -k do what they say ------------------------------------------
+
+def test_r_raises_the_core_file_limit(make_server):
+    srv = make_server("-r")
+    with open("/proc/%d/limits" % srv.proc.pid) as f:
+        line = [l for l in f if l.startswith("Max core file size")][0]
+    assert line.split()[4] != "0"  # soft limit raised (unlimited where allowed)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mlockall needs CAP_IPC_LOCK or a high RLIMIT_MEMLOCK")
+def test_k_locks_memory(make_server):
+    srv = make_server("-k", "-m", "8")
+    with open("/proc/%d/status" % srv.proc.pid) as f:
+        locked = [l for l in f if l.startswith("VmLck:")][0]
+    assert int(locked.split()[1]) > 0  # kB locked

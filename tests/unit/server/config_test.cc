@@ -268,10 +268,23 @@ TEST(ConfigTest, ExtendedOptionValueChecks) {
   EXPECT_NE(Err({"-o", "worker_logbuf_size=x"}).find("could not parse"), std::string::npos);
 }
 
-TEST(ConfigTest, InapplicableExtendedOptionsAreIgnoredWithAWarning) {
-  Config c = Ok({"-o", "track_sizes,worker_logbuf_size=64,ext_path=/tmp/x:1G,modern,"
-                       "maxconns_fast,no_hashexpand"});
-  EXPECT_GE(c.warnings.size(), 3u);
+TEST(ConfigTest, OptionsForFeaturesTroveLacksAreRefused) {
+  // Nothing is accepted and ignored: each names what Trove lacks.
+  EXPECT_NE(Err({"-o", "ext_path=/tmp/x:1G"}).find("extstore is not supported"), std::string::npos);
+  EXPECT_NE(Err({"-o", "ext_threads=2"}).find("extstore is not supported"), std::string::npos);
+  EXPECT_NE(Err({"-o", "ssl_chain_cert=/x"}).find("TLS is not supported"), std::string::npos);
+  EXPECT_NE(Err({"-o", "proxy_config=/x.lua"}).find("proxy is not supported"), std::string::npos);
+  for (const char* o : {"track_sizes", "no_hashexpand", "slab_sizes=100-200", "num_napi_ids=2",
+                        "drop_privileges", "meta_response_old", "sock_cookie_id=1"}) {
+    EXPECT_NE(Err({"-o", o}).find("is not supported by Trove"), std::string::npos) << o;
+  }
+  EXPECT_NE(Err({"-o", "tail_repair_time=60"}).find("not supported"), std::string::npos);
+  EXPECT_EQ(Ok({"-o", "tail_repair_time=0"}).tail_repair_time, 0);
+  EXPECT_NE(Err({"-N", "4"}).find("not supported"), std::string::npos);
+  // memcached's own no-ops stay accepted, with no warning.
+  Config c = Ok({"-o", "inline_ascii_resp,no_inline_ascii_resp,no_drop_privileges,modern,"
+                       "maxconns_fast,worker_logbuf_size=64"});
+  EXPECT_TRUE(c.warnings.empty());
   EXPECT_TRUE(c.maxconns_fast);
   EXPECT_FALSE(Ok({"-o", "no_maxconns_fast"}).maxconns_fast);
 }

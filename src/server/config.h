@@ -77,7 +77,7 @@ struct Config {
   uint32_t slab_automove_window = 10;
   size_t read_buf_mem_limit = 0;  // bytes (-o read_buf_mem_limit takes megabytes); 0 = none
   double slab_automove_freeratio = 0.01;
-  std::string hash_algorithm = "murmur3";
+  std::string hash_algorithm = "xxh64";  // what Trove hashes with (stats settings)
   int tail_repair_time = 0;
 
   // --- process ---

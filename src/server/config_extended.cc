@@ -91,7 +91,10 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     if (value != "jenkins" && value != "murmur3" && value != "xxh3") {
       return Bad("Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
     }
-    c->hash_algorithm = std::string(value);
+    // The choice is internal to the hash table (no client can observe it);
+    // Trove has one hash, XXH64, and says so rather than pretend.
+    return Bad("-o hash_algorithm=" + std::string(value) +
+               " is not supported by Trove: keys are always hashed with xxh64");
   } else if (n == "lru_crawler") {
     c->lru_crawler = true;
   } else if (n == "no_lru_crawler") {

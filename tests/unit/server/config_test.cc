@@ -209,7 +209,7 @@ TEST(ConfigTest, ExtendedOptionsReachTheEngine) {
                  "hashpower=20,no_lru_maintainer,no_lru_crawler,hot_lru_pct=10,warm_lru_pct=30,"
                  "hot_max_factor=0.5,warm_max_factor=3,slab_automove=2,"
                  "slab_automove_ratio=0.5,no_slab_reassign,idle_timeout=30,"
-                 "hash_algorithm=xxh3,lru_crawler_sleep=50,lru_crawler_tocrawl=9"});
+                 "lru_crawler_sleep=50,lru_crawler_tocrawl=9"});
   EXPECT_EQ(c.hashpower, 20);
   EXPECT_FALSE(c.lru_maintainer);
   EXPECT_FALSE(c.lru_crawler);
@@ -221,7 +221,9 @@ TEST(ConfigTest, ExtendedOptionsReachTheEngine) {
   EXPECT_DOUBLE_EQ(c.slab_automove_ratio, 0.5);
   EXPECT_FALSE(c.slab_reassign);
   EXPECT_EQ(c.idle_timeout_s, 30);
-  EXPECT_EQ(c.hash_algorithm, "xxh3");
+  EXPECT_EQ(c.hash_algorithm, "xxh64");
+  EXPECT_NE(Err({"-o", "hash_algorithm=murmur3"}).find("always hashed with xxh64"),
+            std::string::npos);
   EXPECT_EQ(c.lru_crawler_sleep, 50u);
   EXPECT_EQ(c.lru_crawler_tocrawl, 9u);
   engine::EngineOptions e = c.ToEngineOptions();

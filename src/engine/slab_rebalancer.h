@@ -21,10 +21,13 @@ enum class MoveStatus : uint8_t {
 const char* MoveStatusName(uint8_t status);
 
 // Owner: Engine::Impl. Thread safety: public methods are thread-safe; mu_
-// (kBackground) guards requests and the automove window. A move evicts
-// what lives in the page: it takes a reference under the slabs lock
+// (kBackground) guards requests; the automove history is the rebalancer
+// thread's. A move rescues what lives in the page (or evicts it when it is
+// dead or cannot be rescued): it takes a reference under the slabs lock
 // (SlabAllocator::RefMovingChunkOwner), drops that lock, then locks the
-// item's stripe normally (it holds nothing else), so no reverse step.
+// item's stripe normally (it holds nothing else), so no reverse step. Under
+// the stripe it may take LRU locks (try-locking other stripes) and the
+// slabs lock: the engine's usual order.
 class SlabRebalancer {
  public:
   explicit SlabRebalancer(Engine::Impl* impl);

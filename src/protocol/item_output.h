@@ -18,11 +18,12 @@ inline void AppendItemValue(net::OutputBuffer* out, engine::ItemRef ref, bool wi
   constexpr int kBatch = 64;
   iovec spans[kBatch];
   net::Releaser rel{&engine::Engine::ReleaseRaw, ref.engine(), nullptr};
-  const size_t total = ref.SpanCount(with_crlf);
+  // The common case asks the item once: fewer spans than the array holds.
+  const int first = ref.ValueSpans(spans, kBatch, with_crlf);
+  const size_t total = first < kBatch ? static_cast<size_t>(first) : ref.SpanCount(with_crlf);
   if (total <= static_cast<size_t>(kBatch)) {
-    const int n = ref.ValueSpans(spans, kBatch, with_crlf);
     rel.obj = ref.Detach();
-    out->AppendValue(spans, n, rel);  // may copy a small value and release at once
+    out->AppendValue(spans, first, rel);  // may copy a small value and release at once
     return;
   }
   // Referenced throughout: the reference must outlive every batch's bytes.

@@ -216,7 +216,8 @@ MetaCheck CheckRestartMeta(std::string_view text, const RestartMeta& current, in
       break;
     }
   }
-  if (ok && seen != (1u << kNumKeys) - 1) {
+  // As memcached: a check that stopped early has also seen too few lines.
+  if (seen != (1u << kNumKeys) - 1) {
     c.log.emplace_back("[restart] missing some metadata lines");
     ok = false;
   }

@@ -53,8 +53,7 @@ Status Engine::Impl::RestoreWarm(const WarmStart& w) {
       auto rec = w.heap.find(static_cast<uint64_t>(reinterpret_cast<char*>(it) - base));
       if (opts.heap_codec != nullptr && rec != w.heap.end() && rec->second.key == KeyOf(it) &&
           static_cast<uint8_t>(rec->second.type) == it->type) {
-        std::unique_ptr<HeapValue> v =
-            opts.heap_codec->Decode(rec->second.type, rec->second.bytes);
+        std::unique_ptr<HeapValue> v = opts.heap_codec->Decode(rec->second.type, rec->second.bytes);
         if (v != nullptr) {
           slabs.AddHeapBytes(static_cast<int64_t>(v->MemoryUsage()));
           SetHeapPointer(it, v.release());
@@ -76,8 +75,8 @@ Status Engine::Impl::RestoreWarm(const WarmStart& w) {
       seg = Segment::kHot;
     }
     SetSegment(it, seg);
-    lists[static_cast<size_t>(lru.LruClassOf(it)) * kSegments + static_cast<size_t>(seg)]
-        .push_back(it);
+    lists[static_cast<size_t>(lru.LruClassOf(it)) * kSegments + static_cast<size_t>(seg)].push_back(
+        it);
   }
 
   // Pass 2: expired, flushed, unlinked or unrestorable items are freed with

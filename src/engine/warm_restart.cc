@@ -21,15 +21,32 @@ namespace {
 // memcached's keys (its _mc_meta_load_cb), then Trove's. Every one must be
 // present for the memory to be reused (memcached requires its 16).
 enum MetaKey : int {
-  kMmapOldbase, kMaxbytes, kChunkSize, kItemSizeMax, kSlabChunkSizeMax, kSlabPageSize,
-  kSlabConfig, kUseCas, kSlabReassign, kCurrentCas, kOldestLive, kLoggerGid, kCurrentTime,
-  kStopTime, kProcessStarted, kHashpower, kOldestCas, kHeapItems, kPageClasses, kNumKeys
+  kMmapOldbase,
+  kMaxbytes,
+  kChunkSize,
+  kItemSizeMax,
+  kSlabChunkSizeMax,
+  kSlabPageSize,
+  kSlabConfig,
+  kUseCas,
+  kSlabReassign,
+  kCurrentCas,
+  kOldestLive,
+  kLoggerGid,
+  kCurrentTime,
+  kStopTime,
+  kProcessStarted,
+  kHashpower,
+  kOldestCas,
+  kHeapItems,
+  kPageClasses,
+  kNumKeys
 };
 constexpr const char* kKeyNames[kNumKeys] = {
-    "mmap_oldbase", "maxbytes", "chunk_size", "item_size_max", "slab_chunk_size_max",
-    "slab_page_size", "slab_config", "use_cas", "slab_reassign", "current_cas", "oldest_live",
-    "logger_gid", "current_time", "stop_time", "process_started", "hashpower", "oldest_cas",
-    "heap_items", "page_classes"};
+    "mmap_oldbase",   "maxbytes",    "chunk_size",   "item_size_max", "slab_chunk_size_max",
+    "slab_page_size", "slab_config", "use_cas",      "slab_reassign", "current_cas",
+    "oldest_live",    "logger_gid",  "current_time", "stop_time",     "process_started",
+    "hashpower",      "oldest_cas",  "heap_items",   "page_classes"};
 
 void Kv(std::string* out, const char* key, std::string_view val) {
   *out += 'K';
@@ -105,9 +122,12 @@ bool ApplyKey(int key, std::string_view val, const RestartMeta& cur, int64_t now
   uint64_t u = 0;
   bool b = false;
   switch (key) {
-    case kMmapOldbase: return ParseHex(val, &m->mmap_oldbase);
-    case kMaxbytes: return ParseU64(val, &m->maxbytes) && m->maxbytes == cur.maxbytes;
-    case kChunkSize: return ParseU64(val, &m->chunk_size) && m->chunk_size == cur.chunk_size;
+    case kMmapOldbase:
+      return ParseHex(val, &m->mmap_oldbase);
+    case kMaxbytes:
+      return ParseU64(val, &m->maxbytes) && m->maxbytes == cur.maxbytes;
+    case kChunkSize:
+      return ParseU64(val, &m->chunk_size) && m->chunk_size == cur.chunk_size;
     case kItemSizeMax:
       return ParseU64(val, &m->item_size_max) && m->item_size_max == cur.item_size_max;
     case kSlabChunkSizeMax:
@@ -115,24 +135,38 @@ bool ApplyKey(int key, std::string_view val, const RestartMeta& cur, int64_t now
              m->slab_chunk_size_max == cur.slab_chunk_size_max;
     case kSlabPageSize:
       return ParseU64(val, &m->slab_page_size) && m->slab_page_size == cur.slab_page_size;
-    case kSlabConfig: m->slab_config = val; return val == cur.slab_config;
-    case kUseCas: return ParseBool(val, &b) && (m->use_cas = b) == cur.use_cas;
-    case kSlabReassign: return ParseBool(val, &b) && (m->slab_reassign = b) == cur.slab_reassign;
-    case kCurrentCas: return ParseU64(val, &m->current_cas);
-    case kOldestLive: return ParseU32(val, &m->oldest_live);
-    case kLoggerGid: return ParseU64(val, &m->logger_gid);
-    case kCurrentTime: return ParseU32(val, &m->current_time);
+    case kSlabConfig:
+      m->slab_config = val;
+      return val == cur.slab_config;
+    case kUseCas:
+      return ParseBool(val, &b) && (m->use_cas = b) == cur.use_cas;
+    case kSlabReassign:
+      return ParseBool(val, &b) && (m->slab_reassign = b) == cur.slab_reassign;
+    case kCurrentCas:
+      return ParseU64(val, &m->current_cas);
+    case kOldestLive:
+      return ParseU32(val, &m->oldest_live);
+    case kLoggerGid:
+      return ParseU64(val, &m->logger_gid);
+    case kCurrentTime:
+      return ParseU32(val, &m->current_time);
     case kStopTime:
       // memcached also refuses a stop in the same second (delta 0); Trove
       // only a clock that went back, so a quick restart keeps the cache.
       return ParseI64(val, &m->stop_time) && now_unix >= m->stop_time;
-    case kProcessStarted: return ParseI64(val, &m->process_started) && m->process_started > 0;
+    case kProcessStarted:
+      return ParseI64(val, &m->process_started) && m->process_started > 0;
     case kHashpower:
-      return ParseU64(val, &u) && u >= 4 && u <= 32 && (m->hashpower = static_cast<uint32_t>(u), true);
-    case kOldestCas: return ParseU64(val, &m->oldest_cas);
-    case kHeapItems: return ParseU64(val, &m->heap_items);
-    case kPageClasses: return ParsePages(val, &m->page_classes);
-    default: return false;
+      return ParseU64(val, &u) && u >= 4 && u <= 32 &&
+             (m->hashpower = static_cast<uint32_t>(u), true);
+    case kOldestCas:
+      return ParseU64(val, &m->oldest_cas);
+    case kHeapItems:
+      return ParseU64(val, &m->heap_items);
+    case kPageClasses:
+      return ParsePages(val, &m->page_classes);
+    default:
+      return false;
   }
 }
 
@@ -361,7 +395,8 @@ Result<HeapRecords> ReadHeapFile(const std::string& path, uint64_t expected) {
     if (ok) out[off] = std::move(r);
   }
   std::fclose(f);
-  if (!ok) return Status(StatusCode::kIoError, "heap value file " + path + " is truncated or corrupt");
+  if (!ok)
+    return Status(StatusCode::kIoError, "heap value file " + path + " is truncated or corrupt");
   return out;
 }
 
@@ -411,7 +446,8 @@ Result<WarmStart> OpenWarmStart(const EngineOptions& opts, size_t slab_chunk_max
   if (!ReadWhole(meta_path, &text)) {
     Log(opts, "[restart] no metadata save file, starting with a clean cache");
   } else {
-    const int64_t now = (opts.clock != nullptr ? opts.clock : SystemClock::Default())->UnixSeconds();
+    const int64_t now =
+        (opts.clock != nullptr ? opts.clock : SystemClock::Default())->UnixSeconds();
     MetaCheck c = CheckRestartMeta(text, CurrentSettings(opts, slab_chunk_max), now);
     // Removed once read (memcached too): a crash of the run that reuses the
     // memory must not leave a stale description of it behind.
@@ -434,8 +470,8 @@ Result<WarmStart> OpenWarmStart(const EngineOptions& opts, size_t slab_chunk_max
       w.heap = std::move(heap.value());
     } else if (w.saved.heap_items != 0) {
       // The items stay; only the heap-valued ones (collections) are dropped.
-      Log(opts, "[restart] " + std::string(heap.status().message()) +
-                    "; heap-valued items are dropped");
+      Log(opts,
+          "[restart] " + std::string(heap.status().message()) + "; heap-valued items are dropped");
     }
   }
   ::unlink(heap_path.c_str());

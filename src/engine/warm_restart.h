@@ -39,16 +39,16 @@ struct RestartMeta {
   bool use_cas = true;
   bool slab_reassign = true;
   // State carried over.
-  uint32_t current_time = 0;    // engine-relative seconds at the stop
-  int64_t process_started = 0;  // unix seconds of engine time 0 (Impl::started)
-  int64_t stop_time = 0;        // unix seconds of the stop
-  uint64_t current_cas = 0;     // the last CAS handed out
-  uint64_t logger_gid = 0;      // memcached's watch id; Trove writes 0
-  uint32_t hashpower = 0;       // the hash table's size at the stop
-  uint32_t oldest_live = 0;     // flush_all deadline (engine-relative, 0 none)
-  uint64_t mmap_oldbase = 0;    // where the memory file was mapped
-  uint64_t oldest_cas = 0;      // flush_all's CAS bound (Trove)
-  uint64_t heap_items = 0;      // records in FILE.heap (Trove)
+  uint32_t current_time = 0;          // engine-relative seconds at the stop
+  int64_t process_started = 0;        // unix seconds of engine time 0 (Impl::started)
+  int64_t stop_time = 0;              // unix seconds of the stop
+  uint64_t current_cas = 0;           // the last CAS handed out
+  uint64_t logger_gid = 0;            // memcached's watch id; Trove writes 0
+  uint32_t hashpower = 0;             // the hash table's size at the stop
+  uint32_t oldest_live = 0;           // flush_all deadline (engine-relative, 0 none)
+  uint64_t mmap_oldbase = 0;          // where the memory file was mapped
+  uint64_t oldest_cas = 0;            // flush_all's CAS bound (Trove)
+  uint64_t heap_items = 0;            // records in FILE.heap (Trove)
   std::vector<uint8_t> page_classes;  // class of each arena page, 0 = pool (Trove)
 };
 

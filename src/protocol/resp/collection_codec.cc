@@ -42,11 +42,16 @@ class Codec final : public engine::HeapCodec {
     const bool was_compact = bytes[0] == '\1';
     bytes.remove_prefix(1);
     switch (type) {
-      case engine::ValueType::kList: return DecodeAs<ListValue>(bytes, was_compact);
-      case engine::ValueType::kHash: return DecodeAs<HashValue>(bytes, was_compact);
-      case engine::ValueType::kSet: return DecodeAs<SetValue>(bytes, was_compact);
-      case engine::ValueType::kZset: return DecodeAs<ZsetValue>(bytes, was_compact);
-      case engine::ValueType::kString: break;
+      case engine::ValueType::kList:
+        return DecodeAs<ListValue>(bytes, was_compact);
+      case engine::ValueType::kHash:
+        return DecodeAs<HashValue>(bytes, was_compact);
+      case engine::ValueType::kSet:
+        return DecodeAs<SetValue>(bytes, was_compact);
+      case engine::ValueType::kZset:
+        return DecodeAs<ZsetValue>(bytes, was_compact);
+      case engine::ValueType::kString:
+        break;
     }
     return nullptr;
   }

@@ -1,16 +1,16 @@
 // Tests for the warm restart of the engine (-e): save, then the page walk of
 // the next Create, on a ManualClock in a temporary directory.
-#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <gtest/gtest.h>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine_test_util.h"
 #include "engine/heap_codec.h"
+#include "engine_test_util.h"
 
 namespace trove::engine {
 namespace {
@@ -71,8 +71,7 @@ class EngineRestartTest : public ::testing::Test {
     log_.clear();
     Open();
   }
-  StoreResult Set(const std::string& k, const std::string& v, int64_t exp = 0,
-                  uint32_t flags = 0) {
+  StoreResult Set(const std::string& k, const std::string& v, int64_t exp = 0, uint32_t flags = 0) {
     return e_->Store(k, flags, exp, v, StoreArgs{}, ts_);
   }
   std::string Get(const std::string& k) {
@@ -121,7 +120,8 @@ TEST_F(EngineRestartTest, ItemsSurviveWithFlagsCasAndTtl) {
   ASSERT_EQ(Set("big", big), StoreResult::kStored);
   ASSERT_EQ(Set("big2", big2), StoreResult::kStored);
   ASSERT_EQ(Set("ttl", "t", 1000), StoreResult::kStored);
-  for (int i = 0; i < 2000; ++i) ASSERT_EQ(Set("k" + std::to_string(i), std::string(i % 300, 'v')), StoreResult::kStored);
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_EQ(Set("k" + std::to_string(i), std::string(i % 300, 'v')), StoreResult::kStored);
   uint64_t cas_before = e_->Get("small", ts_).cas();
   const int64_t ttl_exp = e_->Get("ttl", ts_).expires_at_unix();
 
@@ -140,7 +140,8 @@ TEST_F(EngineRestartTest, ItemsSurviveWithFlagsCasAndTtl) {
   EXPECT_EQ(Get("big2"), big2);
   EXPECT_EQ(e_->Get("ttl", ts_).expires_at_unix(), ttl_exp);
   EXPECT_EQ(e_->TtlSeconds(e_->Get("ttl", ts_)), 1000 - 30);
-  for (int i = 0; i < 2000; i += 97) EXPECT_EQ(Get("k" + std::to_string(i)), std::string(i % 300, 'v'));
+  for (int i = 0; i < 2000; i += 97)
+    EXPECT_EQ(Get("k" + std::to_string(i)), std::string(i % 300, 'v'));
   // New CAS values continue above the old ones.
   uint64_t cas = 0;
   ASSERT_EQ(e_->Store("new", 0, 0, "n", StoreArgs{}, ts_, &cas), StoreResult::kStored);
@@ -204,7 +205,7 @@ TEST_F(EngineRestartTest, HeapValuesGoThroughTheCodec) {
     ASSERT_EQ(e_->StoreItemLocked(a.item, StoreArgs{}, ts_), StoreResult::kStored);
   };
   store_heap("h1", std::string(3 << 20, 'h'));  // larger than any item
-  store_heap("h2", "corrupt");                   // the codec refuses it on load
+  store_heap("h2", "corrupt");                  // the codec refuses it on load
   ASSERT_EQ(Set("s", "plain"), StoreResult::kStored);
   const std::string heap_file = opts_.memory_file + ".heap";
 
@@ -237,7 +238,8 @@ TEST_F(EngineRestartTest, SettingMismatchStartsCleanWithMemcachedsMessage) {
   clock_.AdvanceSeconds(1);
   Open();
   EXPECT_FALSE(e_->restored());
-  EXPECT_TRUE(Logged("[restart] restart incompatible due to setting for [maxbytes] [old value: 16777216]"));
+  EXPECT_TRUE(
+      Logged("[restart] restart incompatible due to setting for [maxbytes] [old value: 16777216]"));
   EXPECT_TRUE(Logged("[restart] failed to validate metadata, starting with a clean cache"));
   EXPECT_EQ(Get("k"), "<miss>");
   ASSERT_EQ(Set("k2", "v2"), StoreResult::kStored);  // and works normally

@@ -2,12 +2,12 @@
 // checks and messages; the page-class runs; FILE.heap; the memory file.
 #include "engine/warm_restart.h"
 
-#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <gtest/gtest.h>
 #include <string>
 #include <utility>
 
@@ -96,24 +96,43 @@ TEST(WarmRestartMetaTest, SettingMismatchStartsCleanWithMemcachedsMessage) {
   now.maxbytes = 128ull << 20;
   MetaCheck c = CheckRestartMeta(FormatRestartMeta(m), now, m.stop_time + 1);
   EXPECT_EQ(c.verdict, MetaVerdict::kClean);
-  EXPECT_TRUE(HasLine(c, "[restart] restart incompatible due to setting for [maxbytes] "
-                         "[old value: 67108864]"));
+  EXPECT_TRUE(HasLine(c,
+                      "[restart] restart incompatible due to setting for [maxbytes] "
+                      "[old value: 67108864]"));
   // memcached stops at the mismatch, so it also counts too few lines.
   EXPECT_TRUE(HasLine(c, "[restart] missing some metadata lines"));
   EXPECT_EQ(c.log.back(), "[restart] failed to validate metadata, starting with a clean cache");
 
-  for (auto [key, field] : {std::pair<const char*, int>{"use_cas", 0}, {"slab_config", 1},
-                            {"item_size_max", 2}, {"slab_chunk_size_max", 3}, {"chunk_size", 4},
-                            {"slab_page_size", 5}, {"slab_reassign", 6}}) {
+  for (auto [key, field] : {std::pair<const char*, int>{"use_cas", 0},
+                            {"slab_config", 1},
+                            {"item_size_max", 2},
+                            {"slab_chunk_size_max", 3},
+                            {"chunk_size", 4},
+                            {"slab_page_size", 5},
+                            {"slab_reassign", 6}}) {
     RestartMeta d = m;
     switch (field) {
-      case 0: d.use_cas = false; break;
-      case 1: d.slab_config = "1.5"; break;
-      case 2: d.item_size_max = 2 << 20; break;
-      case 3: d.slab_chunk_size_max = 1 << 18; break;
-      case 4: d.chunk_size = 96; break;
-      case 5: d.slab_page_size = 2 << 20; break;
-      default: d.slab_reassign = false; break;
+      case 0:
+        d.use_cas = false;
+        break;
+      case 1:
+        d.slab_config = "1.5";
+        break;
+      case 2:
+        d.item_size_max = 2 << 20;
+        break;
+      case 3:
+        d.slab_chunk_size_max = 1 << 18;
+        break;
+      case 4:
+        d.chunk_size = 96;
+        break;
+      case 5:
+        d.slab_page_size = 2 << 20;
+        break;
+      default:
+        d.slab_reassign = false;
+        break;
     }
     MetaCheck x = CheckRestartMeta(FormatRestartMeta(m), d, m.stop_time + 1);
     EXPECT_EQ(x.verdict, MetaVerdict::kClean) << key;
@@ -144,8 +163,11 @@ TEST(WarmRestartMetaTest, StopInTheFutureOrBadNumbersStartClean) {
             MetaVerdict::kClean);
   const std::string text = FormatRestartMeta(m);
   for (auto [key, val] : {std::pair<const char*, const char*>{"current_cas", "x1"},
-                          {"hashpower", "99"}, {"page_classes", "1*0"}, {"page_classes", "64"},
-                          {"mmap_oldbase", "zz"}, {"use_cas", "yes"}}) {
+                          {"hashpower", "99"},
+                          {"page_classes", "1*0"},
+                          {"page_classes", "64"},
+                          {"mmap_oldbase", "zz"},
+                          {"use_cas", "yes"}}) {
     MetaCheck c = CheckRestartMeta(WithValue(text, key, val), m, m.stop_time);
     EXPECT_EQ(c.verdict, MetaVerdict::kClean) << key << "=" << val;
   }

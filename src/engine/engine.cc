@@ -10,12 +10,17 @@
 #include "engine/engine_impl.h"
 #include "engine/lru_maintainer.h"
 #include "engine/slab_rebalancer.h"
+#include "engine/warm_restart.h"
 
 namespace trove::engine {
 
 namespace {
-SlabOptions MakeSlabOptions(const EngineOptions& o) {
+SlabOptions MakeSlabOptions(const EngineOptions& o, const MemoryFile* arena) {
   SlabOptions s;
+  if (arena != nullptr) {
+    s.arena = arena->base();
+    s.arena_size = arena->size();
+  }
   s.mem_limit = o.mem_limit;
   s.page_size = o.item_size_max;
   s.factor = o.factor;
@@ -27,15 +32,18 @@ SlabOptions MakeSlabOptions(const EngineOptions& o) {
 }
 }  // namespace
 
-Engine::Impl::Impl(Engine* e, const EngineOptions& o, const Clock* c)
+Engine::Impl::Impl(Engine* e, const EngineOptions& o, const Clock* c, WarmStart* warm)
     : engine(e),
       opts(o),
       clock(c),
       // memcached starts its clock a little in the past so that rel time 1
-      // ("expired") is always before now.
-      started(c->UnixSeconds() - 2),
+      // ("expired") is always before now. A warm restart keeps the previous
+      // run's base, so the items' engine-relative times keep their meaning.
+      started(warm != nullptr && warm->reuse ? warm->saved.process_started
+                                             : c->UnixSeconds() - 2),
       header(kItemHeader + (o.use_cas ? 8 : 0)),
-      slabs(MakeSlabOptions(o)),
+      memfile(warm != nullptr ? std::move(warm->file) : nullptr),
+      slabs(MakeSlabOptions(o, memfile.get())),
       locks(std::min(o.item_lock_power, o.hashpower_init)),
       table(&locks, o.hashpower_init),
       shared_ts(registry.New()),
@@ -67,16 +75,28 @@ Result<std::unique_ptr<Engine>> Engine::Create(const EngineOptions& given) {
   if (opts.slab_automove < 0 || opts.slab_automove > 2) {
     return Status::Invalid("slab_automove must be 0, 1 or 2");
   }
-  std::unique_ptr<Engine> e(new Engine(opts));
-  Status st = e->impl_->slabs.Init();
+  // -e: the memory file, and whether the previous run's items are reused
+  // (then with the hash table size they had, as memcached).
+  std::unique_ptr<WarmStart> warm;
+  if (!opts.memory_file.empty()) {
+    auto w = OpenWarmStart(opts, chunk_max);
+    if (!w.ok()) return w.status();
+    warm = std::make_unique<WarmStart>(std::move(w.value()));
+    if (warm->reuse) opts.hashpower_init = static_cast<int>(warm->saved.hashpower);
+  }
+  std::unique_ptr<Engine> e(new Engine(opts, warm.get()));
+  Status st = warm != nullptr && warm->reuse ? e->impl_->RestoreWarm(*warm)
+                                             : e->impl_->slabs.Init();
   if (!st.ok()) return st;
   return e;
 }
 
-Engine::Engine(const EngineOptions& opts)
+Engine::Engine(const EngineOptions& opts) : Engine(opts, nullptr) {}
+
+Engine::Engine(const EngineOptions& opts, WarmStart* warm)
     : opts_(opts), clock_(opts.clock != nullptr ? opts.clock : SystemClock::Default()) {
   opts_.clock = clock_;
-  impl_ = std::make_unique<Impl>(this, opts_, clock_);
+  impl_ = std::make_unique<Impl>(this, opts_, clock_, warm);
   impl_->maintainer = std::make_unique<LruMaintainer>(impl_.get());
   impl_->crawler = std::make_unique<Crawler>(impl_.get());
   impl_->rebalancer = std::make_unique<SlabRebalancer>(impl_.get());
@@ -84,6 +104,8 @@ Engine::Engine(const EngineOptions& opts)
 
 Engine::~Engine() {
   Stop();
+  // After SaveForRestart the items belong to the memory file's next run.
+  if (impl_->saved_for_restart) return;
   // Drop what is still linked so heap values are deleted.
   Impl* m = impl_.get();
   uint64_t cursor = 0;

@@ -23,6 +23,9 @@
 
 namespace trove::engine {
 
+class HeapCodec;  // heap_codec.h
+struct WarmStart;  // warm_restart.h
+
 // Settings fixed at creation (memcached's flags; defaults are memcached's).
 struct EngineOptions {
   size_t mem_limit = 64ull << 20;      // -m, bytes of item memory
@@ -55,6 +58,15 @@ struct EngineOptions {
   double slab_automove_freeratio = 0.01;   // memory kept free in the global pool
   bool prealloc = false;               // -L
   const Clock* clock = nullptr;        // nullptr = SystemClock::Default()
+  // -e: slab pages live in this file (mapped MAP_SHARED), saved by
+  // SaveForRestart and reused by the next Create with the same settings
+  // (warm_restart.h). Empty: pages are malloc'd.
+  std::string memory_file;
+  // Turns heap values into bytes and back across a warm restart; not owned,
+  // outlives the engine (nullptr: heap-valued items do not survive).
+  const HeapCodec* heap_codec = nullptr;
+  // Receives memcached's "[restart] ..." lines; nullptr writes them to stderr.
+  std::function<void(std::string_view)> restart_log;
 };
 
 // What an item's value holds. Strings are bytes. Collection items (RESP) hold
@@ -261,6 +273,14 @@ class Engine {
   void Start();
   void Stop();
 
+  // -e: writes what the next run needs to reuse the memory file (heap values
+  // to FILE.heap, the mapping synced, FILE.meta last) and unmaps it. After it
+  // the engine may only be destroyed. REQUIRES: Stop() done and no other
+  // thread using the engine (memcached's graceful stop, SIGUSR1).
+  Status SaveForRestart();
+  // True when Create reused the memory file of a previous run.
+  bool restored() const;
+
   // One ThreadStats per worker (or test thread); owned by the engine, valid
   // until the engine is destroyed. Only that thread passes it to operations.
   ThreadStats* NewThreadStats();
@@ -380,6 +400,7 @@ class Engine {
 
  private:
   explicit Engine(const EngineOptions& opts);
+  Engine(const EngineOptions& opts, WarmStart* warm);  // warm: -e, may be null
   friend class ItemRef;
   friend class KeyLockSet;
   EngineOptions opts_;

@@ -24,13 +24,17 @@ namespace trove::engine {
 class LruMaintainer;
 class Crawler;
 class SlabRebalancer;
+class MemoryFile;
+struct WarmStart;
 
 // Owner: Engine. Thread safety: the components carry their own locks (see
 // item_locks.h for the order); the remaining fields are atomics or fixed
 // after construction. Invariants: see item.h (refcount, LINKED) and the
 // component headers.
 struct Engine::Impl {
-  Impl(Engine* e, const EngineOptions& o, const Clock* c);
+  // `warm` (may be null): the -e memory file, taken over; when it is reused
+  // the clock base comes from it too.
+  Impl(Engine* e, const EngineOptions& o, const Clock* c, WarmStart* warm);
   ~Impl();
 
   // --- time (memcached's rel_time: seconds since engine start) ---
@@ -140,11 +144,24 @@ struct Engine::Impl {
   StoreResult StoreLocked(Item** it, uint64_t hv, const StoreArgs& args, ThreadStats* ts,
                           uint64_t* cas_out);
 
+  // --- warm restart (engine_restart.cc) ---
+  // Rebuilds the hash table, LRU lists, free lists and counters from the
+  // memory file the previous run saved. REQUIRES: built from `w` (reuse),
+  // nothing linked, no thread started.
+  Status RestoreWarm(const WarmStart& w);
+  // SaveForRestart. REQUIRES: no other thread running in the engine.
+  Status SaveWarm();
+
   Engine* engine;
   const EngineOptions opts;
   const Clock* clock;
-  const int64_t started;   // unix seconds at rel time 0
+  const int64_t started;   // unix seconds at rel time 0 (kept across a warm restart)
   const size_t header;     // item header bytes incl. CAS
+  // -e: the mapping the slab pages live in; declared before slabs, which
+  // carves it, so it is unmapped after them.
+  std::unique_ptr<MemoryFile> memfile;
+  bool restored = false;           // main thread: Create reused the memory file
+  bool saved_for_restart = false;  // main thread: SaveWarm ran; item memory is off limits
   SlabAllocator slabs;
   ItemLocks locks;
   HashTable table;

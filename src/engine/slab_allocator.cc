@@ -65,6 +65,13 @@ char* SlabAllocator::NewPageLocked(int cls) {
   // the same), so a tiny -m still stores items of every size.
   size_t used = malloced_ + static_cast<size_t>(std::max<int64_t>(0, heap_bytes()));
   if (used + opts_.page_size > mem_limit() && !classes_[cls].pages.empty()) return nullptr;
+  if (opts_.arena != nullptr) {
+    // The memory file holds exactly -m: no first page past the limit here.
+    if ((arena_next_ + 1) * opts_.page_size > opts_.arena_size) return nullptr;
+    char* a = opts_.arena + arena_next_++ * opts_.page_size;
+    malloced_ += opts_.page_size;
+    return a;
+  }
   char* p = static_cast<char*>(std::malloc(opts_.page_size));
   if (p == nullptr) return nullptr;
   malloced_ += opts_.page_size;
@@ -169,7 +176,9 @@ bool SlabAllocator::SetMemLimit(size_t bytes) {
 }
 
 void SlabAllocator::ReleaseOverLimitLocked() {
-  while (malloced_ > mem_limit() && !global_pool_.empty() && !opts_.prealloc) {
+  // Arena pages (-e) belong to the memory file and stay in the pool.
+  while (malloced_ > mem_limit() && !global_pool_.empty() && !opts_.prealloc &&
+         opts_.arena == nullptr) {
     char* p = global_pool_.back();
     global_pool_.pop_back();
     all_pages_.erase(std::find(all_pages_.begin(), all_pages_.end(), p));
@@ -281,6 +290,56 @@ void SlabAllocator::AbortMove() {
     }
   }
   move_ = Move{};
+}
+
+std::vector<uint8_t> SlabAllocator::ArenaPageClasses() const {
+  MutexLock l(&mu_);
+  std::vector<uint8_t> out(arena_next_, 0);
+  if (opts_.arena == nullptr) return out;
+  for (int c = 1; c <= num_classes_; ++c) {
+    for (char* p : classes_[c].pages) {
+      out[static_cast<size_t>(p - opts_.arena) / opts_.page_size] = static_cast<uint8_t>(c);
+    }
+  }
+  return out;
+}
+
+bool SlabAllocator::AdoptArenaPages(std::span<const uint8_t> page_classes,
+                                    const std::function<void(Item*)>& visit) {
+  MutexLock l(&mu_);
+  if (opts_.arena == nullptr || arena_next_ != 0 ||
+      page_classes.size() * opts_.page_size > opts_.arena_size) {
+    return false;
+  }
+  for (uint8_t c : page_classes) {
+    if (c > num_classes_) return false;
+  }
+  for (size_t i = 0; i < page_classes.size(); ++i) {
+    char* page = opts_.arena + i * opts_.page_size;
+    const int cls = page_classes[i];
+    ++arena_next_;
+    malloced_ += opts_.page_size;
+    if (cls == 0) {
+      global_pool_.push_back(page);
+      continue;
+    }
+    Class& c = classes_[cls];
+    c.pages.push_back(page);
+    // Backwards, so the free list hands out low addresses first (as a fresh
+    // SplitPageLocked does).
+    for (size_t k = c.per_page; k-- > 0;) {
+      auto* it = reinterpret_cast<Item*>(page + k * c.size);
+      const uint16_t f = it->flags.load(std::memory_order_relaxed);
+      if ((f & (kItemSlabbed | kItemSetAside)) != 0) {
+        it->refcount.store(0, std::memory_order_relaxed);
+        it->clsid.store(static_cast<uint8_t>(cls), std::memory_order_relaxed);
+        PushFreeLocked(cls, it);
+      } else if ((f & kItemChunkPart) == 0) {
+        visit(it);
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace trove::engine

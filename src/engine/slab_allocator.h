@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "common/mutex.h"
@@ -21,6 +23,10 @@ struct SlabOptions {
   size_t slab_chunk_max;   // largest class
   bool prealloc;
   size_t initial_malloced = 0;  // EngineOptions::initial_malloced
+  // -e: pages are carved in order from this mapping (the memory file) of
+  // arena_size bytes instead of malloc'd, and never given back to the OS.
+  char* arena = nullptr;
+  size_t arena_size = 0;
 };
 
 // Per-class numbers for "stats slabs" (a snapshot).
@@ -84,6 +90,20 @@ class SlabAllocator {
   SlabClassInfo Info(int cls) const EXCLUDES(mu_);
   size_t global_pool_pages() const EXCLUDES(mu_);
 
+  // --- warm restart (-e; warm_restart.cc) ---
+  // The class of each arena page handed out so far, in arena order (0 = in
+  // the global pool): what the metadata file records.
+  std::vector<uint8_t> ArenaPageClasses() const EXCLUDES(mu_);
+  // Takes back the first page_classes.size() arena pages as a previous run
+  // left them: each page joins its class (0: the global pool), its chunks
+  // marked kItemSlabbed or kItemSetAside go on the free list, and `visit`
+  // is called (under mu_, so it must not call back) for every other chunk
+  // that is not a chunk part (kItemChunkPart). False if a class id is out
+  // of range or the pages do not fit the arena.
+  // REQUIRES: nothing allocated yet, an arena.
+  bool AdoptArenaPages(std::span<const uint8_t> page_classes,
+                       const std::function<void(Item*)>& visit) EXCLUDES(mu_);
+
   // --- page moves (slab rebalancer only; one move at a time) ---
   // Picks a page of src, takes its free chunks off the free list and marks it
   // moving. False if src has fewer than 2 pages (memcached keeps one).
@@ -136,6 +156,7 @@ class SlabAllocator {
   // While malloced_ is over the limit, frees global-pool pages (to the OS).
   void ReleaseOverLimitLocked() REQUIRES(mu_);
   size_t malloced_ GUARDED_BY(mu_);
+  size_t arena_next_ GUARDED_BY(mu_) = 0;  // arena pages handed out
   Move move_ GUARDED_BY(mu_);
 };
 

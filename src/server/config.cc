@@ -264,7 +264,10 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
     case 'X': c->disable_dumping = true; break;
     case 'W': c->disable_watch = true; break;
     case 'Y': c->auth_file = a; break;
-    case 'e': return Bad("restartable memory files (-e) are not supported by Trove");
+    case 'e':
+      if (arg.empty()) return Bad("-e needs a file name");
+      c->memory_file = a;
+      break;
     case 'Z': return Bad("TLS (-Z) is not supported by Trove yet");
     case 'N': return Bad("napi ids (-N) are not supported by Trove");
     case 'o': return ApplyExtendedList(arg, c);
@@ -358,6 +361,7 @@ engine::EngineOptions Config::ToEngineOptions() const {
   o.slab_automove_window = slab_automove_window;
   o.slab_automove_freeratio = slab_automove_freeratio;
   o.prealloc = prealloc;
+  o.memory_file = memory_file;
   // memcached's test hook (its t/64bit.t): start total_malloced here.
   if (const char* v = std::getenv("T_MEMD_INITIAL_MALLOC")) {
     uint64_t n = 0;
@@ -434,6 +438,8 @@ std::string HelpText() {
 -F, --disable-flush-all   disable the flush_all command
 -X, --disable-dumping     disable stats cachedump and lru_crawler metadump
 -Y, --auth-file=<file>    enable ASCII protocol authentication; format: user:pass
+-e, --memory-file=<file>  mmap a file for item memory (use a ram disk);
+                          enables restartable cache (stop with SIGUSR1)
                           lines (a connection's first `set` carries "user pass")
     --resp-port=<num>     Redis-protocol (RESP) port (default: 6379; 0 = off)
     --port-file=<file>    after binding, write "memcache <port>" and "resp <port>"

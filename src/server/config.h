@@ -88,6 +88,7 @@ struct Config {
   size_t worker_logbuf_kb = 64;     // -o worker_logbuf_size
   bool disable_dumping = false;     // -X
   std::string auth_file;            // -Y: memcached's ASCII authentication
+  std::string memory_file;          // -e: restartable item memory (SIGUSR1 saves it)
   std::string pid_file;             // -P
   std::string user;                 // -u
   bool daemonize = false;           // -d

@@ -1,5 +1,6 @@
 // trove: the server binary. Parses memcached's flags, applies the root rule,
-// daemonizes if asked, runs the server until SIGTERM/SIGINT or "shutdown".
+// daemonizes if asked, runs the server until SIGTERM/SIGINT or "shutdown", or
+// SIGUSR1 (graceful stop: with -e the item memory is saved for the next start).
 #include <grp.h>
 #include <pwd.h>
 #include <sys/mman.h>
@@ -142,7 +143,16 @@ int main(int argc, char** argv) {
                  server.value()->resp_port(), cfg.num_threads);
   }
   server.value()->WaitForShutdown();
+  int rc = 0;
+  if (server.value()->graceful_stop() && !cfg.memory_file.empty()) {
+    trove::Status saved = server.value()->SaveForRestart();
+    if (!saved.ok()) {
+      std::fprintf(stderr, "[restart] failed to save metadata: %s\n",
+                   std::string(saved.message()).c_str());
+      rc = kExitOsErr;
+    }
+  }
   server.value()->Shutdown();
   if (!cfg.pid_file.empty()) ::unlink(cfg.pid_file.c_str());
-  return 0;
+  return rc;
 }

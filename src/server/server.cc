@@ -17,6 +17,7 @@
 #include "net/socket.h"
 #include "protocol/memcache/memcache_protocol.h"
 #include "protocol/memcache/watch_log.h"
+#include "protocol/resp/collection_codec.h"
 #include "protocol/resp/keyspace_events.h"
 #include "protocol/resp/resp_protocol.h"
 
@@ -52,6 +53,7 @@ void Server::BlockSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -59,7 +61,11 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   std::unique_ptr<Server> s(new Server(cfg));
   s->wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (s->wake_fd_ < 0) return Status::FromErrno("eventfd");
-  auto eng = engine::Engine::Create(cfg.ToEngineOptions());
+  engine::EngineOptions eo = cfg.ToEngineOptions();
+  // RESP collections past their compact size live on the heap; with -e they
+  // go through this codec to survive the restart.
+  eo.heap_codec = resp::CollectionCodec();
+  auto eng = engine::Engine::Create(eo);
   if (!eng.ok()) return eng.status();
   s->engine_ = std::move(eng.value());
   s->net_ = std::make_unique<net::NetServer>(cfg.ToNetOptions());
@@ -247,6 +253,7 @@ void Server::WaitForShutdown() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
   int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   for (;;) {
     pollfd p[2] = {{wake_fd_, POLLIN, 0}, {sfd, POLLIN, 0}};
@@ -257,6 +264,12 @@ void Server::WaitForShutdown() {
       signalfd_siginfo si;
       if (::read(sfd, &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo == SIGHUP) continue;  // reserved for config reload
+        if (si.ssi_signo == SIGUSR1) {
+          // memcached's graceful stop; with -e the memory is saved for reuse.
+          graceful_ = true;
+          std::fprintf(stderr, "Gracefully stopping\n");
+          break;
+        }
         if (verbosity() > 0) std::fprintf(stderr, "Signal handled: %s.\n", strsignal(si.ssi_signo));
         break;
       }
@@ -272,6 +285,12 @@ void Server::Shutdown() {
   if (net_) net_->Stop();
   if (engine_ && started_) engine_->Stop();
   if (!cfg_.port_file.empty() && started_) ::unlink(cfg_.port_file.c_str());
+}
+
+Status Server::SaveForRestart() {
+  if (cfg_.memory_file.empty()) return Status::Ok();
+  Shutdown();
+  return engine_->SaveForRestart();
 }
 
 void Server::RequestShutdown() {
@@ -414,6 +433,8 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("read_buf_mem_limit", Num(cfg_.read_buf_mem_limit));
   s.emplace_back("lru_segmented", yn(cfg_.lru_segmented));
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
+  // memcached prints a NULL string through printf: "(null)" without -e.
+  s.emplace_back("memory_file", cfg_.memory_file.empty() ? "(null)" : cfg_.memory_file);
   return s;
 }
 

@@ -41,14 +41,19 @@ class Server final : public net::ServerServices {
   // Starts the engine's background threads, the workers and the acceptor,
   // then writes the port file.
   Status Start();
-  // Blocks until SIGTERM/SIGINT (which the caller must have blocked in every
-  // thread; see BlockSignals) or RequestShutdown(). SIGHUP is ignored.
+  // Blocks until SIGTERM/SIGINT/SIGUSR1 (which the caller must have blocked
+  // in every thread; see BlockSignals) or RequestShutdown(). SIGHUP is ignored.
   void WaitForShutdown();
+  // True when WaitForShutdown returned for SIGUSR1 (memcached's graceful stop).
+  bool graceful_stop() const { return graceful_; }
   // Stops everything (invariant 1). Idempotent.
   void Shutdown();
+  // -e: Shutdown, then saves the item memory for the next start (no-op
+  // without -e). Main thread, after WaitForShutdown.
+  Status SaveForRestart();
 
-  // Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (and the threads
-  // it creates later), so WaitForShutdown can take them synchronously.
+  // Blocks SIGTERM, SIGINT, SIGHUP and SIGUSR1 in the calling thread (and the
+  // threads it creates later), so WaitForShutdown can take them synchronously.
   static void BlockSignals();
 
   int memcache_port() const { return mc_port_; }
@@ -94,6 +99,7 @@ class Server final : public net::ServerServices {
   int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown
   bool started_ = false;
   bool stopped_ = false;
+  bool graceful_ = false;  // main thread: stopped by SIGUSR1
   std::atomic<int> verbosity_;  // relaxed: a setting read by logging
 };
 

@@ -204,6 +204,15 @@ TEST(ConfigTest, UdpAndBinaryAreRefusedClearly) {
   EXPECT_NE(Err({"-Z"}).find("TLS"), std::string::npos);
 }
 
+TEST(ConfigTest, MemoryFileReachesTheEngineAndIsListed) {
+  EXPECT_TRUE(Ok({}).memory_file.empty());
+  Config c = Ok({"-e", "/dev/shm/trove.mem"});
+  EXPECT_EQ(c.memory_file, "/dev/shm/trove.mem");
+  EXPECT_EQ(c.ToEngineOptions().memory_file, "/dev/shm/trove.mem");
+  EXPECT_EQ(Ok({"--memory-file=/tmp/m"}).memory_file, "/tmp/m");
+  EXPECT_NE(HelpText().find("-e, --memory-file=<file>"), std::string::npos);
+}
+
 TEST(ConfigTest, ExtendedOptionsReachTheEngine) {
   Config c = Ok({"-o",
                  "hashpower=20,no_lru_maintainer,no_lru_crawler,hot_lru_pct=10,warm_lru_pct=30,"

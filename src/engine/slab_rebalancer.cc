@@ -282,7 +282,8 @@ bool SlabRebalancer::Decide(int* src, int* dst) {
     if (delta > 0) {
       w.evicted = true;
       w.dirty = true;
-      w.evicted_share = evicted_total ? static_cast<double>(delta) / evicted_total : 0;
+      w.evicted_share =
+          evicted_total ? static_cast<double>(delta) / static_cast<double>(evicted_total) : 0;
     }
     if (oom > last_[c].outofmemory || info.pages > last_[c].pages) w.dirty = true;
     w.age = m->lru.TailAge(c, Segment::kCold, now);

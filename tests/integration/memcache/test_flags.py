@@ -626,7 +626,7 @@ def test_no_read_buf_mem_limit_by_default(make_server):
 # ---- the RESP port at start-up -------------------------------------------
 
 @pytest.mark.trove_only
-def test_taken_default_resp_port_is_a_clear_startup_error():
+def test_taken_default_resp_port_is_a_clear_startup_error(monkeypatch):
     # A redis-server already on the default RESP port: Trove says so and
     # exits instead of starting without RESP. TROVE_RESP_PORT moves the
     # default (here to the taken port, to keep the test off 6379).
@@ -637,18 +637,17 @@ def test_taken_default_resp_port_is_a_clear_startup_error():
     holder.listen(1)
     port = holder.getsockname()[1]
     try:
-        env = dict(os.environ, TROVE_RESP_PORT=str(port))
-        p = subprocess.run([hserver.find_binary(), "-u", "root", "-p", "0", "-l", "127.0.0.1"], env=env,
-                           capture_output=True, text=True, timeout=10)
-        assert p.returncode != 0
-        assert "failed to listen on RESP port %d (the default)" % port in p.stderr
-        assert "--resp-port 0" in p.stderr
+        monkeypatch.setenv("TROVE_RESP_PORT", str(port))
+        rc, _, err = hserver.run_binary(["-p", "0", "-l", "127.0.0.1"])
+        assert rc != 0
+        assert "failed to listen on RESP port %d (the default)" % port in err
+        assert "--resp-port 0" in err
     finally:
         holder.close()
 
 
 @pytest.mark.trove_only
-def test_taken_ipv4_resp_port_is_fatal_on_the_wildcard_address():
+def test_taken_ipv4_resp_port_is_fatal_on_the_wildcard_address(monkeypatch):
     # IPv4 taken, IPv6 free: Trove must not come up on IPv6 alone (Redis's
     # default bind "* -::*": IPv4 required).
     import socket as s
@@ -657,26 +656,44 @@ def test_taken_ipv4_resp_port_is_fatal_on_the_wildcard_address():
     holder.listen(1)
     port = holder.getsockname()[1]
     try:
-        env = dict(os.environ, TROVE_RESP_PORT=str(port))
-        p = subprocess.run([hserver.find_binary(), "-u", "root", "-p", "0"], env=env,
-                           capture_output=True, text=True, timeout=10)
-        assert p.returncode != 0
-        assert "failed to listen on RESP port %d" % port in p.stderr
+        monkeypatch.setenv("TROVE_RESP_PORT", str(port))
+        rc, _, err = hserver.run_binary(["-p", "0"])
+        assert rc != 0
+        assert "failed to listen on RESP port %d" % port in err
     finally:
         holder.close()
 
 
 @pytest.mark.trove_only
 def test_resp_port_env_zero_runs_a_pure_memcached_server(monkeypatch):
+    # No --resp-port and no --port-file (the harness passes both): the
+    # environment's 0 must turn RESP off, which stats settings shows.
+    import socket as s
+    probe = s.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
     monkeypatch.setenv("TROVE_RESP_PORT", "0")
-    p = subprocess.Popen([hserver.find_binary(), "-u", "root", "-p", "0", "-l", "127.0.0.1"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([hserver.find_binary()] + hserver.root_args([]) +
+                         ["-p", str(port), "-l", "127.0.0.1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(0.5)
-        assert p.poll() is None  # up, with no RESP listener to fail on
+        assert wait_for(lambda: p.poll() is None and _connects(port), timeout=5)
+        c = Conn(port)
+        assert c.stats("settings")["resp_port"] == "0"
+        c.close()
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def _connects(port):
+    import socket as s
+    try:
+        s.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
 
 
 # ---- -r and -k do what they say ------------------------------------------

@@ -87,15 +87,16 @@ Item* SlabRebalancer::RescueChunk(int cls, bool allow_evictions) {
   return nullptr;
 }
 
-SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_t hv) {
-  if (chunk != owner) return RescuePart(owner, chunk);
+SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_t hv,
+                                               bool allow_evictions) {
+  if (chunk != owner) return RescuePart(owner, chunk, allow_evictions);
   Engine::Impl* m = impl_;
   const bool chunked = HasFlag(owner, kItemChunked);
   // Its parts are repointed at the copy: nobody else may be reading them.
   // (Link + our reference; new references need the stripe we hold.)
   if (chunked && owner->refcount.load(std::memory_order_relaxed) != 2) return Rescued::kBusy;
   const int cls = ClassOf(owner);
-  Item* n = RescueChunk(cls, allow_evictions_);
+  Item* n = RescueChunk(cls, allow_evictions);
   if (n == nullptr) return Rescued::kNoMemory;
   constexpr uint16_t kKeep = kItemCas | kItemFetched | kItemActive | kItemHeap | kItemStale |
                              kItemTokenSent | kItemKeyBinary | kItemExpMs | kItemChunked;
@@ -128,10 +129,11 @@ SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_
   return Rescued::kYes;
 }
 
-SlabRebalancer::Rescued SlabRebalancer::RescuePart(Item* owner, Item* part) {
+SlabRebalancer::Rescued SlabRebalancer::RescuePart(Item* owner, Item* part,
+                                                   bool allow_evictions) {
   Engine::Impl* m = impl_;
   if (owner->refcount.load(std::memory_order_relaxed) != 2) return Rescued::kBusy;
-  Item* n = RescueChunk(ClassOf(part), allow_evictions_);
+  Item* n = RescueChunk(ClassOf(part), allow_evictions);
   if (n == nullptr) return Rescued::kNoMemory;
   n->flags.store(kItemChunkPart, std::memory_order_relaxed);
   n->h_next = owner;
@@ -157,7 +159,8 @@ bool SlabRebalancer::MovePage(int src, int dst) {
   m->reassign_running.store(true, std::memory_order_relaxed);
   // As memcached: a move that starts with memory full and no free page may
   // evict to find room for its rescues; otherwise only after it has waited.
-  allow_evictions_ = m->slabs.global_pool_pages() == 0 && m->slabs.OverLimit(m->opts.item_size_max);
+  bool allow_evictions =
+      m->slabs.global_pool_pages() == 0 && m->slabs.OverLimit(m->opts.item_size_max);
   const size_t n = m->slabs.moving_chunks();
   bool done = false;
   for (int pass = 0; pass < kMovePasses && !done; ++pass) {
@@ -187,7 +190,7 @@ bool SlabRebalancer::MovePage(int src, int dst) {
           if (m->IsExpired(owner, now)) m->ReportRemoval(owner, RemovalCause::kExpired);
           m->UnlinkLocked(owner, hv);
         } else {
-          switch (Rescue(owner, chunk, hv)) {
+          switch (Rescue(owner, chunk, hv, allow_evictions)) {
             case Rescued::kYes:
               break;
             case Rescued::kNoMemory:
@@ -219,7 +222,7 @@ bool SlabRebalancer::MovePage(int src, int dst) {
     done = m->slabs.MoveComplete();
     if (done) break;
     // Waited long for memory that never came: make room by eviction.
-    if (nomem && pass >= kEvictAfterPass) allow_evictions_ = true;
+    if (nomem && pass >= kEvictAfterPass) allow_evictions = true;
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
   if (done) {
@@ -228,7 +231,6 @@ bool SlabRebalancer::MovePage(int src, int dst) {
   } else {
     m->slabs.AbortMove();
   }
-  allow_evictions_ = false;
   m->reassign_running.store(false, std::memory_order_relaxed);
   return done;
 }

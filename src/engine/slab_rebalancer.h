@@ -62,8 +62,9 @@ class SlabRebalancer {
   // and one reference on owner taken by the caller. A chunked item's head or
   // part moves only while nobody else holds the item (kBusy otherwise); no
   // free chunk gives kNoMemory (the caller frees room and retries).
-  Rescued Rescue(Item* owner, Item* chunk, uint64_t hv);
-  Rescued RescuePart(Item* owner, Item* part);
+  // allow_evictions: this move may evict to find room (RescueChunk).
+  Rescued Rescue(Item* owner, Item* chunk, uint64_t hv, bool allow_evictions);
+  Rescued RescuePart(Item* owner, Item* part, bool allow_evictions);
   // A free chunk of cls outside the moving page for a rescue: the free list,
   // else (allow_evictions) ordinary evictions from the class's tails.
   Item* RescueChunk(int cls, bool allow_evictions);
@@ -92,7 +93,6 @@ class SlabRebalancer {
   uint64_t hist_ticks_ = 0;
   std::vector<ClassHistory> last_;
   std::vector<Sample> samples_;  // [class * window + tick % window]
-  bool allow_evictions_ = false;  // this move may evict for rescues (rebalancer thread)
   std::thread thread_;
 };
 

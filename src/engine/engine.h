@@ -376,6 +376,10 @@ class Engine {
   // Runs the periodic (automatic) crawl now on the calling thread, with its
   // sysevent reports. Tests only: REQUIRES the crawler thread not started.
   void CrawlerAutoCrawlForTest();
+  // One automove decision (one second of its window) on the calling thread;
+  // true with src/dst filled when a page should move. Tests only: REQUIRES
+  // the engine not started.
+  bool AutomoveDecideForTest(int* src, int* dst);
   bool CrawlerEnable(bool on);
   void CrawlerSetSleep(uint32_t usec);
   void CrawlerSetToCrawl(uint32_t n);

@@ -291,6 +291,8 @@ void Engine::SetSlabAutomoveWindow(uint32_t s) { impl_->rebalancer->SetWindow(s)
 void Engine::SetSlabAutomoveFreeratio(double r) { impl_->rebalancer->SetFreeratio(r); }
 std::string Engine::CrawlerCrawl(std::string_view classes) { return impl_->crawler->Request(classes); }
 
+bool Engine::AutomoveDecideForTest(int* src, int* dst) { return impl_->rebalancer->Decide(src, dst); }
+
 void Engine::CrawlerAutoCrawlForTest() {
   impl_->crawler->CrawlNow(std::vector<bool>(kMaxClasses, true), /*automatic=*/true);
 }

@@ -286,5 +286,66 @@ TEST(SlabRebalancerChunkTest, ReassignRescuesChunkPartsAndHeads) {
   e->Stop();
 }
 
+// Automove 1's window (memcached's slab_automove.c): free pages go back to
+// the global pool only once memory is full and the class's last `window`
+// seconds saw no evictions; below 2.5 pages of free chunks, only the
+// freeratio top-up of the pool (at least 2 pages) gives one back.
+class AutomoveWindowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EngineOptions o;
+    o.mem_limit = 2 << 20;
+    o.item_size_max = 64 * 1024;
+    o.slab_automove = 1;
+    o.slab_automove_window = 3;
+    o.lru_crawler = false;
+    e_ = testing::MakeEngine(o, &clock_);
+    ts_ = e_->NewThreadStats();
+  }
+  // Fills memory with 1,000-byte values until it evicts; returns the count.
+  int Fill() {
+    const std::string v(1000, 'v');
+    int i = 0;
+    while (StatU(e_->Stats(), "evictions") == 0) {
+      EXPECT_EQ(e_->Store("f" + std::to_string(i++), 0, 0, v, {}, ts_), StoreResult::kStored);
+    }
+    return i;
+  }
+  bool Reclaims(int* src) {
+    int s = 0, d = -1;
+    const bool yes = e_->AutomoveDecideForTest(&s, &d);
+    clock_.AdvanceSeconds(1);
+    *src = s;
+    return yes && d == 0;
+  }
+  ManualClock clock_;
+  std::unique_ptr<Engine> e_;
+  ThreadStats* ts_ = nullptr;
+};
+
+TEST_F(AutomoveWindowTest, FreePagesReturnOnlyAfterAQuietWindow) {
+  int src = 0;
+  EXPECT_FALSE(Reclaims(&src));  // the first look only takes the baseline
+  const int n = Fill();
+  for (int i = 0; i < n; ++i) e_->Delete("f" + std::to_string(i), DeleteArgs{}, ts_);
+  // The second that saw evictions makes the window dirty for 3 seconds.
+  EXPECT_FALSE(Reclaims(&src));
+  EXPECT_FALSE(Reclaims(&src));
+  EXPECT_FALSE(Reclaims(&src));
+  ASSERT_TRUE(Reclaims(&src));
+  EXPECT_GT(src, 0);
+}
+
+TEST_F(AutomoveWindowTest, FreeratioTopsUpThePoolFromAClassWithAPageToSpare) {
+  int src = 0;
+  EXPECT_FALSE(Reclaims(&src));
+  const int n = Fill();
+  // About 1.5 pages' worth of free chunks: under the 2.5-page rule, so only
+  // the pool's watermark (max(2, freeratio of all pages)) asks for a page.
+  for (int i = 0; i < 90; ++i) e_->Delete("f" + std::to_string(n - 1 - i), DeleteArgs{}, ts_);
+  for (int t = 0; t < 3; ++t) EXPECT_FALSE(Reclaims(&src));  // dirty window
+  EXPECT_TRUE(Reclaims(&src));
+}
+
 }  // namespace
 }  // namespace trove::engine

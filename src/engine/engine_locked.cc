@@ -64,8 +64,7 @@ AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueTyp
   out = Allocate(key, 0, exptime, sizeof(HeapValue*), ts, type);
   if (out.status != AllocStatus::kOk) return out;
   Item* it = out.item.raw();
-  HeapValue* raw = value.release();
-  std::memcpy(ItemData(it), &raw, sizeof(raw));
+  SetHeapValue(it, value.release());
   SetFlag(it, kItemHeap);
   m->slabs.AddHeapBytes(static_cast<int64_t>(usage));
   return out;

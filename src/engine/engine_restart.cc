@@ -15,16 +15,6 @@
 #include "engine/warm_restart.h"
 
 namespace trove::engine {
-namespace {
-
-HeapValue* HeapPointer(const Item* it) {
-  HeapValue* hv;
-  std::memcpy(&hv, ItemData(it), sizeof(hv));
-  return hv;
-}
-void SetHeapPointer(Item* it, HeapValue* hv) { std::memcpy(ItemData(it), &hv, sizeof(hv)); }
-
-}  // namespace
 
 Status Engine::Impl::RestoreWarm(const WarmStart& w) {
   const RestartMeta& m = w.saved;
@@ -56,7 +46,7 @@ Status Engine::Impl::RestoreWarm(const WarmStart& w) {
         std::unique_ptr<HeapValue> v = opts.heap_codec->Decode(rec->second.type, rec->second.bytes);
         if (v != nullptr) {
           slabs.AddHeapBytes(static_cast<int64_t>(v->MemoryUsage()));
-          SetHeapPointer(it, v.release());
+          SetHeapValue(it, v.release());
           live = true;
         }
       }
@@ -122,7 +112,7 @@ Status Engine::Impl::SaveWarm() {
   do {
     cursor = table.ScanStep(cursor, [&](Item* it) {
       if (!HasFlag(it, kItemHeap)) return;
-      HeapValue* hv = HeapPointer(it);
+      HeapValue* hv = HeapValueOf(it);
       if (hv == nullptr) return;
       if (opts.heap_codec != nullptr) {
         bytes.clear();
@@ -132,7 +122,7 @@ Status Engine::Impl::SaveWarm() {
       }
       slabs.AddHeapBytes(-static_cast<int64_t>(hv->MemoryUsage()));
       delete hv;
-      SetHeapPointer(it, nullptr);
+      SetHeapValue(it, nullptr);
     });
   } while (cursor != 0);
   const uint64_t heap_items = writer.value()->count();

@@ -258,8 +258,7 @@ void Engine::Impl::Release(Item* it) {
 void Engine::Impl::FreeItem(Item* it) {
   CHECK(!HasFlag(it, kItemLinked));
   if (HasFlag(it, kItemHeap)) {
-    HeapValue* hv;
-    std::memcpy(&hv, ItemData(it), sizeof(hv));
+    HeapValue* hv = HeapValueOf(it);
     if (hv != nullptr) {
       slabs.AddHeapBytes(-static_cast<int64_t>(hv->MemoryUsage()));
       delete hv;
@@ -393,11 +392,7 @@ void ItemRef::WriteValue(size_t off, const char* src, size_t len) {
   WritePayload(item_, off, src, len);
 }
 
-HeapValue* ItemRef::heap() const {
-  HeapValue* hv;
-  std::memcpy(&hv, ItemData(item_), sizeof(hv));
-  return hv;
-}
+HeapValue* ItemRef::heap() const { return HeapValueOf(item_); }
 
 void Engine::ReleaseRaw(void* engine, void* item) {
   static_cast<Engine*>(engine)->impl_->Release(static_cast<Item*>(item));

@@ -12,6 +12,8 @@
 
 namespace trove::engine {
 
+class HeapValue;  // engine.h
+
 // Flag bits of Item::flags. Set and cleared with atomic or/and so that a hit
 // (stripe lock) and a tail walk (LRU lock) never race on the word.
 enum ItemFlag : uint16_t {
@@ -138,6 +140,14 @@ inline char* ItemData(Item* it) { return ItemKey(it) + it->nkey; }
 inline const char* ItemData(const Item* it) { return ItemKey(it) + it->nkey; }
 // Data bytes of a chunk part.
 inline char* PartData(Item* part) { return reinterpret_cast<char*>(part) + kItemHeader; }
+
+// A kItemHeap item's value is a HeapValue pointer (unaligned-safe copies).
+inline HeapValue* HeapValueOf(const Item* it) {
+  HeapValue* hv;
+  std::memcpy(&hv, ItemData(it), sizeof(hv));
+  return hv;
+}
+inline void SetHeapValue(Item* it, HeapValue* hv) { std::memcpy(ItemData(it), &hv, sizeof(hv)); }
 
 // CAS lives unaligned-safe at offset 48 (8-aligned: chunks are 8-aligned).
 inline uint64_t CasOf(const Item* it) {

@@ -93,8 +93,10 @@ SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_
   Engine::Impl* m = impl_;
   const bool chunked = HasFlag(owner, kItemChunked);
   // Its parts are repointed at the copy: nobody else may be reading them.
-  // (Link + our reference; new references need the stripe we hold.)
-  if (chunked && owner->refcount.load(std::memory_order_relaxed) != 2) return Rescued::kBusy;
+  // (Link + our reference; new references need the stripe we hold.) Acquire
+  // pairs with Release's acq_rel decrement, so every earlier holder's reads
+  // of the part links happen before the rewrite below.
+  if (chunked && owner->refcount.load(std::memory_order_acquire) != 2) return Rescued::kBusy;
   const int cls = ClassOf(owner);
   Item* n = RescueChunk(cls, allow_evictions);
   if (n == nullptr) return Rescued::kNoMemory;
@@ -132,7 +134,7 @@ SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_
 SlabRebalancer::Rescued SlabRebalancer::RescuePart(Item* owner, Item* part,
                                                    bool allow_evictions) {
   Engine::Impl* m = impl_;
-  if (owner->refcount.load(std::memory_order_relaxed) != 2) return Rescued::kBusy;
+  if (owner->refcount.load(std::memory_order_acquire) != 2) return Rescued::kBusy;
   Item* n = RescueChunk(ClassOf(part), allow_evictions);
   if (n == nullptr) return Rescued::kNoMemory;
   n->flags.store(kItemChunkPart, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,13 @@ class ServerServices {
   // The connection limit (-c, RESP maxclients); 0 when unknown (tests).
   virtual int64_t MaxConnections() const { return 0; }
   // Changes it for new connections; false when this server cannot.
+  // `stats <sub>` groups of other parts of the server (`stats proxy`,
+  // `proxybe`, `proxyfuncs`): false when `sub` is none of them.
+  virtual bool SubStats(std::string_view sub, std::vector<std::pair<std::string, std::string>>* out) {
+    (void)sub;
+    (void)out;
+    return false;
+  }
   virtual bool SetMaxConnections(int64_t n) {
     (void)n;
     return false;
@@ -149,6 +157,8 @@ class ProtocolHandler {
   // When a request is incomplete and its total size is known (a large value),
   // the bytes it needs from the start of the unconsumed data; 0 if unknown.
   virtual size_t BytesWanted() const { return 0; }
+  // A `watch` connection (memcached): it reads no more commands.
+  virtual bool IsWatcher() const { return false; }
 };
 
 // Creates handlers for one listening port. Called on the worker that owns the

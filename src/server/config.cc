@@ -153,7 +153,10 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
                                                                      : comma - start);
         if (!one.empty()) {
           net::ListenAddr la;
-          if (!net::ParseListenAddr(one, &la)) return Bad("invalid listen address: " + one);
+          ListenSpec spec;
+          std::string err;
+          if (!ParseListenSpec(one, &spec, &err)) return Bad(err);
+          if (!net::ParseListenAddr(spec.addr, &la)) return Bad("invalid listen address: " + one);
           c->listen.push_back(one);
         }
         if (comma == std::string::npos) break;
@@ -400,6 +403,40 @@ net::NetServerOptions Config::ToNetOptions() const {
   return o;
 }
 
+bool ParseListenSpec(std::string_view s, ListenSpec* out, std::string* err) {
+  *out = ListenSpec{};
+  if (s.rfind("proto[", 0) == 0) {
+    const size_t e = s.find(']');
+    if (e == std::string_view::npos) {
+      *err = "Invalid protocol in socket config: \"" + std::string(s) + "\"";
+      return false;
+    }
+    out->proto = std::string(s.substr(6, e - 6));
+    if (out->proto != "ascii" && out->proto != "proxy") {
+      *err = "-l proto[" + out->proto + "]: only ascii and proxy listeners are supported by Trove";
+      return false;
+    }
+    s = s.substr(e + 1);
+    if (!s.empty() && s.front() == ':') s = s.substr(1);
+  }
+  if (s.rfind("tag[", 0) == 0 || s.rfind("tag_", 0) == 0) {
+    const size_t e = s.find(s[3] == '[' ? ']' : '_', 4);
+    if (e == std::string_view::npos) {
+      *err = "Invalid tag in socket config: \"" + std::string(s) + "\"";
+      return false;
+    }
+    out->tag = std::string(s.substr(4, e - 4));
+    if (out->tag.empty() || out->tag.size() > 8) {
+      *err = "Listener tags must be between 1 and 8 characters: \"" + std::string(s) + "\"";
+      return false;
+    }
+    s = s.substr(e + 1);
+    if (!s.empty() && s.front() == ':') s = s.substr(1);
+  }
+  out->addr = std::string(s);
+  return true;
+}
+
 std::string HelpText() {
   std::string h = "trove ";
   h += kVersion;
@@ -410,7 +447,8 @@ std::string HelpText() {
 -a, --unix-mask=<mask>    access mask for the UNIX socket, in octal (default: 700)
 -A, --enable-shutdown     enable the ascii "shutdown" command
 -l, --listen=<addr>       interfaces to listen on, comma separated (default: all);
-                          IPv6 as [::1] or [::1]:port
+                          IPv6 as [::1] or [::1]:port; with the proxy,
+                          tag[<name>]:<addr> or tag_<name>_:<addr> tags a listener
 -d, --daemon              run as a daemon
 -r, --enable-coredumps    maximize core file limit
 -u, --user=<user>         assume the identity of <user> (only when run as root)
@@ -451,7 +489,8 @@ std::string HelpText() {
    lru_maintainer, no_lru_maintainer, hot_lru_pct=N, warm_lru_pct=N,
    hot_max_factor=F, warm_max_factor=F, temp_lru, temporary_ttl=N,
    idle_timeout=N, slab_reassign, slab_automove=0|1|2, slab_automove_ratio=F,
-   slab_chunk_max=BYTES, no_chunked_items, modern, no_modern
+   slab_chunk_max=BYTES, no_chunked_items, modern, no_modern,
+   proxy_config=FILE[:FILE...] (memcached's Lua proxy), proxy_arg=STR
    (memcached's other -o names are refused, naming what Trove lacks)
 )";
   return h;

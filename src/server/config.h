@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -87,6 +88,10 @@ struct Config {
   size_t watcher_logbuf_kb = 256;   // -o watcher_logbuf_size (memcached's default)
   size_t worker_logbuf_kb = 64;     // -o worker_logbuf_size
   bool disable_dumping = false;     // -X
+  // -o proxy_config=FILE[:FILE...] turns on the proxy; proxy_arg is mcp.start_arg.
+  std::string proxy_config;
+  std::string proxy_arg;
+  bool proxy_arg_set = false;
   std::string auth_file;            // -Y: memcached's ASCII authentication
   std::string memory_file;          // -e: restartable item memory (SIGUSR1 saves it)
   std::string pid_file;             // -P
@@ -112,5 +117,15 @@ Result<Config> ParseArgs(const std::vector<std::string>& argv);
 
 // The -h text.
 std::string HelpText();
+
+// One -l entry split into memcached's listener options and the address:
+// `proto[ascii|proxy]:`, then `tag[name]:` or `tag_name_:` (1-8 bytes),
+// then host[:port]. False (and *err) for a malformed one.
+struct ListenSpec {
+  std::string proto;  // "" = the default
+  std::string tag;    // "" = untagged
+  std::string addr;
+};
+bool ParseListenSpec(std::string_view s, ListenSpec* out, std::string* err);
 
 }  // namespace trove::server

@@ -182,8 +182,17 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
     return Bad("-o " + n + ": extstore is not supported by Trove (items live in memory only)");
   } else if (n.rfind("ssl_", 0) == 0) {
     return Bad("-o " + n + ": TLS is not supported by Trove yet");
-  } else if (n == "proxy_config" || n == "proxy_arg" || n == "proxy_uring") {
-    return Bad("-o " + n + ": the proxy is not supported by Trove yet");
+  } else if (n == "proxy_config" || n == "proxy_arg") {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (n == "proxy_config") {
+      c->proxy_config = std::string(value);
+    } else {
+      c->proxy_arg = std::string(value);
+      c->proxy_arg_set = true;
+    }
+  } else if (n == "proxy_uring" || n == "proxy_memprofile") {
+    return Bad("-o " + n + " is not supported by Trove's proxy");
   } else if (n == "num_napi_ids" || n == "sock_cookie_id" || n == "slab_sizes" ||
              n == "track_sizes" || n == "no_hashexpand" || n == "drop_privileges" ||
              n == "meta_response_old") {

@@ -2,6 +2,8 @@
 // methods, which workers call.
 #include "server/server.h"
 
+#include "proxy/proxy_handler.h"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -100,6 +102,26 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   s->mc_factory_ = memcache::NewMemcacheFactory(s->engine_.get(), s.get(), mc_opts,
                                                 s->log_.get(), resp::CommandLogOf(s->resp_factory_.get()),
                                                 key_events);
+  if (!cfg.proxy_config.empty()) {
+    // The first load happens before any listener opens: a broken config is
+    // a start-up error.
+    proxy::RuntimeOptions po;
+    size_t start = 0;
+    while (start <= cfg.proxy_config.size()) {
+      const size_t colon = cfg.proxy_config.find(':', start);
+      std::string f = cfg.proxy_config.substr(start, colon == std::string::npos ? std::string::npos
+                                                                                 : colon - start);
+      if (!f.empty()) po.files.push_back(std::move(f));
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+    po.arg = cfg.proxy_arg;
+    po.has_arg = cfg.proxy_arg_set;
+    po.num_workers = cfg.num_threads;
+    s->proxy_ = std::make_unique<proxy::ProxyRuntime>(po, s->log_.get());
+    Status ps = s->proxy_->LoadInitial();
+    if (!ps.ok()) return ps;
+  }
   Status st = s->Bind();
   if (!st.ok()) return st;
   return s;
@@ -109,12 +131,23 @@ Status Server::Bind() {
   // Hosts to bind TCP on: the -l list (each entry may carry its own port) or
   // every interface.
   std::vector<net::ListenAddr> hosts;
+  std::vector<std::string> tags;  // per host: its listener tag
   for (const std::string& l : cfg_.listen) {
     net::ListenAddr a;
-    if (!net::ParseListenAddr(l, &a)) return Status::Invalid("invalid listen address: " + l);
+    ListenSpec spec;
+    std::string err;
+    if (!ParseListenSpec(l, &spec, &err)) return Status::Invalid(err);
+    if (!net::ParseListenAddr(spec.addr, &a)) return Status::Invalid("invalid listen address: " + l);
+    if (spec.proto == "proxy" && proxy_ == nullptr) {
+      return Status::Invalid("Proxy must be enabled to use: \"" + l + "\"");
+    }
     hosts.push_back(a);
+    tags.push_back(spec.tag);
   }
-  if (hosts.empty()) hosts.push_back(net::ListenAddr{});
+  if (hosts.empty()) {
+    hosts.push_back(net::ListenAddr{});
+    tags.emplace_back();
+  }
 
   if (!cfg_.unix_socket.empty()) {
     // memcached: a unix socket turns the TCP memcache listener off.
@@ -122,9 +155,10 @@ Status Server::Bind() {
     if (!l.ok()) return l.status();
     std::vector<net::Listener> ls;
     ls.push_back(std::move(l.value()));
-    net_->AddListeners(std::move(ls), mc_factory_.get(), "ERROR Too many open connections\r\n");
+    net_->AddListeners(std::move(ls), McFactoryFor(""), "ERROR Too many open connections\r\n");
   } else {
-    for (const net::ListenAddr& h : hosts) {
+    for (size_t hi = 0; hi < hosts.size(); ++hi) {
+      const net::ListenAddr& h = hosts[hi];
       int port = h.port >= 0 ? h.port : cfg_.port;
       // -p 0 with several -l hosts: one ephemeral port for all of them, so
       // the port file's one number reaches every address.
@@ -135,7 +169,7 @@ Status Server::Bind() {
                                std::string(ls.status().message()));
       }
       if (mc_port_ < 0) mc_port_ = ls.value()[0].port;
-      net_->AddListeners(std::move(ls.value()), mc_factory_.get(),
+      net_->AddListeners(std::move(ls.value()), McFactoryFor(tags[hi]),
                          "ERROR Too many open connections\r\n");
     }
   }
@@ -206,6 +240,17 @@ Status Server::Bind() {
   return Status::Ok();
 }
 
+net::ProtocolFactory* Server::McFactoryFor(const std::string& tag) {
+  if (proxy_ == nullptr) return mc_factory_.get();
+  auto& f = proxy_factories_[tag];
+  if (f == nullptr) f = proxy::NewProxyFactory(proxy_.get(), mc_factory_.get(), tag);
+  return f.get();
+}
+
+bool Server::SubStats(std::string_view sub, std::vector<std::pair<std::string, std::string>>* out) {
+  return proxy_ != nullptr && proxy_->SubStats(sub, out);
+}
+
 Status Server::WritePortFile() const {
   if (cfg_.port_file.empty()) return Status::Ok();
   std::string text;
@@ -230,6 +275,10 @@ Status Server::Start() {
   if (cfg_.detail_enabled) engine_->SetDetailEnabled(true);
   if (cfg_.lru_crawler_sleep != 100) engine_->CrawlerSetSleep(cfg_.lru_crawler_sleep);
   if (cfg_.lru_crawler_tocrawl != 0) engine_->CrawlerSetToCrawl(cfg_.lru_crawler_tocrawl);
+  if (proxy_ != nullptr) {
+    Status ps = proxy_->Start();
+    if (!ps.ok()) return ps;
+  }
   Status s = net_->Start();
   if (!s.ok()) return s;
   // Each UDP socket joins its worker's loop on that worker's thread.
@@ -263,7 +312,10 @@ void Server::WaitForShutdown() {
     if (sfd >= 0 && (p[1].revents & POLLIN)) {
       signalfd_siginfo si;
       if (::read(sfd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo == SIGHUP) continue;  // reserved for config reload
+        if (si.ssi_signo == SIGHUP) {  // memcached: reload the proxy config
+          if (proxy_ != nullptr) proxy_->RequestReload();
+          continue;
+        }
         if (si.ssi_signo == SIGUSR1) {
           // memcached's graceful stop; with -e the memory is saved for reuse.
           graceful_ = true;
@@ -281,8 +333,10 @@ void Server::WaitForShutdown() {
 void Server::Shutdown() {
   if (stopped_) return;
   stopped_ = true;
+  if (proxy_) proxy_->Stop();  // its config thread waits on the workers
   if (log_) log_->Stop();  // its collector posts to the workers
   if (net_) net_->Stop();
+  proxy_.reset();
   if (engine_ && started_) engine_->Stop();
   if (!cfg_.port_file.empty() && started_) ::unlink(cfg_.port_file.c_str());
 }
@@ -372,6 +426,9 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   // memcached reserves a few fds for itself; ours: listeners, epoll and
   // eventfds, a handful per worker.
   s.emplace_back("reserved_fds", Num(static_cast<uint64_t>(5 + 3 * cfg_.num_threads)));
+  if (proxy_ != nullptr) {
+    for (auto& kv : proxy_->GeneralStats()) s.push_back(std::move(kv));
+  }
   s.emplace_back("threads", Num(static_cast<uint64_t>(cfg_.num_threads)));
   s.emplace_back("conn_yields", Num(c.conn_yields.load(std::memory_order_relaxed)));
   s.emplace_back("bytes_read", Num(net_->BytesRead()));

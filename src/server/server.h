@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "net/net_server.h"
 #include "net/udp_port.h"
 #include "net/protocol_handler.h"
+#include "proxy/runtime.h"
 #include "server/config.h"
 
 namespace trove::server {
@@ -71,6 +73,7 @@ class Server final : public net::ServerServices {
   bool CloseConnection(uint64_t id) override;
   int64_t MaxConnections() const override;
   bool SetMaxConnections(int64_t n) override;
+  bool SubStats(std::string_view sub, std::vector<std::pair<std::string, std::string>>* out) override;
 
   int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
 
@@ -94,6 +97,11 @@ class Server final : public net::ServerServices {
   // net_ so they outlive the worker loops that poll them).
   std::vector<std::unique_ptr<net::UdpPort>> udp_;
   std::unique_ptr<net::NetServer> net_;
+  // -o proxy_config: the proxy and its factories (one per listener tag).
+  // Declared after net_: destroyed first, while the loops still exist.
+  std::unique_ptr<proxy::ProxyRuntime> proxy_;
+  std::map<std::string, std::unique_ptr<net::ProtocolFactory>> proxy_factories_;
+  net::ProtocolFactory* McFactoryFor(const std::string& tag);
   int mc_port_ = -1;     // -1 = no TCP memcache listener
   int resp_port_ = -1;   // -1 = RESP off
   int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown

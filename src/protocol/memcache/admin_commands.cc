@@ -183,6 +183,10 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
       WriteConns(all, w);
     }
     w.Word("END");
+  } else if (std::vector<std::pair<std::string, std::string>> extra;
+             sv != nullptr && sv->SubStats(sub, &extra)) {
+    WriteStats(extra, w);
+    w.Word("END");
   } else {
     w.Error();
   }

@@ -59,6 +59,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool WantsClose() const override { return close_; }
   bool CloseIsError() const override { return close_error_; }
   size_t BytesWanted() const override { return wanted_; }
+  bool IsWatcher() const override { return watcher_id_ != 0; }
   void OnOutputDrained() override { GiveResponses(); }
   // The worker whose share of -o read_buf_mem_limit this connection uses.
   void set_worker(int worker) { worker_ = worker; }

@@ -1,0 +1,160 @@
+// VM creation, the constants every VM has, and the copy of values from the
+// config VM into the worker VMs.
+#include "proxy/lua_vm.h"
+
+#include <time.h>
+
+#include "proxy/worker.h"
+
+namespace trove::proxy {
+
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+namespace {
+
+struct NamedInt {
+  const char* name;
+  lua_Integer v;
+};
+
+constexpr NamedInt kConstants[] = {
+    {"CMD_MG", kCmdMg}, {"CMD_MS", kCmdMs}, {"CMD_MD", kCmdMd}, {"CMD_MN", kCmdMn},
+    {"CMD_MA", kCmdMa}, {"CMD_ME", kCmdMe}, {"CMD_GET", kCmdGet}, {"CMD_GAT", kCmdGat},
+    {"CMD_SET", kCmdSet}, {"CMD_ADD", kCmdAdd}, {"CMD_CAS", kCmdCas}, {"CMD_GETS", kCmdGets},
+    {"CMD_GATS", kCmdGats}, {"CMD_INCR", kCmdIncr}, {"CMD_DECR", kCmdDecr},
+    {"CMD_TOUCH", kCmdTouch}, {"CMD_APPEND", kCmdAppend}, {"CMD_DELETE", kCmdDelete},
+    {"CMD_REPLACE", kCmdReplace}, {"CMD_PREPEND", kCmdPrepend},
+    {"CMD_END_STORAGE", kCmdEndStorage}, {"CMD_QUIT", kCmdQuit}, {"CMD_STATS", kCmdStats},
+    {"CMD_SLABS", kCmdSlabs}, {"CMD_WATCH", kCmdWatch}, {"CMD_LRU", kCmdLru},
+    {"CMD_VERSION", kCmdVersion}, {"CMD_SHUTDOWN", kCmdShutdown},
+    {"CMD_EXTSTORE", kCmdExtstore}, {"CMD_FLUSH_ALL", kCmdFlushAll},
+    {"CMD_VERBOSITY", kCmdVerbosity}, {"CMD_LRU_CRAWLER", kCmdLruCrawler},
+    {"CMD_REFRESH_CERTS", kCmdRefreshCerts}, {"CMD_CACHE_MEMLIMIT", kCmdCacheMemlimit},
+    {"CMD_ANY", kCmdAny}, {"CMD_ANY_STORAGE", kCmdAnyStorage},
+    // mcmc reply codes and types
+    {"MCMC_CODE_STORED", 8}, {"MCMC_CODE_EXISTS", 9}, {"MCMC_CODE_DELETED", 10},
+    {"MCMC_CODE_TOUCHED", 11}, {"MCMC_CODE_VERSION", 12}, {"MCMC_CODE_NOT_FOUND", 13},
+    {"MCMC_CODE_NOT_STORED", 14}, {"MCMC_CODE_OK", 15}, {"MCMC_CODE_NOP", 16},
+    {"MCMC_CODE_END", 17}, {"MCMC_CODE_ERROR", 21}, {"MCMC_CODE_CLIENT_ERROR", 22},
+    {"MCMC_CODE_SERVER_ERROR", 23},
+    // result classes (rctx:result)
+    {"RES_GOOD", 0}, {"RES_OK", 1}, {"RES_ANY", 2},
+};
+
+}  // namespace
+
+lua_State* NewVm(VmContext* ctx) {
+  lua_State* L = luaL_newstate();
+  if (L == nullptr) return nullptr;
+  *static_cast<VmContext**>(lua_getextraspace(L)) = ctx;
+  luaL_openlibs(L);
+  lua_newtable(L);  // mcp
+  for (const NamedInt& c : kConstants) {
+    lua_pushinteger(L, c.v);
+    lua_setfield(L, -2, c.name);
+  }
+  OpenConfigFunctions(L);
+  OpenWorkerFunctions(L);
+  lua_setglobal(L, "mcp");
+  return L;
+}
+
+bool CopyOut(lua_State* L, int idx, CopiedValue* out, std::string* err, int depth) {
+  idx = lua_absindex(L, idx);
+  if (depth > 32) {
+    *err = "config value nested too deeply";
+    return false;
+  }
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL: out->kind = CopiedValue::kNil; return true;
+    case LUA_TBOOLEAN:
+      out->kind = CopiedValue::kBool;
+      out->b = lua_toboolean(L, idx) != 0;
+      return true;
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) {
+        out->kind = CopiedValue::kInt;
+        out->i = lua_tointeger(L, idx);
+      } else {
+        out->kind = CopiedValue::kNum;
+        out->d = lua_tonumber(L, idx);
+      }
+      return true;
+    case LUA_TSTRING: {
+      size_t n = 0;
+      const char* s = lua_tolstring(L, idx, &n);
+      out->kind = CopiedValue::kStr;
+      out->s.assign(s, n);
+      return true;
+    }
+    case LUA_TTABLE: {
+      out->kind = CopiedValue::kTable;
+      lua_pushnil(L);
+      while (lua_next(L, idx) != 0) {
+        const int kt = lua_type(L, -2);
+        if (kt != LUA_TSTRING && kt != LUA_TNUMBER) {
+          lua_pop(L, 2);
+          *err = "config table keys must be strings or numbers";
+          return false;
+        }
+        CopiedValue k, v;
+        if (!CopyOut(L, -2, &k, err, depth + 1) || !CopyOut(L, -1, &v, err, depth + 1)) {
+          lua_pop(L, 2);
+          return false;
+        }
+        out->table.emplace_back(std::move(k), std::move(v));
+        lua_pop(L, 1);
+      }
+      return true;
+    }
+    case LUA_TUSERDATA: {
+      if (void* p = luaL_testudata(L, idx, kPoolMt)) {
+        out->kind = CopiedValue::kPool;
+        out->pool = static_cast<PoolUd*>(p)->spec;
+        return true;
+      }
+      if (void* p = luaL_testudata(L, idx, kGlobalTbfMt)) {
+        out->kind = CopiedValue::kGlobalTbf;
+        out->tbf = static_cast<GlobalTbfUd*>(p)->tbf;
+        return true;
+      }
+      *err = "config value holds a userdata that cannot be copied to workers";
+      return false;
+    }
+    default:
+      *err = std::string("config value of type ") + luaL_typename(L, idx) +
+             " cannot be copied to workers";
+      return false;
+  }
+}
+
+void PushCopy(lua_State* L, const CopiedValue& v) {
+  switch (v.kind) {
+    case CopiedValue::kNil: lua_pushnil(L); break;
+    case CopiedValue::kBool: lua_pushboolean(L, v.b ? 1 : 0); break;
+    case CopiedValue::kInt: lua_pushinteger(L, v.i); break;
+    case CopiedValue::kNum: lua_pushnumber(L, v.d); break;
+    case CopiedValue::kStr: lua_pushlstring(L, v.s.data(), v.s.size()); break;
+    case CopiedValue::kTable:
+      lua_createtable(L, 0, static_cast<int>(v.table.size()));
+      for (const auto& kv : v.table) {
+        PushCopy(L, kv.first);
+        PushCopy(L, kv.second);
+        lua_rawset(L, -3);
+      }
+      break;
+    case CopiedValue::kPool: Ctx(L)->worker->PushPoolProxy(L, v.pool); break;
+    case CopiedValue::kGlobalTbf: {
+      void* p = lua_newuserdatauv(L, sizeof(GlobalTbfUd), 0);
+      new (p) GlobalTbfUd{v.tbf};
+      luaL_setmetatable(L, kGlobalTbfMt);
+      break;
+    }
+  }
+}
+
+}  // namespace trove::proxy

@@ -1,0 +1,67 @@
+// The Lua side of the proxy shared by its two kinds of VM: the config VM
+// (on the config thread: mcp_config_pools, backends, pools, crons) and the
+// worker VMs (one per worker: mcp_config_routes, hooks, request handling).
+// Every VM has the full mcp table; a function used in the wrong kind of VM
+// raises a Lua error. A VM is used only on its owner thread.
+#pragma once
+
+#include <lua5.4/lua.hpp>
+
+#include <memory>
+#include <string>
+
+#include "proxy/proxy_types.h"
+
+namespace trove::proxy {
+
+class ProxyRuntime;
+class ProxyWorker;
+
+// Reached through lua_getextraspace (so coroutines see it too).
+struct VmContext {
+  bool is_config = false;
+  ProxyRuntime* runtime = nullptr;
+  ProxyWorker* worker = nullptr;  // worker VMs only
+};
+
+inline VmContext* Ctx(lua_State* L) { return *static_cast<VmContext**>(lua_getextraspace(L)); }
+
+// A new VM with the standard libraries and the mcp table.
+lua_State* NewVm(VmContext* ctx);
+
+// Userdata type names (metatables in the registry).
+inline constexpr const char* kBackendMt = "mcp.backend";
+inline constexpr const char* kPoolMt = "mcp.pool";
+inline constexpr const char* kPoolProxyMt = "mcp.pool_proxy";
+inline constexpr const char* kGlobalTbfMt = "mcp.ratelim_global_tbf";
+inline constexpr const char* kTbfMt = "mcp.ratelim_tbf";
+inline constexpr const char* kFuncgenMt = "mcp.funcgen";
+inline constexpr const char* kRctxMt = "mcp.rctx";
+inline constexpr const char* kRequestMt = "mcp.request";
+inline constexpr const char* kResponseMt = "mcp.response";
+
+// Userdata bodies (placement-new'd; __gc runs the destructor).
+struct BackendUd {
+  std::shared_ptr<const BackendSpec> spec;
+};
+struct PoolUd {
+  std::shared_ptr<const PoolSpec> spec;
+};
+struct GlobalTbfUd {
+  std::shared_ptr<GlobalTbf> tbf;
+};
+
+// Registration of each library part (mcp_config_lib.cc, mcp_worker_lib.cc).
+void OpenConfigFunctions(lua_State* L);  // adds to the mcp table on the stack top
+void OpenWorkerFunctions(lua_State* L);
+
+// Copies the value at `idx` of a config VM out; false (and *err) when it
+// holds something that cannot cross VMs.
+bool CopyOut(lua_State* L, int idx, CopiedValue* out, std::string* err, int depth = 0);
+// Pushes `v` into a worker VM (pools become that worker's pool proxies).
+void PushCopy(lua_State* L, const CopiedValue& v);
+
+// Milliseconds on the monotonic clock (rate limiters).
+int64_t NowMs();
+
+}  // namespace trove::proxy

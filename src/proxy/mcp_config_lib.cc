@@ -1,0 +1,349 @@
+// The mcp functions of the config VM: backends, pools, the global tunables,
+// crons, user stats, global rate limiters, and the helpers both kinds of VM
+// have (log, time, start_arg).
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "proxy/lua_vm.h"
+#include "proxy/runtime.h"
+#include "proxy/worker.h"
+
+namespace trove::proxy {
+namespace {
+
+ProxyRuntime* ConfigRuntime(lua_State* L, const char* fn) {
+  VmContext* c = Ctx(L);
+  if (!c->is_config) {
+    luaL_error(L, "%s may only be called from mcp_config_pools (the config VM)", fn);
+    return nullptr;
+  }
+  return c->runtime;
+}
+
+// A non-negative number of seconds (the tunables accept fractions).
+double Seconds(lua_State* L, int idx, const char* what) {
+  if (!lua_isnumber(L, idx)) luaL_error(L, "%s: expected a number of seconds", what);
+  double v = lua_tonumber(L, idx);
+  if (!(v >= 0) || v > 1e9) luaL_error(L, "%s: value out of range", what);
+  return v;
+}
+
+int64_t Integer(lua_State* L, int idx, const char* what, int64_t lo, int64_t hi) {
+  int ok = 0;
+  lua_Integer v = lua_tointegerx(L, idx, &ok);
+  if (!ok) luaL_error(L, "%s: expected an integer", what);
+  if (v < lo || v > hi) luaL_error(L, "%s: value out of range", what);
+  return v;
+}
+
+// Applies one backend option (table key `k`, value on the stack top).
+void BackendOption(lua_State* L, const char* k, BackendOptions* o) {
+  if (std::strcmp(k, "connecttimeout") == 0) {
+    o->connect_timeout = Seconds(L, -1, "backend connecttimeout");
+  } else if (std::strcmp(k, "retrytimeout") == 0 || std::strcmp(k, "retrywaittime") == 0) {
+    o->retry_waittime = Seconds(L, -1, "backend retrytimeout");
+  } else if (std::strcmp(k, "readtimeout") == 0) {
+    o->read_timeout = Seconds(L, -1, "backend readtimeout");
+  } else if (std::strcmp(k, "failurelimit") == 0) {
+    o->failure_limit = static_cast<int>(Integer(L, -1, "backend failurelimit", 0, 1 << 30));
+  } else if (std::strcmp(k, "depthlimit") == 0) {
+    o->depth_limit = static_cast<int>(Integer(L, -1, "backend depthlimit", 0, 1 << 30));
+  } else if (std::strcmp(k, "connections") == 0) {
+    o->connections = static_cast<int>(Integer(L, -1, "backend connections", 1, 8));
+  } else if (std::strcmp(k, "down") == 0) {
+    luaL_checktype(L, -1, LUA_TBOOLEAN);
+    o->down = lua_toboolean(L, -1) != 0;
+  } else if (std::strcmp(k, "tcpkeepalive") == 0) {
+    luaL_checktype(L, -1, LUA_TBOOLEAN);
+    o->tcp_keepalive = lua_toboolean(L, -1) != 0;
+  } else if (std::strcmp(k, "flaptime") == 0) {
+    o->flap_time = Seconds(L, -1, "backend flaptime");
+  } else if (std::strcmp(k, "flapbackofframp") == 0) {
+    o->flap_backoff_ramp = Seconds(L, -1, "backend flapbackofframp");
+  } else if (std::strcmp(k, "flapbackoffmax") == 0) {
+    o->flap_backoff_max = static_cast<uint32_t>(Integer(L, -1, "backend flapbackoffmax", 0, 1 << 30));
+  } else if (std::strcmp(k, "tls") == 0) {
+    luaL_error(L, "backend option 'tls' is not supported by Trove yet");
+  } else if (std::strcmp(k, "log") == 0) {
+    luaL_error(L, "backend option 'log' is not supported by Trove yet");
+  } else {
+    luaL_error(L, "backend: unknown option '%s'", k);
+  }
+}
+
+std::string PortString(lua_State* L, int idx) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    lua_Integer p = luaL_checkinteger(L, idx);
+    if (p < 1 || p > 65535) luaL_error(L, "backend: port out of range");
+    return std::to_string(p);
+  }
+  size_t n = 0;
+  const char* s = luaL_checklstring(L, idx, &n);
+  return std::string(s, n);
+}
+
+// mcp.backend(label, host, port) or mcp.backend{label=, host=, port=, ...}
+int McpBackend(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend");
+  auto spec = std::make_shared<BackendSpec>();
+  spec->opts = rt->pending_settings().backend_defaults;
+  if (lua_istable(L, 1)) {
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0) {
+      if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "backend: option names must be strings");
+      const char* k = lua_tostring(L, -2);
+      if (std::strcmp(k, "label") == 0) {
+        spec->label = luaL_checkstring(L, -1);
+      } else if (std::strcmp(k, "host") == 0) {
+        spec->host = luaL_checkstring(L, -1);
+      } else if (std::strcmp(k, "port") == 0) {
+        spec->port = PortString(L, -1);
+      } else {
+        BackendOption(L, k, &spec->opts);
+      }
+      lua_pop(L, 1);
+    }
+  } else {
+    spec->label = luaL_checkstring(L, 1);
+    spec->host = luaL_checkstring(L, 2);
+    spec->port = lua_isnoneornil(L, 3) ? "11211" : PortString(L, 3);
+    if (!lua_isnoneornil(L, 4)) luaL_error(L, "backend: weights are not supported by Trove yet");
+  }
+  if (spec->label.empty()) luaL_error(L, "backend: a label is required");
+  if (spec->host.empty()) luaL_error(L, "backend: a host is required");
+  if (spec->port.empty()) spec->port = "11211";
+  void* p = lua_newuserdatauv(L, sizeof(BackendUd), 0);
+  new (p) BackendUd{std::move(spec)};
+  luaL_setmetatable(L, kBackendMt);
+  return 1;
+}
+
+// mcp.pool({backends...}[, {iothread = bool}])
+int McpPool(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.pool");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  auto spec = std::make_shared<PoolSpec>();
+  spec->use_iothread = rt->pending_settings().backend_defaults.use_iothread;
+  const lua_Integer n = luaL_len(L, 1);
+  for (lua_Integer i = 1; i <= n; ++i) {
+    lua_geti(L, 1, i);
+    auto* b = static_cast<BackendUd*>(luaL_testudata(L, -1, kBackendMt));
+    if (b == nullptr) luaL_error(L, "pool: entry %d is not a backend", static_cast<int>(i));
+    spec->backends.push_back(b->spec);
+    lua_pop(L, 1);
+  }
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, 2) != 0) {
+      const char* k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+      if (std::strcmp(k, "iothread") == 0) {
+        luaL_checktype(L, -1, LUA_TBOOLEAN);
+        spec->use_iothread = lua_toboolean(L, -1) != 0;
+      } else {
+        luaL_error(L, "pool: option '%s' is not supported by Trove yet", k);
+      }
+      lua_pop(L, 1);
+    }
+  }
+  void* p = lua_newuserdatauv(L, sizeof(PoolUd), 0);
+  new (p) PoolUd{std::move(spec)};
+  luaL_setmetatable(L, kPoolMt);
+  return 1;
+}
+
+// The global tunables: mcp.backend_connect_timeout(s) and friends.
+template <double BackendOptions::*F>
+int SetSeconds(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_*_timeout");
+  rt->pending_settings().backend_defaults.*F = Seconds(L, 1, "timeout");
+  return 0;
+}
+
+int SetFailureLimit(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_failure_limit");
+  rt->pending_settings().backend_defaults.failure_limit =
+      static_cast<int>(Integer(L, 1, "backend_failure_limit", 0, 1 << 30));
+  return 0;
+}
+
+int SetDepthLimit(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_depth_limit");
+  rt->pending_settings().backend_defaults.depth_limit =
+      static_cast<int>(Integer(L, 1, "backend_depth_limit", 0, 1 << 30));
+  return 0;
+}
+
+int SetFlapBackoffMax(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_flap_backoff_max");
+  rt->pending_settings().backend_defaults.flap_backoff_max =
+      static_cast<uint32_t>(Integer(L, 1, "backend_flap_backoff_max", 0, 1 << 30));
+  return 0;
+}
+
+int SetUseIothread(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_use_iothread");
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  rt->pending_settings().backend_defaults.use_iothread = lua_toboolean(L, 1) != 0;
+  return 0;
+}
+
+int SetTcpKeepalive(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.tcp_keepalive");
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  rt->pending_settings().backend_defaults.tcp_keepalive = lua_toboolean(L, 1) != 0;
+  return 0;
+}
+
+int SetActiveReqLimit(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.active_req_limit");
+  rt->pending_settings().active_req_limit = Integer(L, 1, "active_req_limit", 0, INT64_MAX);
+  return 0;
+}
+
+int SetBufferMemoryLimit(lua_State* L) {
+  (void)ConfigRuntime(L, "mcp.buffer_memory_limit");
+  return luaL_error(L, "mcp.buffer_memory_limit is not supported by Trove yet");
+}
+
+// mcp.register_cron(name, { every = s, rerun = bool, func = f })
+int RegisterCron(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.register_cron");
+  std::string name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_getfield(L, 2, "every");
+  const int64_t every = Integer(L, -1, "register_cron every", 1, INT32_MAX);
+  lua_pop(L, 1);
+  bool rerun = true;
+  lua_getfield(L, 2, "rerun");
+  if (!lua_isnil(L, -1)) {
+    luaL_checktype(L, -1, LUA_TBOOLEAN);
+    rerun = lua_toboolean(L, -1) != 0;
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, 2, "func");
+  luaL_checktype(L, -1, LUA_TFUNCTION);
+  rt->AddCron(L, std::move(name), every, rerun);
+  return 0;
+}
+
+int ScheduleReload(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.schedule_config_reload");
+  rt->RequestReload();
+  return 0;
+}
+
+// mcp.add_stat(index, name): `stats proxy` shows user_<name>.
+int AddStat(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.add_stat");
+  const int64_t idx = Integer(L, 1, "add_stat index", 1, kMaxUstats);
+  size_t n = 0;
+  const char* name = luaL_checklstring(L, 2, &n);
+  if (n > kMaxUstatName) luaL_error(L, "add_stat: name too long");
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char ch = static_cast<unsigned char>(name[i]);
+    if (ch <= ' ' || ch >= 127) luaL_error(L, "add_stat: name cannot contain spaces or control characters");
+  }
+  std::vector<std::string>& names = rt->pending_ustats();
+  if (names.size() <= static_cast<size_t>(idx)) names.resize(static_cast<size_t>(idx) + 1);
+  names[static_cast<size_t>(idx)].assign(name, n);
+  return 0;
+}
+
+// mcp.ratelim_global_tbf{ limit =, fillrate =, tickrate = }
+int GlobalTbfNew(lua_State* L) {
+  (void)ConfigRuntime(L, "mcp.ratelim_global_tbf");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  int64_t v[3] = {0, 0, 0};
+  const char* names[3] = {"limit", "fillrate", "tickrate"};
+  for (int i = 0; i < 3; ++i) {
+    lua_getfield(L, 1, names[i]);
+    v[i] = Integer(L, -1, names[i], 0, INT64_MAX / 4);
+    lua_pop(L, 1);
+  }
+  void* p = lua_newuserdatauv(L, sizeof(GlobalTbfUd), 0);
+  new (p) GlobalTbfUd{std::make_shared<GlobalTbf>(v[0], v[1], v[2], NowMs())};
+  luaL_setmetatable(L, kGlobalTbfMt);
+  return 1;
+}
+
+int LogUser(lua_State* L) {
+  size_t n = 0;
+  const char* s = luaL_checklstring(L, 1, &n);
+  ProxyRuntime* rt = Ctx(L)->runtime;
+  if (rt != nullptr && rt->shared()->Watching(net::kLogProxyuser)) {
+    std::string body = "type=proxy_user msg=";
+    body.append(s, n);
+    rt->shared()->Log(net::kLogProxyuser, body);
+  }
+  return 0;
+}
+
+int TimeRealMillis(lua_State* L) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  lua_pushinteger(L, static_cast<lua_Integer>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
+  return 1;
+}
+
+int TimeMonoMillis(lua_State* L) {
+  lua_pushinteger(L, NowMs());
+  return 1;
+}
+
+template <typename T>
+int Gc(lua_State* L) {
+  static_cast<T*>(lua_touserdata(L, 1))->~T();
+  return 0;
+}
+
+void NewMetatable(lua_State* L, const char* name, lua_CFunction gc) {
+  luaL_newmetatable(L, name);
+  lua_pushcfunction(L, gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+}
+
+}  // namespace
+
+void OpenConfigFunctions(lua_State* L) {
+  NewMetatable(L, kBackendMt, Gc<BackendUd>);
+  NewMetatable(L, kPoolMt, Gc<PoolUd>);
+  static const luaL_Reg kFns[] = {
+      {"backend", McpBackend},
+      {"pool", McpPool},
+      {"backend_connect_timeout", SetSeconds<&BackendOptions::connect_timeout>},
+      {"backend_read_timeout", SetSeconds<&BackendOptions::read_timeout>},
+      {"backend_retry_timeout", SetSeconds<&BackendOptions::retry_waittime>},
+      {"backend_retry_waittime", SetSeconds<&BackendOptions::retry_waittime>},
+      {"backend_flap_time", SetSeconds<&BackendOptions::flap_time>},
+      {"backend_flap_backoff_ramp", SetSeconds<&BackendOptions::flap_backoff_ramp>},
+      {"backend_flap_backoff_max", SetFlapBackoffMax},
+      {"backend_failure_limit", SetFailureLimit},
+      {"backend_depth_limit", SetDepthLimit},
+      {"backend_use_iothread", SetUseIothread},
+      {"tcp_keepalive", SetTcpKeepalive},
+      {"active_req_limit", SetActiveReqLimit},
+      {"buffer_memory_limit", SetBufferMemoryLimit},
+      {"register_cron", RegisterCron},
+      {"schedule_config_reload", ScheduleReload},
+      {"add_stat", AddStat},
+      {"ratelim_global_tbf", GlobalTbfNew},
+      {"log", LogUser},
+      {"time_real_millis", TimeRealMillis},
+      {"time_mono_millis", TimeMonoMillis},
+      {nullptr, nullptr},
+  };
+  luaL_setfuncs(L, kFns, 0);
+  // mcp.start_arg: -o proxy_arg, false without one.
+  VmContext* c = Ctx(L);
+  if (c->runtime != nullptr && c->runtime->options().has_arg) {
+    lua_pushstring(L, c->runtime->options().arg.c_str());
+  } else {
+    lua_pushboolean(L, 0);
+  }
+  lua_setfield(L, -2, "start_arg");
+}
+
+}  // namespace trove::proxy

@@ -1,0 +1,142 @@
+// Plain data shared by the proxy's config thread, its workers and its IO
+// thread: backend and pool descriptions made by the config VM, the global
+// rate limiter, the value copied from the config VM into each worker VM,
+// and the proxy's settings. Immutable once published, except GlobalTbf
+// (its own mutex) and the counters (atomics).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/mutex.h"
+
+namespace trove::proxy {
+
+// memcached's CMD_* numbers (proto_parser.h), as Lua sees them.
+enum Cmd : int {
+  kCmdMg = 1, kCmdMs, kCmdMd, kCmdMn, kCmdMa, kCmdMe,
+  kCmdGet, kCmdGat, kCmdSet, kCmdAdd, kCmdCas, kCmdGets, kCmdGats, kCmdIncr, kCmdDecr,
+  kCmdTouch, kCmdAppend, kCmdDelete, kCmdReplace, kCmdPrepend,
+  kCmdEndStorage,  // CMD_ANY_STORAGE covers every command below this
+  kCmdQuit, kCmdStats, kCmdSlabs, kCmdWatch, kCmdLru, kCmdVersion, kCmdShutdown, kCmdExtstore,
+  kCmdFlushAll, kCmdVerbosity, kCmdLruCrawler, kCmdRefreshCerts, kCmdCacheMemlimit,
+  kCmdSize,
+  kCmdAny = kCmdSize + 1,  // CMD_ANY: every hookable command
+  kCmdAnyStorage,          // CMD_ANY_STORAGE
+};
+
+// The command number of a request's first word, 0 when not one of them.
+int CmdOf(std::string_view word);
+// The request carries a value block: its length token is word `idx` (0-based).
+int ValueLengthToken(int cmd);
+
+// Backend tunables (memcached's struct proxy_tunables for one backend).
+struct BackendOptions {
+  double connect_timeout = 5;
+  double retry_waittime = 3;
+  double read_timeout = 3;
+  double flap_time = 0;
+  double flap_backoff_ramp = 1.5;
+  uint32_t flap_backoff_max = 3600;
+  int failure_limit = 3;
+  int depth_limit = 0;
+  int connections = 1;
+  bool down = false;
+  bool tcp_keepalive = false;
+  bool use_iothread = false;
+  // log={...}
+  bool log = false;
+  int log_rate = 0;
+  bool log_errors = false;
+  int64_t log_deadline_ms = 0;
+  std::string log_tag;
+  bool operator==(const BackendOptions&) const = default;
+};
+
+// One mcp.backend(): immutable once the config VM made it.
+struct BackendSpec {
+  std::string label, host, port;
+  BackendOptions opts;
+  // Equal keys denote the same backend (reused across reloads).
+  std::string Key() const;
+};
+
+// One mcp.pool(): its backends in order (the jump hash's buckets).
+struct PoolSpec {
+  std::vector<std::shared_ptr<const BackendSpec>> backends;
+  bool use_iothread = false;
+};
+
+// mcp.ratelim_global_tbf: one bucket for every worker.
+// Thread safety: Take from any thread (mu_).
+class GlobalTbf {
+ public:
+  GlobalTbf(int64_t limit, int64_t fillrate, int64_t tickrate_ms, int64_t now_ms)
+      : limit_(limit), fill_(fillrate), tick_(tickrate_ms), bucket_(limit), last_(now_ms) {}
+  bool Take(int64_t n, int64_t now_ms) {
+    MutexLock l(&mu_);
+    return TbfTake(&bucket_, &last_, limit_, fill_, tick_, n, now_ms);
+  }
+  // memcached's token bucket arithmetic (proxy_ratelim.c): whole ticks only,
+  // and a request passes only while the bucket holds more than it costs.
+  static bool TbfTake(int64_t* bucket, int64_t* last, int64_t limit, int64_t fill, int64_t tick,
+                      int64_t n, int64_t now_ms) {
+    const int64_t delta = now_ms - *last;
+    if (tick > 0 && delta > tick) {
+      const int64_t ticks = delta / tick;
+      *bucket += ticks * fill;
+      if (*bucket > limit) *bucket = limit;
+      *last += ticks * tick;
+    }
+    if (*bucket > n) {
+      *bucket -= n;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  const int64_t limit_, fill_, tick_;
+  Mutex mu_{LockRank::kLeaf};
+  int64_t bucket_ GUARDED_BY(mu_);
+  int64_t last_ GUARDED_BY(mu_);
+};
+
+// A Lua value copied out of the config VM (what mcp_config_pools returned),
+// rebuilt in each worker VM for mcp_config_routes.
+struct CopiedValue {
+  enum Kind : uint8_t { kNil, kBool, kInt, kNum, kStr, kTable, kPool, kGlobalTbf } kind = kNil;
+  bool b = false;
+  int64_t i = 0;
+  double d = 0;
+  std::string s;
+  std::vector<std::pair<CopiedValue, CopiedValue>> table;  // key, value
+  std::shared_ptr<const PoolSpec> pool;
+  std::shared_ptr<GlobalTbf> tbf;
+};
+
+// Process-wide proxy settings the config VM sets (global mcp.* setters).
+struct ProxySettings {
+  BackendOptions backend_defaults;  // backend_*_timeout, failure_limit, depth_limit, use_iothread
+  int64_t active_req_limit = 0;
+  int64_t buffer_memory_limit_kb = 0;
+};
+
+// User stats names (mcp.add_stat): index 1..1024 -> name ("" = unused).
+inline constexpr int kMaxUstats = 1024;
+inline constexpr size_t kMaxUstatName = 122;
+
+// What the config thread hands to each worker on a (re)load.
+struct ConfigGeneration {
+  uint64_t gen = 0;
+  std::vector<std::pair<std::string, std::string>> chunks;  // (name, source)
+  CopiedValue pools;  // mcp_config_pools' result
+  ProxySettings settings;
+  std::vector<std::string> ustat_names;  // index 0 unused
+};
+
+}  // namespace trove::proxy

@@ -1,0 +1,389 @@
+// A worker's proxy: config (re)load into its VM, hooks, requests as
+// coroutines, and the batches it sends to backends (see worker.h).
+#include "proxy/worker.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "proxy/runtime.h"
+
+namespace trove::proxy {
+namespace {
+
+constexpr char kBackendFailure[] = "SERVER_ERROR backend failure\r\n";
+constexpr char kBadResponse[] = "SERVER_ERROR bad response\r\n";
+constexpr char kLuaFailure[] = "SERVER_ERROR lua failure\r\n";
+constexpr char kLuaStartFailure[] = "SERVER_ERROR lua start failure\r\n";
+constexpr char kActiveLimit[] = "SERVER_ERROR active request limit reached\r\n";
+
+// Lamping and Veach's jump consistent hash, as memcached's proxy uses it.
+int32_t JumpHash(uint64_t key, int32_t buckets) {
+  int64_t b = -1, j = 0;
+  while (j < buckets) {
+    b = j;
+    key = key * 2862933555777941757ULL + 1;
+    j = static_cast<int64_t>(static_cast<double>(b + 1) *
+                             (static_cast<double>(int64_t{1} << 31) /
+                              static_cast<double>((key >> 33) + 1)));
+  }
+  return static_cast<int32_t>(b);
+}
+
+}  // namespace
+
+ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)
+    : rt_(rt), id_(id), loop_(loop), ustats_(new std::atomic<uint64_t>[kMaxUstats + 1]) {
+  for (int i = 0; i <= kMaxUstats; ++i) ustats_[static_cast<size_t>(i)].store(0);
+  ustat_names_.resize(kMaxUstats + 1);
+  vm_ctx_.is_config = false;
+  vm_ctx_.runtime = rt;
+  vm_ctx_.worker = this;
+  L_ = NewVm(&vm_ctx_);
+}
+
+ProxyWorker::~ProxyWorker() {
+  runs_.clear();
+  if (L_ != nullptr) lua_close(L_);
+}
+
+void ProxyWorker::ClearHooks() {
+  for (int& r : untagged_) {
+    if (r != LUA_NOREF) luaL_unref(L_, LUA_REGISTRYINDEX, r);
+    r = LUA_NOREF;
+  }
+  for (auto& [tag, arr] : hook_index_) {
+    for (int r : arr) {
+      if (r != LUA_NOREF) luaL_unref(L_, LUA_REGISTRYINDEX, r);
+    }
+  }
+  hook_index_.clear();
+}
+
+bool ProxyWorker::Load(const ConfigGeneration& gen, std::string* err) {
+  lua_State* L = L_;
+  const int top = lua_gettop(L);
+  for (const auto& [name, src] : gen.chunks) {
+    const std::string chunk = "@" + name;
+    if (luaL_loadbuffer(L, src.data(), src.size(), chunk.c_str()) != LUA_OK ||
+        lua_pcall(L, 0, 0, 0) != LUA_OK) {
+      *err = lua_tostring(L, -1) != nullptr ? lua_tostring(L, -1) : "error loading config";
+      lua_settop(L, top);
+      return false;
+    }
+  }
+  lua_getglobal(L, "mcp_config_routes");
+  if (!lua_isfunction(L, -1)) {
+    *err = "no mcp_config_routes function in the config";
+    lua_settop(L, top);
+    return false;
+  }
+  lua_newtable(L);
+  pending_hooks_ref_ = luaL_ref(L, LUA_REGISTRYINDEX);
+  PushCopy(L, gen.pools);
+  const int st = lua_pcall(L, 1, 0, 0);
+  const int pending = pending_hooks_ref_;
+  pending_hooks_ref_ = LUA_NOREF;
+  if (st != LUA_OK) {
+    *err = lua_tostring(L, -1) != nullptr ? lua_tostring(L, -1) : "mcp_config_routes failed";
+    luaL_unref(L, LUA_REGISTRYINDEX, pending);
+    lua_settop(L, top);
+    return false;
+  }
+  // The new hooks replace the old all at once.
+  ClearHooks();
+  lua_rawgeti(L, LUA_REGISTRYINDEX, pending);
+  lua_pushnil(L);
+  while (lua_next(L, -2) != 0) {
+    std::string tag = lua_tostring(L, -2);
+    HookArray* arr = &untagged_;
+    if (!tag.empty()) arr = &hook_index_.emplace(tag, NoHooks()).first->second;
+    for (int c = 1; c < kCmdSize; ++c) {
+      lua_rawgeti(L, -1, c);
+      if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+      } else {
+        (*arr)[static_cast<size_t>(c)] = luaL_ref(L, LUA_REGISTRYINDEX);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  luaL_unref(L, LUA_REGISTRYINDEX, pending);
+  lua_settop(L, top);
+  // User stats: a renamed (or removed) index starts again from zero.
+  for (int i = 1; i <= kMaxUstats; ++i) {
+    const std::string& nn = static_cast<size_t>(i) < gen.ustat_names.size()
+                                ? gen.ustat_names[static_cast<size_t>(i)]
+                                : std::string();
+    if (nn != ustat_names_[static_cast<size_t>(i)]) {
+      ustats_[static_cast<size_t>(i)].store(0, std::memory_order_relaxed);
+      ustat_names_[static_cast<size_t>(i)] = nn;
+    }
+  }
+  // memcached divides the limit between the workers.
+  const int64_t workers = rt_->options().num_workers;
+  const int64_t lim = gen.settings.active_req_limit;
+  active_limit_ = lim > workers * 2 ? lim / workers : lim;
+  // Old pools and funcgens go now, so that their backends close promptly.
+  lua_gc(L, LUA_GCCOLLECT);
+  return true;
+}
+
+std::shared_ptr<Backend> ProxyWorker::LocalBackend(const std::shared_ptr<const BackendSpec>& spec) {
+  const std::string key = spec->Key();
+  auto it = backends_.find(key);
+  if (it != backends_.end()) {
+    if (auto b = it->second.lock()) return b;
+  }
+  auto b = MakeBackend(spec, loop_, rt_->shared());
+  b->Start();
+  backends_[key] = b;
+  // Forget the expired ones now and then.
+  if (backends_.size() > 64) {
+    for (auto i = backends_.begin(); i != backends_.end();) {
+      i = i->second.expired() ? backends_.erase(i) : std::next(i);
+    }
+  }
+  return b;
+}
+
+void ProxyWorker::PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec) {
+  auto wp = std::make_shared<WorkerPool>();
+  wp->io = spec->use_iothread;
+  for (const auto& bs : spec->backends) {
+    wp->backends.push_back(wp->io ? rt_->IoBackend(bs) : LocalBackend(bs));
+  }
+  void* p = lua_newuserdatauv(L, sizeof(PoolProxyUd), 0);
+  new (p) PoolProxyUd{std::move(wp)};
+  luaL_setmetatable(L, kPoolProxyMt);
+}
+
+void ProxyWorker::NewSlot(lua_State* L, int fg_idx) {
+  fg_idx = lua_absindex(L, fg_idx);
+  auto* fg = static_cast<FuncgenUd*>(lua_touserdata(L, fg_idx));
+  lua_getiuservalue(L, fg_idx, 1);  // fg table
+  const int ft = lua_gettop(L);
+  void* p = lua_newuserdatauv(L, sizeof(RctxUd), 1);
+  new (p) RctxUd{this};
+  luaL_setmetatable(L, kRctxMt);
+  const int rc = lua_gettop(L);
+  lua_createtable(L, 0, 2);
+  lua_pushvalue(L, fg_idx);
+  lua_setfield(L, -2, "fg");
+  lua_setiuservalue(L, rc, 1);
+  lua_getfield(L, ft, "gen");
+  lua_pushvalue(L, rc);
+  lua_getfield(L, ft, "arg");
+  lua_call(L, 2, 1);
+  if (!lua_isfunction(L, -1)) luaL_error(L, "function generator did not return a function");
+  lua_getiuservalue(L, rc, 1);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "handler");
+  lua_pop(L, 1);
+  lua_remove(L, ft);  // leaves the rctx on top
+  ++fg->slots;
+  CountFuncgen(fg->name, 0, 1);
+}
+
+namespace {
+// lua_pcall-able: the funcgen at 1 makes a new slot (pushed).
+int NewSlotProtected(lua_State* L) {
+  auto* fg = static_cast<FuncgenUd*>(lua_touserdata(L, 1));
+  fg->worker->NewSlot(L, 1);
+  return 1;
+}
+}  // namespace
+
+void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
+  lua_State* L = L_;
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  if (active_limit_ > 0 && req_active_.load(std::memory_order_relaxed) >= active_limit_) {
+    finish(std::string(kActiveLimit));
+    return;
+  }
+  const int top = lua_gettop(L);
+  auto run = std::make_shared<Run>();
+  run->cmd = req.cmd;
+  run->finish = std::move(finish);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, hook_ref);
+  const int hook = lua_gettop(L);
+  lua_State* co = lua_newthread(L);
+  run->co = co;
+  run->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (lua_type(L, hook) == LUA_TUSERDATA) {
+    lua_getiuservalue(L, hook, 1);
+    lua_getfield(L, -1, "free");
+    const lua_Integer n = luaL_len(L, -1);
+    if (n > 0) {
+      lua_rawgeti(L, -1, n);
+      lua_pushnil(L);
+      lua_rawseti(L, -3, n);
+    } else {
+      lua_pushcfunction(L, NewSlotProtected);
+      lua_pushvalue(L, hook);
+      if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        if (rt_->shared()->Watching(net::kLogProxyevents)) {
+          rt_->shared()->Log(net::kLogProxyevents,
+                             std::string("type=proxy_error msg=") + luaL_tolstring(L, -1, nullptr));
+        }
+        luaL_unref(L, LUA_REGISTRYINDEX, run->co_ref);
+        lua_settop(L, top);
+        run->finish(std::string(kLuaStartFailure));
+        return;
+      }
+    }
+    run->slot_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, run->slot_ref);
+    lua_getiuservalue(L, -1, 1);
+    lua_getfield(L, -1, "handler");
+    lua_xmove(L, co, 1);
+    lua_pushvalue(L, hook);
+    run->fg_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  } else {
+    lua_pushvalue(L, hook);
+    lua_xmove(L, co, 1);
+  }
+  lua_settop(L, top);
+  void* p = lua_newuserdatauv(co, sizeof(RequestUd), 0);
+  new (p) RequestUd(std::move(req));
+  luaL_setmetatable(co, kRequestMt);
+  runs_[co] = run;
+  req_active_.fetch_add(1, std::memory_order_relaxed);
+  Resume(run, 1);
+}
+
+void ProxyWorker::Resume(const RunPtr& run, int nargs) {
+  lua_State* co = run->co;
+  int nres = 0;
+  const int st = lua_resume(co, L_, nargs, &nres);
+  if (st == LUA_YIELD && run->waiting) {
+    lua_pop(co, nres);
+    return;
+  }
+  std::string out;
+  if (st == LUA_OK) {
+    if (nres < 1) {
+      out = kBadResponse;
+    } else {
+      const int idx = lua_gettop(co) - nres + 1;
+      if (auto* r = static_cast<ResponseUd*>(luaL_testudata(co, idx, kResponseMt))) {
+        out = r->failed ? std::string(kBackendFailure) : r->bytes;
+      } else if (lua_type(co, idx) == LUA_TSTRING) {
+        size_t n = 0;
+        const char* s = lua_tolstring(co, idx, &n);
+        out.assign(s, n);
+      } else {
+        out = kBadResponse;
+      }
+    }
+  } else {
+    const char* msg = st == LUA_YIELD ? "a route may not yield except through the proxy"
+                                      : lua_tostring(co, -1);
+    if (rt_->shared()->Watching(net::kLogProxyevents)) {
+      rt_->shared()->Log(net::kLogProxyevents,
+                         std::string("type=proxy_error msg=") + (msg != nullptr ? msg : "?"));
+    }
+    out = kLuaFailure;
+  }
+  FinishRun(run, std::move(out));
+}
+
+void ProxyWorker::FinishRun(const RunPtr& run, std::string&& out) {
+  lua_State* L = L_;
+  if (run->slot_ref != LUA_NOREF) {
+    // The slot goes back to its funcgen's free list.
+    lua_rawgeti(L, LUA_REGISTRYINDEX, run->fg_ref);
+    lua_getiuservalue(L, -1, 1);
+    lua_getfield(L, -1, "free");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, run->slot_ref);
+    lua_rawseti(L, -2, luaL_len(L, -2) + 1);
+    lua_pop(L, 3);
+    luaL_unref(L, LUA_REGISTRYINDEX, run->slot_ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, run->fg_ref);
+  }
+  luaL_unref(L, LUA_REGISTRYINDEX, run->co_ref);
+  runs_.erase(run->co);
+  req_active_.fetch_sub(1, std::memory_order_relaxed);
+  FinishFn f = std::move(run->finish);
+  f(std::move(out));
+}
+
+int ProxyWorker::Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, const RequestUd& req) {
+  auto it = runs_.find(L);
+  if (it == runs_.end()) return luaL_error(L, "enqueue_and_wait: not inside a request");
+  if (pool->backends.empty()) return luaL_error(L, "enqueue_and_wait: the pool has no backends");
+  RunPtr run = it->second;
+  auto op = std::make_shared<BackendOp>();
+  op->request = req.bytes;
+  op->origin = loop_;
+  op->start_ns = loop_->NowNs();
+  std::weak_ptr<Run> wr = run;
+  op->done = [this, wr](BackendOp* o) {
+    if (RunPtr r = wr.lock()) OnOpDone(r, o);
+  };
+  run->waiting = true;
+  const std::string_view key = req.key();
+  const uint64_t h = XXH3_64bits(key.data(), key.size());
+  const auto n = static_cast<int32_t>(pool->backends.size());
+  const std::shared_ptr<Backend>& be = pool->backends[static_cast<size_t>(JumpHash(h, n))];
+  if (pool->io) {
+    io_batch_.emplace_back(be, std::move(op));
+  } else {
+    if (!be->has_batch()) dirty_.push_back(be);
+    be->Submit(std::move(op));
+  }
+  return lua_yield(L, 0);
+}
+
+void ProxyWorker::OnOpDone(const RunPtr& run, BackendOp* op) {
+  if (!run->waiting) return;
+  run->waiting = false;
+  lua_State* co = run->co;
+  void* p = lua_newuserdatauv(co, sizeof(ResponseUd), 0);
+  auto* r = new (p) ResponseUd{};
+  luaL_setmetatable(co, kResponseMt);
+  r->bytes = std::move(op->reply);
+  r->parsed = op->parsed;
+  r->failed = op->failed;
+  r->cmd = run->cmd;
+  r->elapsed_us = op->elapsed_us;
+  Resume(run, 1);
+  FlushOut();
+}
+
+void ProxyWorker::FlushOut() {
+  if (in_flush_) return;  // the outer call's loop picks up what was added
+  in_flush_ = true;
+  while (!dirty_.empty() || !io_batch_.empty()) {
+    if (!io_batch_.empty()) {
+      std::vector<std::pair<std::shared_ptr<Backend>, OpPtr>> batch;
+      batch.swap(io_batch_);
+      rt_->io_loop()->Post([b = std::move(batch)]() mutable {
+        std::vector<Backend*> touched;
+        for (auto& [be, op] : b) {
+          if (!be->has_batch()) touched.push_back(be.get());
+          be->Submit(std::move(op));
+        }
+        for (Backend* be : touched) be->Flush();
+      });
+    }
+    std::vector<std::shared_ptr<Backend>> d;
+    d.swap(dirty_);
+    for (auto& be : d) be->Flush();
+  }
+  in_flush_ = false;
+}
+
+void ProxyWorker::CountFuncgen(const std::string& name, int64_t funcs, int64_t slots) {
+  MutexLock l(&fg_mu_);
+  auto& v = fg_counts_[name];
+  v.first += funcs;
+  v.second += slots;
+}
+
+std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ProxyWorker::FuncgenCounts() const {
+  MutexLock l(&fg_mu_);
+  return {fg_counts_.begin(), fg_counts_.end()};
+}
+
+}  // namespace trove::proxy

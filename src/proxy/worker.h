@@ -1,0 +1,193 @@
+// ProxyWorker: one worker thread's part of the proxy: its Lua VM, the hooks
+// its current config attached, its backend sockets (when not on the IO
+// thread), and the requests it is running as Lua coroutines.
+//
+// Thread safety: the owner worker thread only, except the counters read by
+// `stats` (relaxed atomics).
+//
+// Invariants:
+//  1. Every started request finishes exactly once (Finish called with its
+//     reply bytes), whether its client is still there or not.
+//  2. Backends submitted to in a turn are flushed in the same turn
+//     (FlushOut runs after every batch of client input and every resume).
+//  3. A Backend is destroyed only from a task on its own loop, never from
+//     inside Lua (a pool's __gc posts the release).
+#pragma once
+
+#include <lua5.4/lua.hpp>
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "net/event_loop.h"
+#include "proxy/backend.h"
+#include "proxy/lua_vm.h"
+#include "proxy/proxy_types.h"
+
+namespace trove::proxy {
+
+class ProxyRuntime;
+
+// A pool as one worker uses it: backends on this worker's loop, or on the
+// IO thread's.
+struct WorkerPool {
+  std::vector<std::shared_ptr<Backend>> backends;
+  bool io = false;
+};
+
+// The request userdata (mcp.request): the client's exact bytes.
+struct RequestUd {
+  std::string bytes;  // line (with its CRLF) and value block
+  int cmd = 0;
+  size_t line_len = 0;  // without CRLF
+  size_t key_off = 0, key_len = 0;
+  std::string_view line() const { return std::string_view(bytes).substr(0, line_len); }
+  std::string_view key() const { return std::string_view(bytes).substr(key_off, key_len); }
+};
+
+// The response userdata (mcp.response).
+struct ResponseUd {
+  std::string bytes;
+  memcache::ParsedReply parsed;
+  bool failed = false;
+  int cmd = 0;  // the request's command (r:hit() for mg)
+  int64_t elapsed_us = 0;
+};
+
+// mcp.funcgen_new(): uservalue 1 is { handles = {pool proxies}, gen = f,
+// arg = a, free = {idle rctx} }.
+struct FuncgenUd {
+  ProxyWorker* worker = nullptr;
+  std::string name;
+  bool ready = false;
+  int64_t slots = 0;
+};
+// A slot (mcp.rctx): uservalue 1 is { handler = f, fg = funcgen }.
+struct RctxUd {
+  ProxyWorker* worker = nullptr;
+};
+// A pool as a worker VM holds it.
+struct PoolProxyUd {
+  std::shared_ptr<WorkerPool> pool;
+};
+
+struct Run;
+using RunPtr = std::shared_ptr<Run>;
+// Delivers a finished request's reply bytes to its client (or drops them
+// when the client is gone).
+using FinishFn = std::function<void(std::string&&)>;
+
+class ProxyWorker {
+ public:
+  ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop);
+  ~ProxyWorker();
+  ProxyWorker(const ProxyWorker&) = delete;
+  ProxyWorker& operator=(const ProxyWorker&) = delete;
+
+  int id() const { return id_; }
+  net::EventLoop* loop() const { return loop_; }
+  ProxyRuntime* runtime() const { return rt_; }
+  lua_State* vm() const { return L_; }
+
+  // Runs the config files and mcp_config_routes for `gen` in this VM; on
+  // failure the old hooks stay and *err says why.
+  bool Load(const ConfigGeneration& gen, std::string* err);
+
+  // The hook for `cmd` on a listener tagged `tag` ("" untagged), falling
+  // back to the untagged hook: a registry ref, or LUA_NOREF.
+  int HookFor(const std::string& tag, int cmd) const {
+    if (cmd <= 0 || cmd >= kCmdSize) return LUA_NOREF;
+    if (!tag.empty()) {
+      auto it = hook_index_.find(tag);
+      if (it != hook_index_.end() && it->second[static_cast<size_t>(cmd)] != LUA_NOREF) {
+        return it->second[static_cast<size_t>(cmd)];
+      }
+    }
+    return untagged_[static_cast<size_t>(cmd)];
+  }
+  // Starts a hooked request (its bytes move into the request object).
+  void StartRequest(int hook_ref, RequestUd&& req, FinishFn finish);
+  // Sends every backend batch of this turn (invariant 2).
+  void FlushOut();
+
+  // --- for the mcp functions ---
+  void PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec);
+  // rctx:enqueue_and_wait from coroutine L: sends req to its backend in
+  // `pool` and yields until the reply (returns lua_yield's value).
+  int Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, const RequestUd& req);
+  // Makes a new slot of the funcgen at `fg_idx` (gen(rctx, arg) gives its
+  // handler) and pushes its rctx; raises a Lua error on failure.
+  void NewSlot(lua_State* L, int fg_idx);
+  // The table mcp.attach writes into during mcp_config_routes (registry ref).
+  int pending_hooks_ref() const { return pending_hooks_ref_; }
+  void CountFuncgen(const std::string& name, int64_t funcs, int64_t slots);
+  std::atomic<uint64_t>& ustat(int idx) { return ustats_[static_cast<size_t>(idx)]; }
+
+  // --- stats (any thread) ---
+  int64_t req_active() const { return req_active_.load(std::memory_order_relaxed); }
+  uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
+  int64_t buffer_used() const { return buffer_used_.load(std::memory_order_relaxed); }
+  uint64_t ustat_value(int idx) const {
+    return ustats_[static_cast<size_t>(idx)].load(std::memory_order_relaxed);
+  }
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> FuncgenCounts() const;
+
+ private:
+  void Resume(const RunPtr& run, int nargs);
+  void FinishRun(const RunPtr& run, std::string&& out);
+  void OnOpDone(const RunPtr& run, BackendOp* op);
+  using HookArray = std::array<int, kCmdSize>;
+  void ClearHooks();
+  static HookArray NoHooks() {
+    HookArray a;
+    a.fill(LUA_NOREF);
+    return a;
+  }
+  std::shared_ptr<Backend> LocalBackend(const std::shared_ptr<const BackendSpec>& spec);
+
+  ProxyRuntime* const rt_;
+  const int id_;
+  net::EventLoop* const loop_;
+  VmContext vm_ctx_;
+  lua_State* L_ = nullptr;
+  int pending_hooks_ref_ = LUA_NOREF;  // tag -> { [cmd] = fgen | function }, being filled
+  // The attached hooks: registry refs by (tag, cmd).
+  HookArray untagged_ = NoHooks();
+  std::unordered_map<std::string, HookArray> hook_index_;
+  std::unordered_map<lua_State*, RunPtr> runs_;  // by coroutine
+  int64_t active_limit_ = 0;
+  bool in_flush_ = false;
+  // Backends on this loop, by spec key (reused across reloads).
+  std::map<std::string, std::weak_ptr<Backend>> backends_;
+  std::vector<std::shared_ptr<Backend>> dirty_;
+  std::vector<std::pair<std::shared_ptr<Backend>, OpPtr>> io_batch_;
+  std::vector<std::string> ustat_names_;
+  std::unique_ptr<std::atomic<uint64_t>[]> ustats_;
+  std::atomic<int64_t> req_active_{0};
+  std::atomic<uint64_t> requests_{0};
+  std::atomic<int64_t> buffer_used_{0};
+  // `stats proxyfuncs`: name -> (funcgens, slots).
+  mutable Mutex fg_mu_{LockRank::kLeaf};
+  std::map<std::string, std::pair<int64_t, int64_t>> fg_counts_ GUARDED_BY(fg_mu_);
+};
+
+// One request in flight: its coroutine, its slot and where its reply goes.
+struct Run {
+  int cmd = 0;
+  lua_State* co = nullptr;
+  int co_ref = LUA_NOREF;
+  int slot_ref = LUA_NOREF;  // the rctx userdata, returned to its funcgen at the end
+  int fg_ref = LUA_NOREF;
+  bool waiting = false;  // yielded in enqueue_and_wait
+  FinishFn finish;
+};
+
+}  // namespace trove::proxy

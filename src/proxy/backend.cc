@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "protocol/memcache/watch_log.h"
@@ -37,15 +38,41 @@ void RunOn(net::EventLoop* loop, net::Task fn) {
 
 void SetProxyShutdown() { g_shutdown.store(true); }
 
+namespace {
+// Released backends of one loop thread, deleted by a timer: a task runs
+// inside the loop's dispatch of one epoll batch, which may still hold an
+// event for the backend's socket, while timers run after the batch.
+struct Graveyard {
+  std::vector<Backend*> dead;
+  net::Timer timer{[this] {
+    std::vector<Backend*> d;
+    d.swap(dead);
+    for (Backend* b : d) delete b;
+  }};
+};
+thread_local Graveyard tl_graveyard;
+}  // namespace
+
 std::shared_ptr<Backend> MakeBackend(std::shared_ptr<const BackendSpec> spec, net::EventLoop* loop,
                                      ProxyShared* shared) {
   return std::shared_ptr<Backend>(new Backend(std::move(spec), loop, shared), [loop](Backend* b) {
     if (g_shutdown.load()) {
       delete b;
-    } else {
-      loop->Post([b] { delete b; });
+      return;
     }
+    loop->Post([b, loop] {
+      b->CloseSockets();  // later events of this batch find fd < 0
+      tl_graveyard.dead.push_back(b);
+      if (!tl_graveyard.timer.armed()) loop->ArmAfter(&tl_graveyard.timer, 0);
+    });
   });
+}
+
+void Backend::CloseSockets() {
+  for (auto& c : conns_) {
+    loop_->Cancel(&c->timer);
+    Close(c.get());
+  }
 }
 
 void CompleteOp(OpPtr op) {
@@ -168,26 +195,49 @@ void Backend::Reset(Conn* c, const char* err) {
   c->rbuf.clear();
   c->state = State::kIdle;
   ++c->failed_count;
+  // memcached's flap check: a network failure within flaptime of the last
+  // one (or of the connect) counts a flap; a slower one resets the count.
+  const double flap = spec_->opts.flap_time;
+  if (flap > 0 && (std::strcmp(err, "timeout") == 0 || std::strcmp(err, "disconnected") == 0 ||
+                   std::strcmp(err, "writing") == 0 || std::strcmp(err, "reading") == 0)) {
+    const int64_t now = loop_->NowNs();
+    if (static_cast<double>(now - c->last_failed_ns) > flap * 1e9) {
+      c->flap_count = 0;
+    } else {
+      ++c->flap_count;
+    }
+    c->last_failed_ns = now;
+  }
   // The ops fail after the socket's state is settled: a completion may
   // submit again (to this backend) from Lua.
   std::deque<OpPtr> w, f;
   w.swap(c->waiting);
   f.swap(c->inflight);
-  if (c->failed_count > spec_->opts.failure_limit) {
-    const int64_t retry = static_cast<int64_t>(spec_->opts.retry_waittime);
+  const bool flapping = c->flap_count > spec_->opts.failure_limit;
+  if (flapping || c->failed_count > spec_->opts.failure_limit) {
+    double wait = spec_->opts.retry_waittime;
+    const char* bad_text = "markedbad";
+    if (flapping) {
+      // Retry less often the more it flaps, up to flapbackoffmax seconds.
+      double backoff = std::floor(wait);
+      for (int i = 0; i < c->flap_count; ++i) backoff *= spec_->opts.flap_backoff_ramp;
+      wait = std::min(std::floor(backoff), static_cast<double>(spec_->opts.flap_backoff_max));
+      bad_text = "markedbadflap";
+    }
+    const int64_t retry = static_cast<int64_t>(wait);
     if (!c->bad) {
       shared_->counters().backend_marked_bad.fetch_add(1, std::memory_order_relaxed);
       shared_->BadDelta(spec_->label, 1);
       if (shared_->Watching(net::kLogProxyevents)) {
         shared_->Log(net::kLogProxyevents,
-                     "type=proxy_backend error=markedbad name=" + spec_->host +
+                     std::string("type=proxy_backend error=") + bad_text + " name=" + spec_->host +
                          " port=" + spec_->port + " label=" + spec_->label +
                          " retry=" + std::to_string(retry));
       }
     }
     c->bad = true;
     c->state = State::kRetryWait;
-    loop_->ArmAfter(&c->timer, Ms(spec_->opts.retry_waittime));
+    loop_->ArmAfter(&c->timer, Ms(wait));
   } else {
     shared_->counters().backend_failed.fetch_add(1, std::memory_order_relaxed);
     // Reconnect at once; Connect may Reset again (bounded by the limit).
@@ -231,6 +281,7 @@ void Backend::OnIo(Conn* c, uint32_t events) {
       return;
     }
     c->state = State::kValidating;
+    c->last_failed_ns = loop_->NowNs();  // seeds the flap check
     SetWriteInterest(c, false);
     loop_->ArmAfter(&c->timer, Ms(spec_->opts.read_timeout));
     return;

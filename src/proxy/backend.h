@@ -68,6 +68,8 @@ class Backend {
   // fails the whole batch when it is bad or past the depth limit, else
   // queues it and writes what it can.
   void Flush();
+  // Stops watching the sockets (before the deferred delete).
+  void CloseSockets();
 
  private:
   enum class State : uint8_t { kIdle, kConnecting, kValidating, kReady, kRetryWait };
@@ -77,6 +79,8 @@ class Backend {
     State state = State::kIdle;
     bool bad = false;
     int failed_count = 0;
+    int flap_count = 0;       // failures in quick succession (flaptime)
+    int64_t last_failed_ns = 0;  // seeded at each connect, for the flap check
     bool want_write = false;       // EPOLLOUT registered
     std::deque<OpPtr> waiting;     // queued before the socket was ready
     std::deque<OpPtr> inflight;    // written (or in wbuf), awaiting replies

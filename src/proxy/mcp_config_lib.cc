@@ -110,7 +110,6 @@ int McpBackend(lua_State* L) {
     spec->port = lua_isnoneornil(L, 3) ? "11211" : PortString(L, 3);
     if (!lua_isnoneornil(L, 4)) luaL_error(L, "backend: weights are not supported by Trove yet");
   }
-  if (spec->label.empty()) luaL_error(L, "backend: a label is required");
   if (spec->host.empty()) luaL_error(L, "backend: a host is required");
   if (spec->port.empty()) spec->port = "11211";
   void* p = lua_newuserdatauv(L, sizeof(BackendUd), 0);

@@ -241,8 +241,11 @@ void ProxyRuntime::Reload() {
   bool fatal = false;
   if (!LoadConfig(gen.get(), &err, &fatal)) {
     if (fatal) Fatal(err);  // as memcached: a config that fails to run stops the server
+    // A file that does not compile (or cannot be read): the old config stays.
     shared_.counters().config_reload_fails.fetch_add(1, std::memory_order_relaxed);
     std::fprintf(stderr, "proxy: failed to reload config: %s\n", err.c_str());
+    shared_.Log(net::kLogProxyevents, "type=proxy_error msg=" + err);
+    shared_.Log(net::kLogProxyevents, "type=proxy_conf status=failed");
     return;
   }
   shared_.Log(net::kLogProxyevents, "type=proxy_conf status=start");

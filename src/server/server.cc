@@ -11,6 +11,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -198,7 +199,10 @@ Status Server::Bind() {
   bool resp_on = cfg_.resp_port > 0 || (cfg_.resp_port == 0 && !cfg_.port_file.empty());
   if (resp_on) {
     std::vector<net::Listener> all;
+    std::vector<std::string> resp_hosts;  // one RESP listener per address, however many -l name it
     for (const net::ListenAddr& h : hosts) {
+      if (std::find(resp_hosts.begin(), resp_hosts.end(), h.host) != resp_hosts.end()) continue;
+      resp_hosts.push_back(h.host);
       int port = cfg_.resp_port == 0 && resp_port_ > 0 ? resp_port_ : cfg_.resp_port;
       auto ls = net::ListenTcp(h.host, port, cfg_.backlog);
       // As Redis's default `bind * -::*`: on the wildcard address IPv4 is

@@ -1,0 +1,545 @@
+"""The built-in proxy (-o proxy_config), part 1: config load and reload,
+routes, pools of backends on pipelined sockets, failure handling, stats.
+
+Backends are either a second Trove (plain cache) or a mock written here, so
+that these tests run without memcached. memcached's own proxy tests (run by
+../shared/compat/memcached-suite.sh ... proxy) check the same behaviour
+against memcached's mock backends.
+"""
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from harness import server as hserver
+from harness.client import Conn, wait_for
+
+pytestmark = pytest.mark.trove_only  # memcached 1.6.45 needs a proxy build; see the suite
+
+ROUTES = """
+function mcp_config_routes(p)
+  local fg = mcp.funcgen_new()
+  local h = fg:new_handle(p.main)
+  fg:ready({ n = "main", f = function(rctx)
+    return function(r) return rctx:enqueue_and_wait(r, h) end
+  end })
+  for _, c in ipairs({mcp.CMD_MG, mcp.CMD_MS, mcp.CMD_GET, mcp.CMD_SET, mcp.CMD_DELETE}) do
+    mcp.attach(c, fg)
+  end
+  mcp.attach(mcp.CMD_MD, function(r) return "SERVER_ERROR md route " .. r:key() .. "\\r\\n" end)
+  mcp.attach(mcp.CMD_MA, function(r) return nil end)
+  mcp.attach(mcp.CMD_TOUCH, function(r) error("boom") end)
+end
+"""
+
+
+class T:
+    """A raw connection whose replies are str (the harness's are bytes)."""
+
+    def __init__(self, c):
+        self.c = c
+
+    @classmethod
+    def to(cls, srv):
+        return cls(Conn.to(srv))
+
+    def call(self, d, timeout=None):
+        return self.c.call(d, timeout).decode("latin1")
+
+    def read_line(self, timeout=None):
+        return self.c.read_line(timeout).decode("latin1")
+
+    def read_exact(self, n, timeout=None):
+        return self.c.read_exact(n, timeout).decode("latin1")
+
+    def rt(self, d, timeout=None):
+        r = self.c.rt(d, timeout)
+        return r.decode("latin1") if isinstance(r, bytes) else r
+
+    def log_line(self, timeout=5):
+        """One `watch` line (they end in LF only)."""
+        return self.c.read_until(b"\n", timeout).decode("latin1")
+
+    def __getattr__(self, name):
+        return getattr(self.c, name)
+
+
+def pools(backends, extra=""):
+    """A config whose pool `main` holds `backends` (list of (label, port))."""
+    bs = ", ".join("mcp.backend('%s', '127.0.0.1', %d)" % b for b in backends)
+    return ("function mcp_config_pools()\n  %s\n  return { main = mcp.pool({%s}) }\nend\n"
+            % (extra, bs)) + ROUTES
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+class MockBackend:
+    """A memcached stand-in: answers `version`, stores `ms`, answers `mg`
+    with HD/VA/EN. mode "silent" accepts and never answers."""
+
+    def __init__(self, mode="ok", port=0):
+        self.mode = mode
+        self.lsock = socket.socket()
+        self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.lsock.bind(("127.0.0.1", port))
+        self.lsock.listen(64)
+        self.port = self.lsock.getsockname()[1]
+        self.accepts = 0
+        self.lines = []
+        self.data = {}
+        self.conns = []
+        self.stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stop:
+            try:
+                s, _ = self.lsock.accept()
+            except OSError:
+                return
+            self.accepts += 1
+            self.conns.append(s)
+            threading.Thread(target=self._serve, args=(s,), daemon=True).start()
+
+    def _serve(self, s):
+        buf = b""
+        while not self.stop:
+            try:
+                b = s.recv(65536)
+            except OSError:
+                return
+            if not b:
+                return
+            buf += b
+            while b"\r\n" in buf:
+                line, rest = buf.split(b"\r\n", 1)
+                words = line.split()
+                if words and words[0] == b"ms":
+                    n = int(words[2])
+                    if len(rest) < n + 2:
+                        break
+                    self.data[words[1]] = rest[:n]
+                    rest = rest[n + 2:]
+                buf = rest
+                self.lines.append(line)
+                if self.mode == "silent":
+                    continue
+                out = self._reply(words)
+                try:
+                    s.sendall(out)
+                except OSError:
+                    return
+
+    def _reply(self, words):
+        cmd = words[0] if words else b""
+        if cmd == b"version":
+            return b"VERSION 1.0.0-mock\r\n"
+        if cmd == b"ms":
+            return b"HD\r\n"
+        if cmd == b"mg":
+            v = self.data.get(words[1])
+            if v is None:
+                return b"EN\r\n"
+            if b"v" in words[2:]:
+                return b"VA %d\r\n%s\r\n" % (len(v), v)
+            return b"HD\r\n"
+        return b"SERVER_ERROR mock cannot " + cmd + b"\r\n"
+
+    def close(self):
+        self.stop = True
+        self.lsock.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def mock():
+    made = []
+
+    def make(*a, **kw):
+        m = MockBackend(*a, **kw)
+        made.append(m)
+        return m
+    yield make
+    for m in made:
+        m.close()
+
+
+def proxy(make_server, cfg, *args):
+    return make_server("-o", "proxy_config=" + cfg, *args)
+
+
+def watcher(srv, what="proxyevents"):
+    w = T.to(srv)
+    assert w.call("watch %s\r\n" % what) == "OK\r\n"
+    return w
+
+
+# ---- routes and passthrough ------------------------------------------------
+
+def test_routes_reach_the_backend_and_local_commands_stay_local(make_server, tmp_path):
+    be = make_server()
+    cfg = write(tmp_path, "p.lua", pools([("b1", be.port)]))
+    px = proxy(make_server, cfg)
+    c = T.to(px)
+    assert c.call("ms foo 2\r\nhi\r\n") == "HD\r\n"
+    assert c.call("mg foo v\r\n") == "VA 2\r\n"
+    assert c.read_line() == "hi\r\n"
+    # The value is on the backend, not in the proxy's own cache.
+    assert T.to(be).get("foo") == b"hi"
+    assert c.call("set t 5 0 3\r\nabc\r\n") == "STORED\r\n"
+    assert T.to(be).get("t") == b"abc"
+    assert c.rt("get t\r\n") == "VALUE t 5 3\r\nabc\r\nEND\r\n"
+    # Unhooked: served by the proxy's local cache.
+    assert c.call("add local 0 0 1\r\nx\r\n") == "STORED\r\n"
+    assert T.to(be).get("local") is None
+    assert c.call("version\r\n").startswith("VERSION ")
+    assert c.call("mn\r\n") == "MN\r\n"
+
+
+def test_pymemcache_through_the_proxy(make_server, tmp_path):
+    from pymemcache.client.base import Client
+    be = make_server()
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", be.port)])))
+    cl = Client(("127.0.0.1", px.port), timeout=5)
+    for i in range(50):
+        assert cl.set("k%d" % i, b"v%d" % i)
+    for i in range(50):
+        assert cl.get("k%d" % i) == b"v%d" % i
+    assert cl.delete("k3")
+    assert cl.get("k3") is None
+
+
+def test_handler_results(make_server, tmp_path):
+    be = make_server()
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", be.port)])))
+    c = T.to(px)
+    assert c.call("md somekey\r\n") == "SERVER_ERROR md route somekey\r\n"
+    assert c.call("ma k\r\n") == "SERVER_ERROR bad response\r\n"
+    assert c.call("touch k 10\r\n") == "SERVER_ERROR lua failure\r\n"
+    assert c.call("mn\r\n") == "MN\r\n"  # the connection is fine
+
+
+def test_pipelined_replies_stay_in_order(make_server, tmp_path, mock):
+    m = mock()
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", m.port)])), "-t", "2")
+    c = T.to(px)
+    req = []
+    want = []
+    for i in range(60):
+        req.append("ms k%d 3\r\nv%02d\r\n" % (i, i % 100))
+        want.append("HD\r\n")
+        if i % 10 == 0:
+            req.append("mn\r\n")  # local, between routed ones
+            want.append("MN\r\n")
+        req.append("mg k%d v\r\n" % i)
+        want.append("VA 3\r\nv%02d\r\n" % (i % 100))
+    c.send("".join(req))
+    got = c.read_exact(len("".join(want)))
+    assert got == "".join(want)
+
+
+def test_storage_value_split_across_reads(make_server, tmp_path, mock):
+    m = mock()
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", m.port)])))
+    c = T.to(px)
+    c.send("ms split 10\r\nhello")
+    time.sleep(0.2)
+    c.send("world\r\n")
+    assert c.read_line() == "HD\r\n"
+    assert m.data[b"split"] == b"helloworld"
+    # A client that leaves mid-value leaves no request behind.
+    c2 = T.to(px)
+    c2.send("ms gone 100\r\nabc")
+    time.sleep(0.1)
+    c2.close()
+    assert wait_for(lambda: T.to(px).stat("proxy_req_active") == "0")
+
+
+# ---- start-up and reload -----------------------------------------------------
+
+def test_bad_config_is_a_startup_error(tmp_path):
+    for text in ("this is not lua(", "function mcp_config_pools() error('nope') end",
+                 "function mcp_config_pools() return function() end end"):
+        cfg = write(tmp_path, "bad.lua", text)
+        with pytest.raises(hserver.ServerError):
+            hserver.Server(["-o", "proxy_config=" + cfg], start_timeout=3)
+
+
+def test_help_lists_proxy_config():
+    import subprocess
+    out = subprocess.run([hserver.find_binary(), "-h"], capture_output=True, text=True).stdout
+    assert "proxy_config" in out
+
+
+def test_reload_on_sighup_logs_start_and_done(make_server, tmp_path):
+    be = make_server()
+    mode = tmp_path / "mode.lua"
+    mode.write_text('return "a"')
+    text = ("local mode = dofile('%s')\n" % mode +
+            pools([("b1", be.port)]).replace(ROUTES, "") + """
+function mcp_config_routes(p)
+  mcp.attach(mcp.CMD_MG, function(r) return "SERVER_ERROR mode " .. mode .. "\\r\\n" end)
+end
+""")
+    px = proxy(make_server, write(tmp_path, "p.lua", text))
+    c = T.to(px)
+    assert c.call("mg x\r\n") == "SERVER_ERROR mode a\r\n"
+    reloads = int(c.stat("proxy_config_reloads"))
+    w = watcher(px)
+    mode.write_text('return "b"')
+    px.proc.send_signal(signal.SIGHUP)
+    assert "type=proxy_conf status=start" in w.log_line()
+    assert "type=proxy_conf status=done" in w.log_line()
+    assert c.call("mg x\r\n") == "SERVER_ERROR mode b\r\n"
+    assert int(c.stat("proxy_config_reloads")) == reloads + 1
+
+
+def test_reload_with_the_same_config_opens_no_sockets(make_server, tmp_path, mock):
+    m = mock()
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", m.port)])), "-t", "4")
+    assert wait_for(lambda: m.accepts == 4)  # one per worker without iothread
+    w = watcher(px)
+    px.proc.send_signal(signal.SIGHUP)
+    assert "status=start" in w.log_line()
+    assert "status=done" in w.log_line()
+    time.sleep(0.3)
+    assert m.accepts == 4
+
+
+def test_iothread_pool_shares_one_socket(make_server, tmp_path, mock):
+    m = mock()
+    text = pools([("b1", m.port)], extra="mcp.backend_use_iothread(true)")
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "4")
+    assert wait_for(lambda: m.accepts == 1)
+    conns = [T.to(px) for _ in range(8)]
+    for i, c in enumerate(conns):
+        assert c.call("ms io%d 1\r\nx\r\n" % i) == "HD\r\n"
+    time.sleep(0.2)
+    assert m.accepts == 1
+
+
+def test_cron_and_scheduled_reload(make_server, tmp_path, mock):
+    m = mock()
+    text = pools([("b1", m.port)], extra="""
+  mcp.register_cron("r", { every = 1, rerun = false, func = function()
+    mcp.schedule_config_reload()
+  end })""")
+    px = proxy(make_server, write(tmp_path, "p.lua", text))
+    w = watcher(px)
+    assert "status=start" in w.log_line()
+    assert "status=done" in w.log_line()
+    c = T.to(px)
+    assert int(c.stat("proxy_config_cron_runs")) >= 1
+    assert c.stat("proxy_config_cron_fails") == "0"
+
+
+def test_runtime_error_during_reload_exits(make_server, tmp_path, mock):
+    m = mock()
+    p = tmp_path / "p.lua"
+    p.write_text(pools([("b1", m.port)]))
+    px = proxy(make_server, str(p))
+    p.write_text("function mcp_config_pools() error('broken') end\n" + ROUTES)
+    px.signal(signal.SIGHUP)
+    assert px.wait_exit(timeout=5) not in (None, 0)
+
+
+# ---- backends ---------------------------------------------------------------
+
+def test_silent_backend_is_marked_bad_then_recovers(make_server, tmp_path, mock):
+    m = mock(mode="silent")
+    text = """
+function mcp_config_pools()
+  local b = mcp.backend({ label = "b1", host = "127.0.0.1", port = %d,
+                          readtimeout = 0.3, failurelimit = 0, retrytimeout = 0.5 })
+  return { main = mcp.pool({ b }) }
+end
+""" % m.port + ROUTES
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "1")
+    c = T.to(px)
+    assert wait_for(lambda: c.stats("proxybe").get("bad_b1") == "1", timeout=5)
+    assert c.call("mg foo v\r\n") == "SERVER_ERROR backend failure\r\n"
+    assert int(c.stat("proxy_backend_marked_bad")) >= 1
+    m.mode = "ok"  # answers validation from its next connection on
+    assert wait_for(lambda: "bad_b1" not in c.stats("proxybe"), timeout=5)
+    assert c.call("ms foo 1\r\nz\r\n") == "HD\r\n"
+
+
+def test_backend_log_lines(make_server, tmp_path, mock):
+    m = mock(mode="silent")
+    text = """
+function mcp_config_pools()
+  local b = mcp.backend({ label = "b1", host = "127.0.0.1", port = %d,
+                          readtimeout = 0.3, failurelimit = 0, retrytimeout = 60 })
+  return { main = mcp.pool({ b }) }
+end
+""" % m.port + ROUTES
+    cfg = write(tmp_path, "p.lua", text)
+    px = proxy(make_server, cfg, "-t", "1")
+    c = T.to(px)
+    assert wait_for(lambda: c.stats("proxybe").get("bad_b1") == "1", timeout=5)
+    w = watcher(px)
+    px.proc.send_signal(signal.SIGHUP)  # same config: the backend stays, nothing is logged for it
+    assert "status=start" in w.log_line()
+    assert "status=done" in w.log_line()
+    # A new backend (other options) logs its validation failure and markedbad.
+    (tmp_path / "p.lua").write_text(text.replace("readtimeout = 0.3", "readtimeout = 0.4"))
+    px.proc.send_signal(signal.SIGHUP)
+    lines = [w.log_line() for _ in range(4)]
+    assert "status=start" in lines[0] and "status=done" in lines[1]
+    assert ("type=proxy_backend error=readvalidate name=127.0.0.1 port=%d label=b1 depth=0 rbuf="
+            % m.port) in lines[2]
+    assert ("type=proxy_backend error=markedbad name=127.0.0.1 port=%d label=b1 retry=60"
+            % m.port) in lines[3]
+
+
+def test_down_backend_fails_at_once(make_server, tmp_path, mock):
+    m = mock()
+    text = """
+function mcp_config_pools()
+  return { main = mcp.pool({ mcp.backend({ label = "d", host = "127.0.0.1", port = %d, down = true }) }) }
+end
+""" % m.port + ROUTES
+    px = proxy(make_server, write(tmp_path, "p.lua", text))
+    c = T.to(px)
+    assert c.call("mg foo\r\n") == "SERVER_ERROR backend failure\r\n"
+    assert m.accepts == 0
+
+
+def test_refused_backend_fails_fast(make_server, tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nobody listens there
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", port)])))
+    c = T.to(px)
+    t0 = time.monotonic()
+    assert c.call("mg foo\r\n") == "SERVER_ERROR backend failure\r\n"
+    assert time.monotonic() - t0 < 2
+
+
+def test_depth_limit(make_server, tmp_path, mock):
+    m = mock(mode="silent")
+    text = pools([("b1", m.port)], extra="""mcp.backend_depth_limit(3)
+  mcp.backend_read_timeout(60)
+  mcp.backend_connect_timeout(60)""")
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "1")
+    holder = T.to(px)
+    for i in range(4):
+        holder.send("mg k%d\r\n" % i)
+        time.sleep(0.05)
+    c = T.to(px)
+    assert c.call("mg other\r\n") == "SERVER_ERROR backend failure\r\n"
+    assert c.stat("proxy_request_failed_depth") == "1"
+
+
+def test_connections_option_uses_several_sockets(make_server, tmp_path, mock):
+    m = mock()
+    text = """
+function mcp_config_pools()
+  return { main = mcp.pool({ mcp.backend({ label = "c", host = "127.0.0.1", port = %d, connections = 3 }) }) }
+end
+""" % m.port + ROUTES
+    proxy(make_server, write(tmp_path, "p.lua", text), "-t", "1")
+    assert wait_for(lambda: m.accepts == 3)
+
+
+def test_keys_spread_over_the_pool_by_jump_hash(make_server, tmp_path, mock):
+    ms = [mock() for _ in range(3)]
+    px = proxy(make_server, write(tmp_path, "p.lua",
+                                  pools([("b%d" % i, m.port) for i, m in enumerate(ms)])), "-t", "1")
+    c = T.to(px)
+    for i in range(90):
+        assert c.call("ms /test/%d 1\r\nx\r\n" % i) == "HD\r\n"
+    counts = [len(m.data) for m in ms]
+    assert sum(counts) == 90 and min(counts) > 10
+    # The same key always lands on the same backend.
+    for i in range(90):
+        key = b"/test/%d" % i
+        assert sum(1 for m in ms if key in m.data) == 1
+
+
+# ---- tags, stats, limits ----------------------------------------------------
+
+def test_tagged_listener_uses_its_hooks(make_server, tmp_path, mock):
+    m = mock()
+    text = pools([("b1", m.port)]).replace(ROUTES, "") + """
+function mcp_config_routes(p)
+  mcp.attach(mcp.CMD_MG, function(r) return "SERVER_ERROR untagged\\r\\n" end)
+  mcp.attach(mcp.CMD_MG, function(r) return "SERVER_ERROR tag b\\r\\n" end, "b")
+  mcp.attach(mcp.CMD_MS, function(r) return "SERVER_ERROR ms\\r\\n" end)
+end
+"""
+    tport = hserver.free_port()
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-l", "127.0.0.1",
+               "-l", "tag_b_:127.0.0.1:%d" % tport)
+    assert T.to(px).call("mg x\r\n") == "SERVER_ERROR untagged\r\n"
+    t = T(Conn(tport))
+    assert t.call("mg x\r\n") == "SERVER_ERROR tag b\r\n"
+    assert t.call("ms x 1\r\nv\r\n") == "SERVER_ERROR ms\r\n"  # falls back to the untagged hook
+
+
+def test_user_stats_and_rate_limits(make_server, tmp_path):
+    text = """
+function mcp_config_pools()
+  mcp.add_stat(1, "hits")
+  mcp.add_stat(2, "neg")
+  return { g = mcp.ratelim_global_tbf({ limit = 3, fillrate = 1, tickrate = 100000 }) }
+end
+function mcp_config_routes(p)
+  local t = mcp.ratelim_tbf({ limit = 3, fillrate = 1, tickrate = 100000 })
+  mcp.attach(mcp.CMD_MG, function(r)
+    mcp.stat(1, 1)
+    if t(1) then return "HD\\r\\n" end
+    return "SERVER_ERROR limited\\r\\n"
+  end)
+  mcp.attach(mcp.CMD_MD, function(r)
+    mcp.stat(2, -1)
+    if p.g(1) then return "HD\\r\\n" end
+    return "SERVER_ERROR glimited\\r\\n"
+  end)
+end
+"""
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "1")
+    c = T.to(px)
+    # The bucket starts full (3) and passes only while it holds more than asked.
+    assert [c.call("mg a\r\n") for _ in range(3)] == ["HD\r\n", "HD\r\n", "SERVER_ERROR limited\r\n"]
+    assert [c.call("md a\r\n") for _ in range(3)] == ["HD\r\n", "HD\r\n", "SERVER_ERROR glimited\r\n"]
+    st = c.stats("proxy")
+    assert st["user_hits"] == "3"
+    assert st["user_neg"] == str(2 ** 64 - 3)
+
+
+def test_unsupported_options_are_refused(tmp_path):
+    for opt in ("tls = true", "log = { rate = 1 }"):
+        text = ("function mcp_config_pools() return mcp.pool({ mcp.backend({ label = 'x', "
+                "host = '127.0.0.1', port = 1, %s }) }) end\nfunction mcp_config_routes() end\n" % opt)
+        cfg = write(tmp_path, "u.lua", text)
+        with pytest.raises(hserver.ServerError) as e:
+            hserver.Server(["-o", "proxy_config=" + cfg], start_timeout=3)
+        assert "not supported by Trove yet" in str(e.value)
+
+
+def test_mcp_log_reaches_proxyuser_watchers(make_server, tmp_path):
+    text = """
+function mcp_config_pools() return {} end
+function mcp_config_routes(p)
+  mcp.attach(mcp.CMD_MG, function(r) mcp.log("saw " .. r:key()) return "HD\\r\\n" end)
+end
+"""
+    px = proxy(make_server, write(tmp_path, "p.lua", text))
+    w = watcher(px, "proxyuser")
+    c = T.to(px)
+    assert c.call("mg abc\r\n") == "HD\r\n"
+    assert "type=proxy_user msg=saw abc" in w.log_line()

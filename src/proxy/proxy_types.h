@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/mutex.h"
@@ -33,6 +34,20 @@ enum Cmd : int {
 int CmdOf(std::string_view word);
 // The request carries a value block: its length token is word `idx` (0-based).
 int ValueLengthToken(int cmd);
+
+// Lamping and Veach's jump consistent hash, as memcached's proxy uses it
+// over XXH3-64 of the key (seed 0): the bucket in [0, buckets).
+inline int32_t JumpHash(uint64_t key, int32_t buckets) {
+  int64_t b = -1, j = 0;
+  while (j < buckets) {
+    b = j;
+    key = key * 2862933555777941757ULL + 1;
+    j = static_cast<int64_t>(static_cast<double>(b + 1) *
+                             (static_cast<double>(int64_t{1} << 31) /
+                              static_cast<double>((key >> 33) + 1)));
+  }
+  return static_cast<int32_t>(b);
+}
 
 // Backend tunables (memcached's struct proxy_tunables for one backend).
 struct BackendOptions {

@@ -17,19 +17,6 @@ constexpr char kLuaFailure[] = "SERVER_ERROR lua failure\r\n";
 constexpr char kLuaStartFailure[] = "SERVER_ERROR lua start failure\r\n";
 constexpr char kActiveLimit[] = "SERVER_ERROR active request limit reached\r\n";
 
-// Lamping and Veach's jump consistent hash, as memcached's proxy uses it.
-int32_t JumpHash(uint64_t key, int32_t buckets) {
-  int64_t b = -1, j = 0;
-  while (j < buckets) {
-    b = j;
-    key = key * 2862933555777941757ULL + 1;
-    j = static_cast<int64_t>(static_cast<double>(b + 1) *
-                             (static_cast<double>(int64_t{1} << 31) /
-                              static_cast<double>((key >> 33) + 1)));
-  }
-  return static_cast<int32_t>(b);
-}
-
 }  // namespace
 
 ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)

@@ -543,3 +543,119 @@ end
     c = T.to(px)
     assert c.call("mg abc\r\n") == "HD\r\n"
     assert "type=proxy_user msg=saw abc" in w.log_line()
+
+
+# ---- under load ------------------------------------------------------------
+
+def _load_client(port, idx, stop, errors, counts, allow_failure):
+    """Pipelines ms+mg pairs with values unique to this client and checks each
+    reply against its own request."""
+    c = Conn(port)
+    n = 0
+    try:
+        while not stop.is_set():
+            batch = []
+            for j in range(8):
+                k = "c%d_%d" % (idx, (n + j) % 50)
+                v = "v%d_%d" % (idx, n + j)
+                batch.append((k, v))
+            c.send("".join("ms %s %d\r\n%s\r\nmg %s v\r\n" % (k, len(v), v, k) for k, v in batch))
+            for k, v in batch:
+                r1 = c.read_line(timeout=10)
+                if r1 == b"SERVER_ERROR backend failure\r\n" and allow_failure:
+                    r2 = c.read_line(timeout=10)
+                    if r2 == b"SERVER_ERROR backend failure\r\n":
+                        counts["failed"] += 1
+                        continue
+                    if r2.startswith(b"VA "):
+                        c.read_line(timeout=10)  # an older value of k: fine after a failed set
+                        counts["failed"] += 1
+                        continue
+                    if r2 == b"EN\r\n":  # a restarted backend that never had k
+                        counts["failed"] += 1
+                        continue
+                    errors.append((k, r1, r2))
+                    return
+                if r1 != b"HD\r\n":
+                    errors.append((k, r1))
+                    return
+                r2 = c.read_line(timeout=10)
+                if r2 == b"SERVER_ERROR backend failure\r\n" and allow_failure:
+                    counts["failed"] += 1
+                    continue
+                val = c.read_line(timeout=10)
+                if r2 != b"VA %d\r\n" % len(v) or val != v.encode() + b"\r\n":
+                    errors.append((k, r2, val))
+                    return
+                counts["ok"] += 1
+            n += 8
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(repr(e))
+    finally:
+        c.close()
+
+
+def _run_load(port, clients, allow_failure=False):
+    stop = threading.Event()
+    errors = []
+    counts = {"ok": 0, "failed": 0}
+    ts = [threading.Thread(target=_load_client, args=(port, i, stop, errors, counts, allow_failure))
+          for i in range(clients)]
+    for t in ts:
+        t.start()
+    return stop, ts, errors, counts
+
+
+def test_reload_under_load_drops_and_misorders_nothing(make_server, tmp_path, mock):
+    m = mock()
+    p = tmp_path / "p.lua"
+    p.write_text(pools([("b1", m.port)]))
+    px = proxy(make_server, str(p), "-t", "4")
+    w = watcher(px)
+    stop, ts, errors, counts = _run_load(px.port, 6)
+    try:
+        for i in range(5):
+            time.sleep(0.2)
+            # Alternate an identical config and one that changes the backend's
+            # options (new sockets), so both reload paths run under load.
+            extra = "mcp.backend_read_timeout(%d)" % (3 + i % 2)
+            p.write_text(pools([("b1", m.port)], extra=extra))
+            px.proc.send_signal(signal.SIGHUP)
+            assert "status=start" in w.log_line()
+            assert "status=done" in w.log_line()
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(timeout=20)
+    assert errors == []
+    assert counts["ok"] > 200 and counts["failed"] == 0
+
+
+def test_backend_killed_and_restarted_mid_load(make_server, tmp_path, mock):
+    m = mock()
+    port = m.port
+    text = """
+function mcp_config_pools()
+  local b = mcp.backend({ label = "b1", host = "127.0.0.1", port = %d,
+                          failurelimit = 1, retrytimeout = 0.2, readtimeout = 1 })
+  return { main = mcp.pool({ b }) }
+end
+""" % port + ROUTES
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "2")
+    stop, ts, errors, counts = _run_load(px.port, 4, allow_failure=True)
+    try:
+        time.sleep(0.5)
+        ok_before = counts["ok"]
+        m.close()  # every socket and the listener go away
+        time.sleep(0.8)
+        assert counts["failed"] > 0
+        m2 = mock(port=port)
+        m2.data = dict(m.data)
+        assert wait_for(lambda: counts["ok"] > ok_before + 100, timeout=10)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join(timeout=20)
+    assert errors == []
+    assert ok_before > 0

@@ -279,12 +279,35 @@ TEST(ConfigTest, ExtendedOptionValueChecks) {
   EXPECT_NE(Err({"-o", "worker_logbuf_size=x"}).find("could not parse"), std::string::npos);
 }
 
+TEST(ConfigTest, ProxyOptionsAndTaggedListeners) {
+  Config c = Ok({"-o", "proxy_config=/a.lua:/b.lua,proxy_arg=hello", "-l", "127.0.0.1",
+                 "-l", "tag_b_:127.0.0.1:12052", "-l", "tag[cccc]:127.0.0.1:12053"});
+  EXPECT_EQ(c.proxy_config, "/a.lua:/b.lua");
+  EXPECT_EQ(c.proxy_arg, "hello");
+  EXPECT_TRUE(c.proxy_arg_set);
+  ASSERT_EQ(c.listen.size(), 3u);  // several -l accumulate
+  ListenSpec s;
+  std::string err;
+  ASSERT_TRUE(ParseListenSpec("tag_b_:127.0.0.1:12052", &s, &err));
+  EXPECT_EQ(s.tag, "b");
+  EXPECT_EQ(s.addr, "127.0.0.1:12052");
+  ASSERT_TRUE(ParseListenSpec("proto[proxy]:tag[cccc]:[::1]:5", &s, &err));
+  EXPECT_EQ(s.proto, "proxy");
+  EXPECT_EQ(s.tag, "cccc");
+  EXPECT_EQ(s.addr, "[::1]:5");
+  ASSERT_TRUE(ParseListenSpec("127.0.0.1", &s, &err));
+  EXPECT_EQ(s.tag, "");
+  EXPECT_FALSE(ParseListenSpec("tag_toolongtag_:127.0.0.1", &s, &err));
+  EXPECT_NE(err.find("between 1 and 8"), std::string::npos);
+  EXPECT_NE(Err({"-l", "proto[binary]:127.0.0.1"}).find("only ascii and proxy"), std::string::npos);
+}
+
 TEST(ConfigTest, OptionsForFeaturesTroveLacksAreRefused) {
   // Nothing is accepted and ignored: each names what Trove lacks.
   EXPECT_NE(Err({"-o", "ext_path=/tmp/x:1G"}).find("extstore is not supported"), std::string::npos);
   EXPECT_NE(Err({"-o", "ext_threads=2"}).find("extstore is not supported"), std::string::npos);
   EXPECT_NE(Err({"-o", "ssl_chain_cert=/x"}).find("TLS is not supported"), std::string::npos);
-  EXPECT_NE(Err({"-o", "proxy_config=/x.lua"}).find("proxy is not supported"), std::string::npos);
+  EXPECT_NE(Err({"-o", "proxy_uring"}).find("not supported by Trove's proxy"), std::string::npos);
   for (const char* o : {"track_sizes", "no_hashexpand", "slab_sizes=100-200", "num_napi_ids=2",
                         "drop_privileges", "meta_response_old", "sock_cookie_id=1"}) {
     EXPECT_NE(Err({"-o", o}).find("is not supported by Trove"), std::string::npos) << o;

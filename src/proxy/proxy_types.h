@@ -14,26 +14,13 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "protocol/memcache/request_classify.h"
 
 namespace trove::proxy {
 
-// memcached's CMD_* numbers (proto_parser.h), as Lua sees them.
-enum Cmd : int {
-  kCmdMg = 1, kCmdMs, kCmdMd, kCmdMn, kCmdMa, kCmdMe,
-  kCmdGet, kCmdGat, kCmdSet, kCmdAdd, kCmdCas, kCmdGets, kCmdGats, kCmdIncr, kCmdDecr,
-  kCmdTouch, kCmdAppend, kCmdDelete, kCmdReplace, kCmdPrepend,
-  kCmdEndStorage,  // CMD_ANY_STORAGE covers every command below this
-  kCmdQuit, kCmdStats, kCmdSlabs, kCmdWatch, kCmdLru, kCmdVersion, kCmdShutdown, kCmdExtstore,
-  kCmdFlushAll, kCmdVerbosity, kCmdLruCrawler, kCmdRefreshCerts, kCmdCacheMemlimit,
-  kCmdSize,
-  kCmdAny = kCmdSize + 1,  // CMD_ANY: every hookable command
-  kCmdAnyStorage,          // CMD_ANY_STORAGE
-};
-
-// The command number of a request's first word, 0 when not one of them.
-int CmdOf(std::string_view word);
-// The request carries a value block: its length token is word `idx` (0-based).
-int ValueLengthToken(int cmd);
+// memcached's CMD_* numbers and the request classifier live with the
+// memcached parsers (protocol/memcache/request_classify.h).
+using namespace memcache::cmd;  // NOLINT: kCmd* and CmdOf read as one vocabulary here
 
 // Lamping and Veach's jump consistent hash, as memcached's proxy uses it
 // over XXH3-64 of the key (seed 0): the bucket in [0, buckets).

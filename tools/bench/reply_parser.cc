@@ -21,24 +21,10 @@ ParseStatus FindLine(const char* p, size_t n, std::string_view* line) {
   return ParseStatus::kOk;
 }
 
-bool ParseU64(std::string_view s, uint64_t* v) {
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
 bool ParseI64(std::string_view s, int64_t* v) {
   if (s.empty()) return false;
   auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-// Splits off the next space-separated token of *rest.
-std::string_view NextToken(std::string_view* rest) {
-  size_t sp = rest->find(' ');
-  std::string_view tok = rest->substr(0, sp);
-  *rest = sp == std::string_view::npos ? std::string_view() : rest->substr(sp + 1);
-  return tok;
 }
 
 // Reads `len` bytes of data plus CRLF that start at p + off.
@@ -52,76 +38,16 @@ ParseStatus TakeData(const char* p, size_t n, size_t off, uint64_t len, std::str
   return ParseStatus::kOk;
 }
 
-struct Code {
-  std::string_view word;
-  McKind kind;
-};
-
-constexpr Code kBareCodes[] = {
-    {"END", McKind::kEnd},
-    {"STORED", McKind::kStored},
-    {"NOT_STORED", McKind::kNotStored},
-    {"EXISTS", McKind::kExists},
-    {"NOT_FOUND", McKind::kNotFound},
-    {"EN", McKind::kMetaMiss},
-    {"NS", McKind::kMetaNotStored},
-    {"EX", McKind::kMetaExists},
-    {"NF", McKind::kMetaNotFound},
-    {"MN", McKind::kMetaNoop},
-    {"HD", McKind::kMetaHit},
-};
-
 }  // namespace
 
 ParseStatus ParseMcReply(const char* p, size_t n, McReply* out, size_t* consumed) {
-  std::string_view line;
-  ParseStatus st = FindLine(p, n, &line);
-  if (st != ParseStatus::kOk) return st;
-  size_t line_end = line.size() + 2;
-  *out = McReply();
-
-  std::string_view rest = line;
-  std::string_view word = NextToken(&rest);
-  if (word == "VALUE") {
-    std::string_view key = NextToken(&rest);
-    uint64_t flags = 0, len = 0;
-    if (key.empty() || !ParseU64(NextToken(&rest), &flags) || flags > UINT32_MAX ||
-        !ParseU64(NextToken(&rest), &len)) {
-      return ParseStatus::kError;
-    }
-    if (!rest.empty()) {  // optional CAS (gets)
-      uint64_t cas;
-      if (!ParseU64(NextToken(&rest), &cas) || !rest.empty()) return ParseStatus::kError;
-    }
-    out->kind = McKind::kValue;
-    out->key = key;
-    out->flags = static_cast<uint32_t>(flags);
-    return TakeData(p, n, line_end, len, &out->data, consumed);
-  }
-  if (word == "VA") {
-    uint64_t len = 0;
-    if (!ParseU64(NextToken(&rest), &len)) return ParseStatus::kError;
-    out->kind = McKind::kMetaValue;
-    out->text = rest;
-    return TakeData(p, n, line_end, len, &out->data, consumed);
-  }
-  if (word == "CLIENT_ERROR" || word == "SERVER_ERROR" || word == "ERROR") {
-    out->kind = word[0] == 'C'   ? McKind::kClientError
-                : word[0] == 'S' ? McKind::kServerError
-                                 : McKind::kError;
-    out->text = rest;
-    *consumed = line_end;
-    return ParseStatus::kOk;
-  }
-  for (const Code& c : kBareCodes) {
-    if (word != c.word) continue;
-    bool is_meta = word.size() == 2;
-    // Text codes stand alone; meta codes may carry return flags.
-    if (!is_meta && !rest.empty()) return ParseStatus::kError;
-    out->kind = c.kind;
-    out->text = rest;
-    *consumed = line_end;
-    return ParseStatus::kOk;
+  memcache::ReplyLimits limits;
+  limits.max_line = kMaxReplyLine;
+  limits.max_value = kMaxReplyValue;
+  switch (memcache::ParseReplyElement(p, n, out, consumed, limits)) {
+    case memcache::ReplyStatus::kOk: return ParseStatus::kOk;
+    case memcache::ReplyStatus::kNeedMore: return ParseStatus::kNeedMore;
+    case memcache::ReplyStatus::kBad: break;
   }
   return ParseStatus::kError;
 }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "protocol/memcache/response_parser.h"
+
 namespace trove::bench {
 
 enum class ParseStatus { kOk, kNeedMore, kError };
@@ -16,33 +18,10 @@ inline constexpr size_t kMaxReplyLine = 1024;
 // Largest value a reply may announce (memcached's default item limit).
 inline constexpr uint64_t kMaxReplyValue = 1 << 20;
 
-enum class McKind {
-  kValue,          // VALUE <key> <flags> <bytes> [<cas>]  + data
-  kEnd,            // END
-  kStored,         // STORED
-  kNotStored,      // NOT_STORED
-  kExists,         // EXISTS
-  kNotFound,       // NOT_FOUND
-  kMetaValue,      // VA <bytes> [flags]                   + data
-  kMetaHit,        // HD [flags]
-  kMetaMiss,       // EN
-  kMetaNotStored,  // NS
-  kMetaExists,     // EX
-  kMetaNotFound,   // NF
-  kMetaNoop,       // MN
-  kError,          // ERROR
-  kClientError,    // CLIENT_ERROR <text>
-  kServerError,    // SERVER_ERROR <text>
-};
-
-// Views point into the parsed input and live as long as it does.
-struct McReply {
-  McKind kind = McKind::kEnd;
-  std::string_view key;   // kValue only
-  uint32_t flags = 0;     // kValue only
-  std::string_view data;  // kValue, kMetaValue: the value bytes
-  std::string_view text;  // errors: the message; meta: the flags after the code
-};
+// memcached replies are parsed by the server's own parser
+// (protocol/memcache/response_parser.h), with the limits above.
+using McKind = memcache::ReplyKind;
+using McReply = memcache::ReplyElement;
 
 // Parses one memcached reply element (text or meta) from the front of
 // [p, p+n). kOk sets *out and *consumed; kNeedMore means the element is not

@@ -1,133 +1,201 @@
-// Reply framing for backend connections (see response_parser.h).
+// memcached reply parsing, shared by the proxy's backend sockets and
+// trove-bench (see response_parser.h).
 #include "protocol/memcache/response_parser.h"
 
+#include <charconv>
 #include <cstring>
 
 namespace trove::memcache {
 namespace {
 
-// The line at p (without CRLF / LF) and the bytes through its '\n'.
-bool LineAt(const char* p, size_t n, std::string_view* line, size_t* used) {
-  const char* nl = static_cast<const char*>(std::memchr(p, '\n', n));
-  if (nl == nullptr) return false;
-  size_t l = static_cast<size_t>(nl - p);
-  *used = l + 1;
-  if (l > 0 && p[l - 1] == '\r') --l;
-  *line = std::string_view(p, l);
-  return true;
+bool ParseU64(std::string_view s, uint64_t* v) {
+  if (s.empty()) return false;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-bool StartsWith(std::string_view s, std::string_view pre) { return s.substr(0, pre.size()) == pre; }
-
-// The n-th space-separated word of s (0-based), or empty.
-std::string_view Word(std::string_view s, int n) {
-  size_t i = 0;
-  for (int w = 0;; ++w) {
-    while (i < s.size() && s[i] == ' ') ++i;
-    size_t j = i;
-    while (j < s.size() && s[j] != ' ') ++j;
-    if (w == n || j == i) return s.substr(i, j - i);
-    i = j;
-  }
+// Splits off the next space-separated token of *rest.
+std::string_view NextToken(std::string_view* rest) {
+  const size_t sp = rest->find(' ');
+  std::string_view tok = rest->substr(0, sp);
+  *rest = sp == std::string_view::npos ? std::string_view() : rest->substr(sp + 1);
+  return tok;
 }
 
-bool Digits(std::string_view s, uint64_t* v) {
-  if (s.empty() || s.size() > 19) return false;
-  uint64_t x = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    x = x * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *v = x;
-  return true;
+// Reads `len` bytes of data plus CRLF starting at p + off.
+ReplyStatus TakeData(const char* p, size_t n, size_t off, uint64_t len, uint64_t max,
+                     std::string_view* data, size_t* consumed) {
+  if (len > max) return ReplyStatus::kBad;
+  if (n < off + len + 2) return ReplyStatus::kNeedMore;
+  if (p[off + len] != '\r' || p[off + len + 1] != '\n') return ReplyStatus::kBad;
+  *data = std::string_view(p + off, static_cast<size_t>(len));
+  *consumed = off + static_cast<size_t>(len) + 2;
+  return ReplyStatus::kOk;
 }
+
+struct Word {
+  std::string_view word;
+  ReplyKind kind;
+  bool takes_text;  // words may follow (meta flags, a message)
+};
+
+constexpr Word kWords[] = {
+    {"END", ReplyKind::kEnd, false},
+    {"STORED", ReplyKind::kStored, false},
+    {"NOT_STORED", ReplyKind::kNotStored, false},
+    {"EXISTS", ReplyKind::kExists, false},
+    {"NOT_FOUND", ReplyKind::kNotFound, false},
+    {"DELETED", ReplyKind::kDeleted, false},
+    {"TOUCHED", ReplyKind::kTouched, false},
+    {"OK", ReplyKind::kOk, false},
+    {"VERSION", ReplyKind::kVersion, true},
+    {"HD", ReplyKind::kMetaHit, true},
+    {"EN", ReplyKind::kMetaMiss, true},
+    {"NS", ReplyKind::kMetaNotStored, true},
+    {"EX", ReplyKind::kMetaExists, true},
+    {"NF", ReplyKind::kMetaNotFound, true},
+    {"MN", ReplyKind::kMetaNoop, true},
+    {"ME", ReplyKind::kMetaDebug, true},
+    {"ERROR", ReplyKind::kError, true},
+    {"CLIENT_ERROR", ReplyKind::kClientError, true},
+    {"SERVER_ERROR", ReplyKind::kServerError, true},
+};
 
 }  // namespace
 
-ReplyStatus ParseReply(const char* p, size_t n, ParsedReply* out) {
-  std::string_view line;
-  size_t used = 0;
-  if (!LineAt(p, n, &line, &used)) {
-    // A line this long without an end is not a reply.
-    return n > 8192 ? ReplyStatus::kBad : ReplyStatus::kNeedMore;
-  }
-  *out = ParsedReply{};
+ReplyStatus ParseReplyElement(const char* p, size_t n, ReplyElement* out, size_t* consumed,
+                              const ReplyLimits& limits) {
+  const size_t window = n < limits.max_line + 2 ? n : limits.max_line + 2;
+  const void* lf = std::memchr(p, '\n', window);
+  if (lf == nullptr) return n >= limits.max_line + 2 ? ReplyStatus::kBad : ReplyStatus::kNeedMore;
+  const size_t pos = static_cast<size_t>(static_cast<const char*>(lf) - p);
+  if (pos == 0 || p[pos - 1] != '\r') return ReplyStatus::kBad;  // bare LF
+  const std::string_view line(p, pos - 1);
+  const size_t line_end = pos + 1;
+  *out = ReplyElement();
   out->line_len = line.size();
-  if (StartsWith(line, "VALUE ")) {
-    // VALUE <key> <flags> <bytes> [<cas>], value, CRLF; more VALUEs; END.
-    size_t pos = 0;
-    bool first = true;
-    for (;;) {
-      std::string_view l;
-      size_t lu = 0;
-      if (!LineAt(p + pos, n - pos, &l, &lu)) return ReplyStatus::kNeedMore;
-      if (l == "END") {
-        pos += lu;
-        break;
-      }
-      if (!StartsWith(l, "VALUE ")) return ReplyStatus::kBad;
-      uint64_t bytes = 0;
-      if (!Digits(Word(l, 3), &bytes) || bytes > kMaxReplyValue) return ReplyStatus::kBad;
-      const size_t need = lu + bytes + 2;
-      if (n - pos < need) return ReplyStatus::kNeedMore;
-      if (p[pos + lu + bytes] != '\r' || p[pos + lu + bytes + 1] != '\n') return ReplyStatus::kBad;
-      if (first) {
-        out->vlen = bytes;
-        out->value_off = pos + lu;
-        first = false;
-      }
-      pos += need;
+
+  std::string_view rest = line;
+  const std::string_view word = NextToken(&rest);
+  if (word == "VALUE") {
+    const std::string_view key = NextToken(&rest);
+    uint64_t flags = 0, len = 0;
+    if (key.empty() || !ParseU64(NextToken(&rest), &flags) || flags > UINT32_MAX ||
+        !ParseU64(NextToken(&rest), &len)) {
+      return ReplyStatus::kBad;
     }
-    out->len = pos;
-    out->code = kCodeOk;
-    out->type = kTypeGet;
-    return ReplyStatus::kOk;
-  }
-  if (StartsWith(line, "VA ")) {
-    uint64_t bytes = 0;
-    if (!Digits(Word(line, 1), &bytes) || bytes > kMaxReplyValue) return ReplyStatus::kBad;
-    if (n - used < bytes + 2) return ReplyStatus::kNeedMore;
-    if (p[used + bytes] != '\r' || p[used + bytes + 1] != '\n') return ReplyStatus::kBad;
-    out->len = used + bytes + 2;
-    out->vlen = bytes;
-    out->value_off = used;
-    out->code = kCodeOk;
-    out->type = kTypeMeta;
-    return ReplyStatus::kOk;
-  }
-  out->len = used;
-  const std::string_view w = Word(line, 0);
-  struct Code {
-    const char* word;
-    int code;
-    int type;
-  };
-  static constexpr Code kCodes[] = {
-      {"HD", kCodeOk, kTypeMeta},           {"EN", kCodeEnd, kTypeMeta},
-      {"NF", kCodeNotFound, kTypeMeta},     {"NS", kCodeNotStored, kTypeMeta},
-      {"EX", kCodeExists, kTypeMeta},       {"MN", kCodeNop, kTypeMeta},
-      {"ME", kCodeOk, kTypeMeta},           {"END", kCodeEnd, kTypeEnd},
-      {"STORED", kCodeStored, kTypeGeneric}, {"NOT_STORED", kCodeNotStored, kTypeGeneric},
-      {"EXISTS", kCodeExists, kTypeGeneric}, {"NOT_FOUND", kCodeNotFound, kTypeGeneric},
-      {"DELETED", kCodeDeleted, kTypeGeneric}, {"TOUCHED", kCodeTouched, kTypeGeneric},
-      {"OK", kCodeOk, kTypeGeneric},         {"VERSION", kCodeVersion, kTypeVersion},
-      {"ERROR", kCodeError, kTypeErrmsg},    {"CLIENT_ERROR", kCodeClientError, kTypeErrmsg},
-      {"SERVER_ERROR", kCodeServerError, kTypeErrmsg},
-  };
-  for (const Code& c : kCodes) {
-    if (w == c.word) {
-      out->code = c.code;
-      out->type = c.type;
-      return ReplyStatus::kOk;
+    if (!rest.empty()) {  // the CAS of gets
+      uint64_t cas = 0;
+      if (!ParseU64(NextToken(&rest), &cas) || !rest.empty()) return ReplyStatus::kBad;
     }
+    out->kind = ReplyKind::kValue;
+    out->key = key;
+    out->flags = static_cast<uint32_t>(flags);
+    return TakeData(p, n, line_end, len, limits.max_value, &out->data, consumed);
+  }
+  if (word == "VA") {
+    uint64_t len = 0;
+    if (!ParseU64(NextToken(&rest), &len)) return ReplyStatus::kBad;
+    out->kind = ReplyKind::kMetaValue;
+    out->text = rest;
+    return TakeData(p, n, line_end, len, limits.max_value, &out->data, consumed);
+  }
+  for (const Word& w : kWords) {
+    if (word != w.word) continue;
+    if (!w.takes_text && !rest.empty()) return ReplyStatus::kBad;
+    out->kind = w.kind;
+    out->text = rest;
+    *consumed = line_end;
+    return ReplyStatus::kOk;
   }
   uint64_t num = 0;
-  if (Digits(w, &num) && line.size() == w.size()) {  // incr / decr
-    out->code = kCodeOk;
-    out->type = kTypeNumeric;
+  if (rest.empty() && ParseU64(word, &num)) {
+    out->kind = ReplyKind::kNumber;
+    *consumed = line_end;
     return ReplyStatus::kOk;
   }
   return ReplyStatus::kBad;
+}
+
+int CodeOf(ReplyKind k) {
+  switch (k) {
+    case ReplyKind::kStored: return kCodeStored;
+    case ReplyKind::kExists:
+    case ReplyKind::kMetaExists: return kCodeExists;
+    case ReplyKind::kDeleted: return kCodeDeleted;
+    case ReplyKind::kTouched: return kCodeTouched;
+    case ReplyKind::kVersion: return kCodeVersion;
+    case ReplyKind::kNotFound:
+    case ReplyKind::kMetaNotFound: return kCodeNotFound;
+    case ReplyKind::kNotStored:
+    case ReplyKind::kMetaNotStored: return kCodeNotStored;
+    case ReplyKind::kMetaNoop: return kCodeNop;
+    case ReplyKind::kEnd:
+    case ReplyKind::kMetaMiss: return kCodeEnd;
+    case ReplyKind::kError: return kCodeError;
+    case ReplyKind::kClientError: return kCodeClientError;
+    case ReplyKind::kServerError: return kCodeServerError;
+    case ReplyKind::kValue:
+    case ReplyKind::kOk:
+    case ReplyKind::kNumber:
+    case ReplyKind::kMetaValue:
+    case ReplyKind::kMetaHit:
+    case ReplyKind::kMetaDebug: return kCodeOk;
+  }
+  return kCodeOk;
+}
+
+int TypeOf(ReplyKind k) {
+  switch (k) {
+    case ReplyKind::kValue: return kTypeGet;
+    case ReplyKind::kEnd: return kTypeEnd;
+    case ReplyKind::kVersion: return kTypeVersion;
+    case ReplyKind::kNumber: return kTypeNumeric;
+    case ReplyKind::kError:
+    case ReplyKind::kClientError:
+    case ReplyKind::kServerError: return kTypeErrmsg;
+    case ReplyKind::kMetaValue:
+    case ReplyKind::kMetaHit:
+    case ReplyKind::kMetaMiss:
+    case ReplyKind::kMetaNotStored:
+    case ReplyKind::kMetaExists:
+    case ReplyKind::kMetaNotFound:
+    case ReplyKind::kMetaNoop:
+    case ReplyKind::kMetaDebug: return kTypeMeta;
+    default: return kTypeGeneric;
+  }
+}
+
+ReplyStatus ParseReply(const char* p, size_t n, ParsedReply* out) {
+  ReplyElement e;
+  size_t used = 0;
+  ReplyStatus st = ParseReplyElement(p, n, &e, &used);
+  if (st != ReplyStatus::kOk) return st;
+  *out = ParsedReply{};
+  out->line_len = e.line_len;
+  out->code = CodeOf(e.kind);
+  out->type = TypeOf(e.kind);
+  if (e.kind == ReplyKind::kMetaValue) {
+    out->vlen = e.data.size();
+    out->value_off = static_cast<size_t>(e.data.data() - p);
+  }
+  if (e.kind != ReplyKind::kValue) {
+    out->len = used;
+    return ReplyStatus::kOk;
+  }
+  // VALUE blocks through END: the whole `get` reply is one.
+  out->vlen = e.data.size();
+  out->value_off = static_cast<size_t>(e.data.data() - p);
+  size_t pos = used;
+  for (;;) {
+    st = ParseReplyElement(p + pos, n - pos, &e, &used);
+    if (st != ReplyStatus::kOk) return st;
+    pos += used;
+    if (e.kind == ReplyKind::kEnd) break;
+    if (e.kind != ReplyKind::kValue) return ReplyStatus::kBad;
+  }
+  out->len = pos;
+  return ReplyStatus::kOk;
 }
 
 }  // namespace trove::memcache

@@ -2,6 +2,8 @@
 // built on the handler's own line finder and tokenizer.
 #include "protocol/memcache/text_prefetch.h"
 
+#include "protocol/memcache/request_classify.h"
+
 #include <string_view>
 
 #include "common/str_append.h"
@@ -29,21 +31,19 @@ bool ScanTextRequest(const char* data, size_t len, size_t start, size_t* end, ui
   ParsedLine pl;
   Tokenize(lr.line, &pl);
   if (pl.count < 2) return false;
-  std::string_view cmd = pl.tokens[0];
   size_t block = 0;  // data block bytes after the line (plus its CRLF)
   bool has_block = false;
-  if (cmd == "get" || cmd == "gets" || cmd == "delete" || cmd == "incr" || cmd == "decr" ||
-      cmd == "touch") {
-  } else if (cmd == "set" || cmd == "add" || cmd == "replace" || cmd == "append" ||
-             cmd == "prepend" || cmd == "cas") {
-    if (pl.count < 5 || !ParseValueLength(pl.tokens[4], &block)) return false;
+  using namespace cmd;  // NOLINT: the CMD_* vocabulary
+  const int c = CmdOf(pl.tokens[0]);
+  const int vt = ValueLengthToken(c);
+  if (vt >= 0) {
+    if (pl.count <= static_cast<size_t>(vt) || !ParseValueLength(pl.tokens[vt], &block)) return false;
+    if (c == kCmdMs && HasBase64Flag(pl, 3)) return false;
     has_block = true;
-  } else if (cmd == "mg" || cmd == "md" || cmd == "ma") {
+  } else if (c == kCmdMg || c == kCmdMd || c == kCmdMa) {
     if (HasBase64Flag(pl, 2)) return false;
-  } else if (cmd == "ms") {
-    if (pl.count < 3 || !ParseValueLength(pl.tokens[2], &block) || HasBase64Flag(pl, 3)) return false;
-    has_block = true;
-  } else {
+  } else if (c != kCmdGet && c != kCmdGets && c != kCmdDelete && c != kCmdIncr &&
+             c != kCmdDecr && c != kCmdTouch) {
     return false;
   }
   size_t next = start + lr.consumed;

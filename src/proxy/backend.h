@@ -26,6 +26,8 @@ namespace trove::proxy {
 // One request on its way to a backend and its reply.
 struct BackendOp {
   std::string request;  // the exact bytes to send
+  // Set only for a backend with log={...}: who answered, for the proxyreqs line.
+  std::shared_ptr<const BackendSpec> log_spec;
   // --- the result, valid when done runs ---
   bool failed = false;  // no reply: the client gets SERVER_ERROR backend failure
   std::string reply;    // the reply's bytes as received
@@ -58,6 +60,7 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
 
   const BackendSpec& spec() const { return *spec_; }
+  const std::shared_ptr<const BackendSpec>& spec_ptr() const { return spec_; }
   net::EventLoop* loop() const { return loop_; }
   // Opens the sockets (never for down=true).
   void Start();

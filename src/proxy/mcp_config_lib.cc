@@ -66,7 +66,35 @@ void BackendOption(lua_State* L, const char* k, BackendOptions* o) {
   } else if (std::strcmp(k, "tls") == 0) {
     luaL_error(L, "backend option 'tls' is not supported by Trove yet");
   } else if (std::strcmp(k, "log") == 0) {
-    luaL_error(L, "backend option 'log' is not supported by Trove yet");
+    // log = { rate = N, errors = bool, deadline = ms, tag = "..." }: a
+    // proxyreqs line per sampled / failed / slow backend request.
+    luaL_checktype(L, -1, LUA_TTABLE);
+    o->log = true;
+    o->log_rate = 0;
+    bool any = false;
+    lua_getfield(L, -1, "rate");
+    if (!lua_isnil(L, -1)) {
+      o->log_rate = static_cast<int>(Integer(L, -1, "backend log rate", 0, 1 << 30));
+      any = true;
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "errors");
+    if (!lua_isnil(L, -1)) {
+      luaL_checktype(L, -1, LUA_TBOOLEAN);
+      o->log_errors = lua_toboolean(L, -1) != 0;
+      any = true;
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "deadline");
+    if (!lua_isnil(L, -1)) {
+      o->log_deadline_ms = Integer(L, -1, "backend log deadline", 0, INT32_MAX);
+      any = true;
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "tag");
+    if (!lua_isnil(L, -1)) o->log_tag = luaL_checkstring(L, -1);
+    lua_pop(L, 1);
+    if (!any) o->log_rate = 1;  // memcached: with no condition, every request
   } else {
     luaL_error(L, "backend: unknown option '%s'", k);
   }

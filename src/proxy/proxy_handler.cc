@@ -53,8 +53,9 @@ bool Digits(std::string_view s, uint64_t* v) {
 class ProxyHandler final : public net::ProtocolHandler {
  public:
   ProxyHandler(ProxyWorker* w, const std::string* tag, std::unique_ptr<net::ProtocolHandler> inner,
-               net::ConnControl* control)
-      : w_(w), tag_(tag), inner_(std::move(inner)), control_(control), st_(std::make_shared<State>()) {
+               net::ConnControl* control, int fd)
+      : w_(w), tag_(tag), inner_(std::move(inner)), control_(control), fd_(fd),
+        st_(std::make_shared<State>()) {
     st_->h = this;
   }
   ~ProxyHandler() override { st_->h = nullptr; }
@@ -109,6 +110,7 @@ class ProxyHandler final : public net::ProtocolHandler {
         RequestUd r;
         r.bytes.assign(p, req_len);
         r.cmd = cmd;
+        r.cfd = fd_;
         r.line_len = line_len;
         size_t koff = 0;
         const std::string_view key = WordAt(line, 1, &koff);
@@ -178,6 +180,7 @@ class ProxyHandler final : public net::ProtocolHandler {
   const std::string* const tag_;
   std::unique_ptr<net::ProtocolHandler> inner_;
   net::ConnControl* const control_;
+  const int fd_;
   std::shared_ptr<State> st_;
   size_t wanted_ = 0;
   bool passthrough_ = false;  // a `watch` connection: the inner handler owns it
@@ -191,7 +194,7 @@ class ProxyFactory final : public net::ProtocolFactory {
       : rt_(rt), inner_(inner), tag_(std::move(tag)) {}
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id, const net::ConnInfoView& conn) override {
     return std::make_unique<ProxyHandler>(rt_->worker(worker_id), &tag_,
-                                          inner_->Create(worker_id, conn), conn.control);
+                                          inner_->Create(worker_id, conn), conn.control, conn.fd);
   }
   void InitWorker(int worker_id) override {
     inner_->InitWorker(worker_id);

@@ -4,6 +4,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "proxy/runtime.h"
@@ -191,6 +192,7 @@ void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
   const int top = lua_gettop(L);
   auto run = std::make_shared<Run>();
   run->cmd = req.cmd;
+  run->cfd = req.cfd;
   run->finish = std::move(finish);
   lua_rawgeti(L, LUA_REGISTRYINDEX, hook_ref);
   const int hook = lua_gettop(L);
@@ -313,6 +315,10 @@ int ProxyWorker::Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, 
   const uint64_t h = XXH3_64bits(key.data(), key.size());
   const auto n = static_cast<int32_t>(pool->backends.size());
   const std::shared_ptr<Backend>& be = pool->backends[static_cast<size_t>(JumpHash(h, n))];
+  if (be->spec().opts.log) {
+    op->log_spec = be->spec_ptr();
+    run->line = std::string(req.line());
+  }
   if (pool->io) {
     io_batch_.emplace_back(be, std::move(op));
   } else {
@@ -334,8 +340,42 @@ void ProxyWorker::OnOpDone(const RunPtr& run, BackendOp* op) {
   r->failed = op->failed;
   r->cmd = run->cmd;
   r->elapsed_us = op->elapsed_us;
+  if (op->log_spec != nullptr) LogBackendRequest(*run, *op);
   Resume(run, 1);
   FlushOut();
+}
+
+void ProxyWorker::LogBackendRequest(const Run& run, const BackendOp& op) {
+  const BackendOptions& o = op.log_spec->opts;
+  ProxyShared* sh = rt_->shared();
+  if (!sh->Watching(net::kLogProxyreqs)) return;
+  const bool error = op.failed || op.parsed.is_error();
+  bool log = o.log_rate == 1 || (o.log_errors && error) ||
+             (o.log_deadline_ms > 0 && op.elapsed_us > o.log_deadline_ms * 1000);
+  if (!log && o.log_rate > 1) {
+    sample_seed_ ^= sample_seed_ << 13;
+    sample_seed_ ^= sample_seed_ >> 7;
+    sample_seed_ ^= sample_seed_ << 17;
+    log = sample_seed_ % static_cast<uint64_t>(o.log_rate) == 0;
+  }
+  if (!log) return;
+  // memcached's LOGGER_PROXY_REQ line.
+  const int type = op.failed ? memcache::kTypeFail : op.parsed.type;
+  const int code = op.failed ? memcache::kCodeServerError : op.parsed.code;
+  const char* res = "ok";
+  if (error) {
+    res = "any";
+  } else if (code != memcache::kCodeEnd && code != memcache::kCodeNotFound &&
+             code != memcache::kCodeNotStored && code != memcache::kCodeExists) {
+    res = "good";
+  }
+  std::string body = "type=proxy_req elapsed=" + std::to_string(op.elapsed_us) +
+                     " type=" + std::to_string(type) + " code=" + std::to_string(code) +
+                     " status=" + (op.failed ? "-1" : "0") + " res=" + res +
+                     " cfd=" + std::to_string(run.cfd) + " be=" + op.log_spec->host + ":" +
+                     op.log_spec->port + " detail=" + o.log_tag + " req=";
+  body.append(run.line, 0, std::min<size_t>(run.line.size(), 300));
+  sh->Log(net::kLogProxyreqs, body);
 }
 
 void ProxyWorker::FlushOut() {

@@ -49,6 +49,7 @@ struct RequestUd {
   int cmd = 0;
   size_t line_len = 0;  // without CRLF
   size_t key_off = 0, key_len = 0;
+  int cfd = 0;  // the client's socket (proxyreqs lines)
   std::string_view line() const { return std::string_view(bytes).substr(0, line_len); }
   std::string_view key() const { return std::string_view(bytes).substr(key_off, key_len); }
 };
@@ -144,6 +145,8 @@ class ProxyWorker {
   void Resume(const RunPtr& run, int nargs);
   void FinishRun(const RunPtr& run, std::string&& out);
   void OnOpDone(const RunPtr& run, BackendOp* op);
+  // Backend log={...}: the proxyreqs line for this reply, when it qualifies.
+  void LogBackendRequest(const Run& run, const BackendOp& op);
   using HookArray = std::array<int, kCmdSize>;
   void ClearHooks();
   static HookArray NoHooks() {
@@ -165,6 +168,7 @@ class ProxyWorker {
   std::unordered_map<lua_State*, RunPtr> runs_;  // by coroutine
   int64_t active_limit_ = 0;
   bool in_flush_ = false;
+  uint64_t sample_seed_ = 0x9E3779B97F4A7C15ULL;  // log rate sampling (xorshift)
   // Backends on this loop, by spec key (reused across reloads).
   std::map<std::string, std::weak_ptr<Backend>> backends_;
   std::vector<std::shared_ptr<Backend>> dirty_;
@@ -182,6 +186,8 @@ class ProxyWorker {
 // One request in flight: its coroutine, its slot and where its reply goes.
 struct Run {
   int cmd = 0;
+  int cfd = 0;
+  std::string line;  // the request line, kept only for backend log={...}
   lua_State* co = nullptr;
   int co_ref = LUA_NOREF;
   int slot_ref = LUA_NOREF;  // the rctx userdata, returned to its funcgen at the end

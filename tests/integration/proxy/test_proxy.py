@@ -522,7 +522,7 @@ end
 
 
 def test_unsupported_options_are_refused(tmp_path):
-    for opt in ("tls = true", "log = { rate = 1 }"):
+    for opt in ("tls = true",):
         text = ("function mcp_config_pools() return mcp.pool({ mcp.backend({ label = 'x', "
                 "host = '127.0.0.1', port = 1, %s }) }) end\nfunction mcp_config_routes() end\n" % opt)
         cfg = write(tmp_path, "u.lua", text)
@@ -659,3 +659,42 @@ end
             t.join(timeout=20)
     assert errors == []
     assert ok_before > 0
+
+
+def test_backend_log_option_writes_proxyreqs_lines(make_server, tmp_path, mock):
+    m = mock()
+    text = """
+function mcp_config_pools()
+  local b1 = mcp.backend({ label = "b1", host = "127.0.0.1", port = %d, log = { tag = "fastlog" } })
+  local b2 = mcp.backend({ label = "b2", host = "127.0.0.1", port = %d, log = { errors = true, tag = "errs" } })
+  return { main = mcp.pool({ b1 }), errs = mcp.pool({ b2 }) }
+end
+function mcp_config_routes(p)
+  local fg = mcp.funcgen_new()
+  local h = fg:new_handle(p.main)
+  local h2 = fg:new_handle(p.errs)
+  fg:ready({ f = function(rctx)
+    return function(r)
+      if r:command() == mcp.CMD_MG then return rctx:enqueue_and_wait(r, h) end
+      return rctx:enqueue_and_wait(r, h2)
+    end
+  end })
+  mcp.attach(mcp.CMD_MG, fg)
+  mcp.attach(mcp.CMD_MS, fg)
+  mcp.attach(mcp.CMD_SET, fg)
+end
+""" % (m.port, m.port)
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "1")
+    w = watcher(px, "proxyreqs")
+    c = T.to(px)
+    assert c.call("mg nokey v\r\n") == "EN\r\n"
+    line = w.log_line()
+    assert "type=proxy_req elapsed=" in line
+    assert (" type=101 code=17 status=0 res=ok cfd=" in line and
+            " be=127.0.0.1:%d detail=fastlog req=mg nokey v" % m.port in line), line
+    assert "cfd=0 " not in line
+    # errors=true alone: a good reply is not logged, an error is.
+    assert c.call("ms k 1\r\nx\r\n") == "HD\r\n"
+    assert c.call("set k 0 0 1\r\nx\r\n") == "SERVER_ERROR mock cannot set\r\n"
+    line = w.log_line()
+    assert "type=108 code=23 status=0 res=any" in line and "detail=errs req=set k 0 0 1" in line, line

@@ -320,18 +320,16 @@ bool Backend::WriteOut(Conn* c) {
 }
 
 void Backend::OnReadable(Conn* c) {
+  static thread_local char chunk[kReadChunk];  // read here, append what came
   for (;;) {
-    const size_t old = c->rbuf.size();
-    c->rbuf.resize(old + kReadChunk);
-    ssize_t n = ::recv(c->fd, c->rbuf.data() + old, kReadChunk, 0);
+    ssize_t n = ::recv(c->fd, chunk, kReadChunk, 0);
     if (n <= 0) {
-      c->rbuf.resize(old);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
       Reset(c, n == 0 ? "disconnected" : "reading");
       return;
     }
-    c->rbuf.resize(old + static_cast<size_t>(n));
+    c->rbuf.append(chunk, static_cast<size_t>(n));
     if (static_cast<size_t>(n) < kReadChunk) break;
   }
   if (c->state == State::kValidating) {

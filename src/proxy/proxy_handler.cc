@@ -141,7 +141,7 @@ class ProxyHandler final : public net::ProtocolHandler {
       if (used < req_len || control_->suspended()) break;
     }
     Drain();
-    w_->FlushOut();
+    w_->ScheduleFlush();
     in_data_ = false;
     return off;
   }

@@ -31,8 +31,35 @@ ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)
 }
 
 ProxyWorker::~ProxyWorker() {
-  runs_.clear();
+  if (flush_timer_.armed()) loop_->Cancel(&flush_timer_);
   if (L_ != nullptr) lua_close(L_);
+}
+
+Run* ProxyWorker::AcquireRun() {
+  if (free_runs_.empty()) {
+    all_runs_.push_back(std::make_unique<Run>());
+    return all_runs_.back().get();
+  }
+  Run* r = free_runs_.back();
+  free_runs_.pop_back();
+  return r;
+}
+
+void ProxyWorker::ReleaseRun(Run* run, bool keep_coroutine) {
+  if (run->co != nullptr) {
+    if (keep_coroutine && lua_status(run->co) == LUA_OK) {
+      lua_settop(run->co, 0);
+    } else {
+      luaL_unref(L_, LUA_REGISTRYINDEX, run->co_ref);  // the collector takes it
+      run->co = nullptr;
+      run->co_ref = LUA_NOREF;
+    }
+  }
+  run->slot_ref = run->fg_ref = LUA_NOREF;
+  run->waiting = false;
+  run->line.clear();
+  run->finish = nullptr;
+  free_runs_.push_back(run);
 }
 
 void ProxyWorker::ClearHooks() {
@@ -190,15 +217,17 @@ void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
     return;
   }
   const int top = lua_gettop(L);
-  auto run = std::make_shared<Run>();
+  Run* run = AcquireRun();
   run->cmd = req.cmd;
   run->cfd = req.cfd;
   run->finish = std::move(finish);
   lua_rawgeti(L, LUA_REGISTRYINDEX, hook_ref);
   const int hook = lua_gettop(L);
-  lua_State* co = lua_newthread(L);
-  run->co = co;
-  run->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (run->co == nullptr) {
+    run->co = lua_newthread(L);
+    run->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_State* co = run->co;
   if (lua_type(L, hook) == LUA_TUSERDATA) {
     lua_getiuservalue(L, hook, 1);
     lua_getfield(L, -1, "free");
@@ -215,9 +244,10 @@ void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
           rt_->shared()->Log(net::kLogProxyevents,
                              std::string("type=proxy_error msg=") + luaL_tolstring(L, -1, nullptr));
         }
-        luaL_unref(L, LUA_REGISTRYINDEX, run->co_ref);
         lua_settop(L, top);
-        run->finish(std::string(kLuaStartFailure));
+        FinishFn f = std::move(run->finish);
+        ReleaseRun(run, true);
+        f(std::string(kLuaStartFailure));
         return;
       }
     }
@@ -236,15 +266,17 @@ void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
   void* p = lua_newuserdatauv(co, sizeof(RequestUd), 0);
   new (p) RequestUd(std::move(req));
   luaL_setmetatable(co, kRequestMt);
-  runs_[co] = run;
   req_active_.fetch_add(1, std::memory_order_relaxed);
   Resume(run, 1);
 }
 
-void ProxyWorker::Resume(const RunPtr& run, int nargs) {
+void ProxyWorker::Resume(Run* run, int nargs) {
   lua_State* co = run->co;
   int nres = 0;
+  Run* const outer = current_;
+  current_ = run;
   const int st = lua_resume(co, L_, nargs, &nres);
+  current_ = outer;
   if (st == LUA_YIELD && run->waiting) {
     lua_pop(co, nres);
     return;
@@ -277,7 +309,7 @@ void ProxyWorker::Resume(const RunPtr& run, int nargs) {
   FinishRun(run, std::move(out));
 }
 
-void ProxyWorker::FinishRun(const RunPtr& run, std::string&& out) {
+void ProxyWorker::FinishRun(Run* run, std::string&& out) {
   lua_State* L = L_;
   if (run->slot_ref != LUA_NOREF) {
     // The slot goes back to its funcgen's free list.
@@ -290,26 +322,21 @@ void ProxyWorker::FinishRun(const RunPtr& run, std::string&& out) {
     luaL_unref(L, LUA_REGISTRYINDEX, run->slot_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, run->fg_ref);
   }
-  luaL_unref(L, LUA_REGISTRYINDEX, run->co_ref);
-  runs_.erase(run->co);
   req_active_.fetch_sub(1, std::memory_order_relaxed);
   FinishFn f = std::move(run->finish);
+  ReleaseRun(run, true);
   f(std::move(out));
 }
 
 int ProxyWorker::Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, const RequestUd& req) {
-  auto it = runs_.find(L);
-  if (it == runs_.end()) return luaL_error(L, "enqueue_and_wait: not inside a request");
+  Run* run = current_;
+  if (run == nullptr || run->co != L) return luaL_error(L, "enqueue_and_wait: not inside a request");
   if (pool->backends.empty()) return luaL_error(L, "enqueue_and_wait: the pool has no backends");
-  RunPtr run = it->second;
   auto op = std::make_shared<BackendOp>();
   op->request = req.bytes;
   op->origin = loop_;
   op->start_ns = loop_->NowNs();
-  std::weak_ptr<Run> wr = run;
-  op->done = [this, wr](BackendOp* o) {
-    if (RunPtr r = wr.lock()) OnOpDone(r, o);
-  };
+  op->done = [this, run](BackendOp* o) { OnOpDone(run, o); };
   run->waiting = true;
   const std::string_view key = req.key();
   const uint64_t h = XXH3_64bits(key.data(), key.size());
@@ -328,7 +355,7 @@ int ProxyWorker::Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, 
   return lua_yield(L, 0);
 }
 
-void ProxyWorker::OnOpDone(const RunPtr& run, BackendOp* op) {
+void ProxyWorker::OnOpDone(Run* run, BackendOp* op) {
   if (!run->waiting) return;
   run->waiting = false;
   lua_State* co = run->co;
@@ -342,7 +369,7 @@ void ProxyWorker::OnOpDone(const RunPtr& run, BackendOp* op) {
   r->elapsed_us = op->elapsed_us;
   if (op->log_spec != nullptr) LogBackendRequest(*run, *op);
   Resume(run, 1);
-  FlushOut();
+  ScheduleFlush();
 }
 
 void ProxyWorker::LogBackendRequest(const Run& run, const BackendOp& op) {

@@ -8,8 +8,9 @@
 // Invariants:
 //  1. Every started request finishes exactly once (Finish called with its
 //     reply bytes), whether its client is still there or not.
-//  2. Backends submitted to in a turn are flushed in the same turn
-//     (FlushOut runs after every batch of client input and every resume).
+//  2. Backends submitted to in a turn are flushed in the same turn: client
+//     input and completions arm a zero-delay timer, which the loop runs
+//     after the turn's epoll batch (one write per backend per turn).
 //  3. A Backend is destroyed only from a task on its own loop, never from
 //     inside Lua (a pool's __gc posts the release).
 #pragma once
@@ -81,7 +82,6 @@ struct PoolProxyUd {
 };
 
 struct Run;
-using RunPtr = std::shared_ptr<Run>;
 // Delivers a finished request's reply bytes to its client (or drops them
 // when the client is gone).
 using FinishFn = std::function<void(std::string&&)>;
@@ -118,6 +118,12 @@ class ProxyWorker {
   void StartRequest(int hook_ref, RequestUd&& req, FinishFn finish);
   // Sends every backend batch of this turn (invariant 2).
   void FlushOut();
+  // FlushOut at the end of this loop turn (a zero-delay timer: timers run
+  // after the epoll batch), so requests from all the connections served in
+  // one turn go to a backend in one write.
+  void ScheduleFlush() {
+    if (!flush_timer_.armed()) loop_->ArmAfter(&flush_timer_, 0);
+  }
 
   // --- for the mcp functions ---
   void PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec);
@@ -142,9 +148,12 @@ class ProxyWorker {
   std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> FuncgenCounts() const;
 
  private:
-  void Resume(const RunPtr& run, int nargs);
-  void FinishRun(const RunPtr& run, std::string&& out);
-  void OnOpDone(const RunPtr& run, BackendOp* op);
+  void Resume(Run* run, int nargs);
+  void FinishRun(Run* run, std::string&& out);
+  void OnOpDone(Run* run, BackendOp* op);
+  // A Run (with a reusable coroutine) from the pool; back with ReleaseRun.
+  Run* AcquireRun();
+  void ReleaseRun(Run* run, bool keep_coroutine);
   // Backend log={...}: the proxyreqs line for this reply, when it qualifies.
   void LogBackendRequest(const Run& run, const BackendOp& op);
   using HookArray = std::array<int, kCmdSize>;
@@ -165,9 +174,14 @@ class ProxyWorker {
   // The attached hooks: registry refs by (tag, cmd).
   HookArray untagged_ = NoHooks();
   std::unordered_map<std::string, HookArray> hook_index_;
-  std::unordered_map<lua_State*, RunPtr> runs_;  // by coroutine
+  // Runs are pooled with their coroutines: a request allocates neither when
+  // the previous one on that coroutine ended normally.
+  std::vector<std::unique_ptr<Run>> all_runs_;
+  std::vector<Run*> free_runs_;
+  Run* current_ = nullptr;  // the run whose coroutine is executing (Resume)
   int64_t active_limit_ = 0;
   bool in_flush_ = false;
+  net::Timer flush_timer_{[this] { FlushOut(); }};
   uint64_t sample_seed_ = 0x9E3779B97F4A7C15ULL;  // log rate sampling (xorshift)
   // Backends on this loop, by spec key (reused across reloads).
   std::map<std::string, std::weak_ptr<Backend>> backends_;
@@ -184,6 +198,8 @@ class ProxyWorker {
 };
 
 // One request in flight: its coroutine, its slot and where its reply goes.
+// Owned by its worker's pool; alive (and not reused) while an op it waits
+// for is outstanding, so a completion may hold a plain pointer to it.
 struct Run {
   int cmd = 0;
   int cfd = 0;

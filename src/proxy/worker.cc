@@ -28,6 +28,9 @@ ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)
   vm_ctx_.runtime = rt;
   vm_ctx_.worker = this;
   L_ = NewVm(&vm_ctx_);
+  // Requests leave short-lived garbage (request and response objects):
+  // the generational collector takes it in small minor steps.
+  if (L_ != nullptr) lua_gc(L_, LUA_GCGEN, 0, 0);
 }
 
 ProxyWorker::~ProxyWorker() {

@@ -20,8 +20,25 @@ int CmdOf(std::string_view w) {
       {"lru_crawler", kCmdLruCrawler}, {"refresh_certs", kCmdRefreshCerts},
       {"cache_memlimit", kCmdCacheMemlimit},
   };
+  // The hot words first: two-letter meta commands and get/set, without the
+  // table walk (this runs once per pipelined request in the prefetch scan).
+  if (w.size() == 2 && w[0] == 'm') {
+    switch (w[1]) {
+      case 'g': return kCmdMg;
+      case 's': return kCmdMs;
+      case 'd': return kCmdMd;
+      case 'n': return kCmdMn;
+      case 'a': return kCmdMa;
+      case 'e': return kCmdMe;
+      default: return 0;
+    }
+  }
+  if (w.size() == 3) {
+    if (w == "get") return kCmdGet;
+    if (w == "set") return kCmdSet;
+  }
   for (const Entry& e : kTable) {
-    if (e.name == w) return e.cmd;
+    if (e.name.size() == w.size() && e.name == w) return e.cmd;
   }
   return 0;
 }

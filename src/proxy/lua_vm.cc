@@ -2,17 +2,12 @@
 // config VM into the worker VMs.
 #include "proxy/lua_vm.h"
 
-#include <time.h>
-
+#include "common/clock.h"
 #include "proxy/worker.h"
 
 namespace trove::proxy {
 
-int64_t NowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
+int64_t NowMs() { return SystemClock::Default()->MonoNanos() / 1000000; }
 
 namespace {
 

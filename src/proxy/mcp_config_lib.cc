@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/clock.h"
 #include "proxy/lua_vm.h"
 #include "proxy/runtime.h"
 #include "proxy/worker.h"
@@ -308,9 +309,7 @@ int LogUser(lua_State* L) {
 }
 
 int TimeRealMillis(lua_State* L) {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  lua_pushinteger(L, static_cast<lua_Integer>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000);
+  lua_pushinteger(L, SystemClock::Default()->UnixMicros() / 1000);
   return 1;
 }
 

@@ -118,12 +118,15 @@ class ProxyHandler final : public net::ProtocolHandler {
         r.key_len = key.size();
         st_->q.emplace_back();
         Entry* e = &st_->q.back();
-        std::shared_ptr<State> st = st_;
+        e->st = st_.get();
+        // Aliasing pointer: keeps the State alive, names the entry; 16 bytes,
+        // so the std::function holds it without a heap allocation.
+        std::shared_ptr<Entry> ep(st_, e);
         off += req_len;
-        w_->StartRequest(hook, std::move(r), [st, e](std::string&& bytes) {
-          e->bytes = std::move(bytes);
-          e->done = true;
-          if (st->h != nullptr) st->h->Drain();
+        w_->StartRequest(hook, std::move(r), [ep](std::string&& bytes) {
+          ep->bytes = std::move(bytes);
+          ep->done = true;
+          if (ep->st->h != nullptr) ep->st->h->Drain();
         });
         continue;
       }
@@ -147,8 +150,10 @@ class ProxyHandler final : public net::ProtocolHandler {
   }
 
  private:
+  struct State;
   struct Entry {
     bool done = false;
+    State* st = nullptr;
     std::string bytes;
   };
   struct State {

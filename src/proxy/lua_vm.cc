@@ -7,6 +7,20 @@
 
 namespace trove::proxy {
 
+void CheckTbfTable(lua_State* L, int idx, int64_t out[3]) {
+  luaL_checktype(L, idx, LUA_TTABLE);
+  static constexpr const char* kNames[3] = {"limit", "fillrate", "tickrate"};
+  for (int i = 0; i < 3; ++i) {
+    lua_getfield(L, idx, kNames[i]);
+    int ok = 0;
+    out[i] = lua_tointegerx(L, -1, &ok);
+    if (!ok || out[i] < 0 || out[i] > INT64_MAX / 4) {
+      luaL_error(L, "rate limiter: '%s' must be a non-negative integer", kNames[i]);
+    }
+    lua_pop(L, 1);
+  }
+}
+
 int64_t NowMs() { return SystemClock::Default()->MonoNanos() / 1000000; }
 
 namespace {

@@ -61,6 +61,10 @@ bool CopyOut(lua_State* L, int idx, CopiedValue* out, std::string* err, int dept
 // Pushes `v` into a worker VM (pools become that worker's pool proxies).
 void PushCopy(lua_State* L, const CopiedValue& v);
 
+// The {limit, fillrate, tickrate} table of both rate limiters at `idx`:
+// non-negative integers, or a Lua error naming the field.
+void CheckTbfTable(lua_State* L, int idx, int64_t out[3]);
+
 // Milliseconds on the monotonic clock (rate limiters).
 int64_t NowMs();
 

@@ -152,7 +152,7 @@ int McpPool(lua_State* L) {
   ProxyRuntime* rt = ConfigRuntime(L, "mcp.pool");
   luaL_checktype(L, 1, LUA_TTABLE);
   auto spec = std::make_shared<PoolSpec>();
-  spec->use_iothread = rt->pending_settings().backend_defaults.use_iothread;
+  spec->use_iothread = rt->pending_settings().use_iothread;
   const lua_Integer n = luaL_len(L, 1);
   for (lua_Integer i = 1; i <= n; ++i) {
     lua_geti(L, 1, i);
@@ -213,7 +213,7 @@ int SetFlapBackoffMax(lua_State* L) {
 int SetUseIothread(lua_State* L) {
   ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_use_iothread");
   luaL_checktype(L, 1, LUA_TBOOLEAN);
-  rt->pending_settings().backend_defaults.use_iothread = lua_toboolean(L, 1) != 0;
+  rt->pending_settings().use_iothread = lua_toboolean(L, 1) != 0;
   return 0;
 }
 
@@ -282,14 +282,8 @@ int AddStat(lua_State* L) {
 // mcp.ratelim_global_tbf{ limit =, fillrate =, tickrate = }
 int GlobalTbfNew(lua_State* L) {
   (void)ConfigRuntime(L, "mcp.ratelim_global_tbf");
-  luaL_checktype(L, 1, LUA_TTABLE);
-  int64_t v[3] = {0, 0, 0};
-  const char* names[3] = {"limit", "fillrate", "tickrate"};
-  for (int i = 0; i < 3; ++i) {
-    lua_getfield(L, 1, names[i]);
-    v[i] = Integer(L, -1, names[i], 0, INT64_MAX / 4);
-    lua_pop(L, 1);
-  }
+  int64_t v[3];
+  CheckTbfTable(L, 1, v);
   void* p = lua_newuserdatauv(L, sizeof(GlobalTbfUd), 0);
   new (p) GlobalTbfUd{std::make_shared<GlobalTbf>(v[0], v[1], v[2], NowMs())};
   luaL_setmetatable(L, kGlobalTbfMt);

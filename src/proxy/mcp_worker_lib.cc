@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "protocol/memcache/text_parser.h"
 #include "proxy/lua_vm.h"
 #include "proxy/runtime.h"
 #include "proxy/worker.h"
@@ -183,19 +184,9 @@ int RctxGc(lua_State* L) { return Gc<RctxUd>(L); }
 
 // --- requests -------------------------------------------------------------
 
+// Token n (1-based) of the request line, as memcached's r:token(n).
 std::string_view Token(const RequestUd& r, lua_Integer n) {
-  std::string_view line = r.line();
-  size_t pos = 0;
-  lua_Integer i = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && line[pos] == ' ') ++pos;
-    if (pos >= line.size()) break;
-    size_t end = line.find(' ', pos);
-    if (end == std::string_view::npos) end = line.size();
-    if (++i == n) return line.substr(pos, end - pos);
-    pos = end;
-  }
-  return {};
+  return n < 1 ? std::string_view() : memcache::NthWord(r.line(), static_cast<size_t>(n - 1));
 }
 
 int ReqKey(lua_State* L) {
@@ -293,16 +284,8 @@ struct TbfUd {
 
 int TbfNew(lua_State* L) {
   (void)WorkerOf(L, "mcp.ratelim_tbf");
-  luaL_checktype(L, 1, LUA_TTABLE);
-  int64_t v[3] = {0, 0, 0};
-  const char* names[3] = {"limit", "fillrate", "tickrate"};
-  for (int i = 0; i < 3; ++i) {
-    lua_getfield(L, 1, names[i]);
-    int ok = 0;
-    v[i] = lua_tointegerx(L, -1, &ok);
-    if (!ok || v[i] < 0) return luaL_error(L, "ratelim_tbf: '%s' must be a non-negative integer", names[i]);
-    lua_pop(L, 1);
-  }
+  int64_t v[3];
+  CheckTbfTable(L, 1, v);
   void* p = lua_newuserdatauv(L, sizeof(TbfUd), 0);
   new (p) TbfUd{v[0], v[1], v[2], v[0], NowMs()};
   luaL_setmetatable(L, kTbfMt);

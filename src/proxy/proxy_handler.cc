@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 
+#include "protocol/memcache/text_parser.h"
 #include "proxy/worker.h"
 
 namespace trove::proxy {
@@ -19,36 +20,6 @@ namespace {
 
 constexpr size_t kMaxPending = 1024;
 constexpr size_t kMaxLine = 8192;
-
-// The whitespace-separated word `idx` (0-based) of line, and its offset.
-std::string_view WordAt(std::string_view line, int idx, size_t* off) {
-  size_t pos = 0;
-  int i = 0;
-  while (pos < line.size()) {
-    while (pos < line.size() && line[pos] == ' ') ++pos;
-    if (pos >= line.size()) break;
-    size_t end = line.find(' ', pos);
-    if (end == std::string_view::npos) end = line.size();
-    if (i++ == idx) {
-      *off = pos;
-      return line.substr(pos, end - pos);
-    }
-    pos = end;
-  }
-  *off = line.size();
-  return {};
-}
-
-bool Digits(std::string_view s, uint64_t* v) {
-  if (s.empty() || s.size() > 10) return false;
-  uint64_t x = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    x = x * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *v = x;
-  return true;
-}
 
 class ProxyHandler final : public net::ProtocolHandler {
  public:
@@ -85,13 +56,12 @@ class ProxyHandler final : public net::ProtocolHandler {
       size_t line_len = line_end;
       if (line_len > 0 && p[line_len - 1] == '\r') --line_len;
       const std::string_view line(p, line_len);
-      size_t woff = 0;
-      const int cmd = CmdOf(WordAt(line, 0, &woff));
+      const int cmd = CmdOf(memcache::NthWord(line, 0));
       size_t req_len = line_end + 1;
       bool framed = true;
       if (const int t = ValueLengthToken(cmd); t >= 0) {
-        uint64_t vlen = 0;
-        if (Digits(WordAt(line, t, &woff), &vlen)) {
+        size_t vlen = 0;
+        if (memcache::ParseValueLength(memcache::NthWord(line, static_cast<size_t>(t)), &vlen)) {
           req_len += vlen + 2;
           if (n < req_len) {
             wanted_ = req_len;
@@ -112,9 +82,8 @@ class ProxyHandler final : public net::ProtocolHandler {
         r.cmd = cmd;
         r.cfd = fd_;
         r.line_len = line_len;
-        size_t koff = 0;
-        const std::string_view key = WordAt(line, 1, &koff);
-        r.key_off = koff;
+        const std::string_view key = memcache::NthWord(line, 1);
+        r.key_off = key.empty() ? line_len : static_cast<size_t>(key.data() - line.data());
         r.key_len = key.size();
         st_->q.emplace_back();
         Entry* e = &st_->q.back();

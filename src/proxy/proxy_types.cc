@@ -8,10 +8,10 @@ namespace trove::proxy {
 std::string BackendSpec::Key() const {
   const BackendOptions& o = opts;
   char buf[256];
-  std::snprintf(buf, sizeof(buf), "|%g|%g|%g|%g|%g|%u|%d|%d|%d|%d|%d|%d|%d|%d|%d|%lld|", o.connect_timeout,
+  std::snprintf(buf, sizeof(buf), "|%g|%g|%g|%g|%g|%u|%d|%d|%d|%d|%d|%d|%d|%d|%lld|", o.connect_timeout,
                 o.retry_waittime, o.read_timeout, o.flap_time, o.flap_backoff_ramp,
                 o.flap_backoff_max, o.failure_limit, o.depth_limit, o.connections, o.down ? 1 : 0,
-                o.tcp_keepalive ? 1 : 0, o.use_iothread ? 1 : 0, o.log ? 1 : 0, o.log_rate,
+                o.tcp_keepalive ? 1 : 0, o.log ? 1 : 0, o.log_rate,
                 o.log_errors ? 1 : 0, static_cast<long long>(o.log_deadline_ms));
   return label + "\n" + host + "\n" + port + buf + o.log_tag;
 }

@@ -49,7 +49,6 @@ struct BackendOptions {
   int connections = 1;
   bool down = false;
   bool tcp_keepalive = false;
-  bool use_iothread = false;
   // log={...}
   bool log = false;
   int log_rate = 0;
@@ -123,9 +122,9 @@ struct CopiedValue {
 
 // Process-wide proxy settings the config VM sets (global mcp.* setters).
 struct ProxySettings {
-  BackendOptions backend_defaults;  // backend_*_timeout, failure_limit, depth_limit, use_iothread
+  BackendOptions backend_defaults;  // backend_*_timeout, failure_limit, depth_limit, ...
+  bool use_iothread = false;        // mcp.backend_use_iothread: the pools' default
   int64_t active_req_limit = 0;
-  int64_t buffer_memory_limit_kb = 0;
 };
 
 // User stats names (mcp.add_stat): index 1..1024 -> name ("" = unused).

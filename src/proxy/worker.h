@@ -95,8 +95,6 @@ class ProxyWorker {
 
   int id() const { return id_; }
   net::EventLoop* loop() const { return loop_; }
-  ProxyRuntime* runtime() const { return rt_; }
-  lua_State* vm() const { return L_; }
 
   // Runs the config files and mcp_config_routes for `gen` in this VM; on
   // failure the old hooks stay and *err says why.

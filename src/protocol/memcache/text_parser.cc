@@ -114,4 +114,13 @@ bool ParseCasUnique(std::string_view s, uint64_t* out) {
   return ParseU64(s, out);
 }
 
+std::string_view NthWord(std::string_view s, size_t idx) {
+  WordIterator it(s);
+  std::string_view w;
+  for (size_t i = 0; it.Next(&w); ++i) {
+    if (i == idx) return w;
+  }
+  return {};
+}
+
 }  // namespace trove::memcache

@@ -66,6 +66,10 @@ class WordIterator {
   size_t pos_ = 0;
 };
 
+// The word `idx` (0-based) of `s`, or an empty view; its offset in `s` is
+// word.data() - s.data() when not empty.
+std::string_view NthWord(std::string_view s, size_t idx);
+
 // memcached's numeric token rules (safe_strto* on a 64-bit host).
 // Client flags: decimal, optional '+', no '-', at most 2^64-1; truncated to
 // 32 bits as memcached stores them.

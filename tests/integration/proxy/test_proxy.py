@@ -133,6 +133,13 @@ class MockBackend:
                 if self.mode == "silent":
                     continue
                 out = self._reply(words)
+                if self.mode == "flappy":  # validates, then hangs up
+                    try:
+                        s.sendall(out)
+                        s.close()
+                    except OSError:
+                        pass
+                    return
                 try:
                     s.sendall(out)
                 except OSError:
@@ -698,3 +705,65 @@ end
     assert c.call("set k 0 0 1\r\nx\r\n") == "SERVER_ERROR mock cannot set\r\n"
     line = w.log_line()
     assert "type=108 code=23 status=0 res=any" in line and "detail=errs req=set k 0 0 1" in line, line
+
+
+def _log_lines(w, seconds):
+    out = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            out.append(w.log_line(timeout=max(0.05, deadline - time.monotonic())))
+        except Exception:  # noqa: BLE001 - a timeout ends the collection
+            break
+    return out
+
+
+def test_flapping_backend_backs_off(make_server, tmp_path, mock):
+    good, flappy = mock(), mock(mode="flappy")
+    p = tmp_path / "p.lua"
+    text = """
+function mcp_config_pools()
+  local b = mcp.backend({ label = "f", host = "127.0.0.1", port = %d, failurelimit = 0,
+                          retrytimeout = 1, flaptime = 5, flapbackofframp = 3 })
+  return { main = mcp.pool({ b }) }
+end
+""" + ROUTES
+    p.write_text(text % good.port)
+    px = proxy(make_server, str(p), "-t", "1")
+    w = watcher(px)
+    p.write_text(text % flappy.port)
+    px.proc.send_signal(signal.SIGHUP)
+    lines = _log_lines(w, 3)
+    # Validated, then dropped within flaptime: one flap past the limit of 0,
+    # so the retry is floor(1) * 3^1 = 3 s, logged as markedbadflap.
+    assert any("error=disconnected" in ln and "label=f" in ln for ln in lines), lines
+    assert any(("type=proxy_backend error=markedbadflap name=127.0.0.1 port=%d label=f retry=3"
+                % flappy.port) in ln for ln in lines), lines
+    assert not any("error=markedbad " in ln for ln in lines), lines
+
+
+def test_active_request_limit(make_server, tmp_path, mock):
+    m = mock(mode="silent")
+    text = pools([("b1", m.port)], extra="""mcp.active_req_limit(1)
+  mcp.backend_read_timeout(30)""")
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-t", "1")
+    a = T.to(px)
+    a.send("mg held\r\n")
+    assert wait_for(lambda: T.to(px).stat("proxy_req_active") == "1")
+    b = T.to(px)
+    assert b.call("mg other\r\n") == "SERVER_ERROR active request limit reached\r\n"
+    assert b.stats("proxy")["active_req_limit"] == "1"
+
+
+def test_unix_socket_listener_is_proxied(make_server, tmp_path):
+    text = """
+function mcp_config_pools() return {} end
+function mcp_config_routes(p)
+  mcp.attach(mcp.CMD_MG, function(r) return "SERVER_ERROR via unix\\r\\n" end)
+end
+"""
+    path = str(tmp_path / "proxy.sock")
+    px = proxy(make_server, write(tmp_path, "p.lua", text), "-s", path)
+    c = T.to(px)
+    assert c.call("mg x\r\n") == "SERVER_ERROR via unix\r\n"
+    assert c.call("version\r\n").startswith("VERSION ")

@@ -437,8 +437,21 @@ void Backend::Append(Conn* c, OpPtr op) {
 
 void Backend::Flush() {
   if (batch_.empty()) return;
-  std::vector<OpPtr> batch;
+  // Swapped with a kept vector: neither loses its capacity, so a turn's
+  // batch costs no allocation.
+  std::vector<OpPtr> local;
+  std::vector<OpPtr>& batch = in_flush_ ? local : batch_spare_;
   batch.swap(batch_);
+  struct Guard {
+    std::vector<OpPtr>& v;
+    bool& flag;
+    bool was;
+    ~Guard() {
+      v.clear();
+      flag = was;
+    }
+  } guard{batch, in_flush_, in_flush_};
+  in_flush_ = true;
   Conn* c = Choose();
   const int limit = spec_->opts.depth_limit;
   const bool over = limit > 0 && c->depth() > static_cast<size_t>(limit);

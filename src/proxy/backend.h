@@ -119,7 +119,9 @@ class Backend {
   ProxyShared* const shared_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<OpPtr> batch_;
+  std::vector<OpPtr> batch_spare_;  // Flush's working copy (reentrant Submit goes to batch_)
   bool started_ = false;
+  bool in_flush_ = false;  // a completion inside Flush may flush again (local batch then)
 };
 
 // Runs `fn` on `loop`: now when the caller is on it, else posted.

@@ -22,12 +22,33 @@ struct VmContext {
   bool is_config = false;
   ProxyRuntime* runtime = nullptr;
   ProxyWorker* worker = nullptr;  // worker VMs only
+  // The metatables of the per-request types (worker VMs), for TestUd.
+  const void* request_mt = nullptr;
+  const void* response_mt = nullptr;
+  const void* rctx_mt = nullptr;
 };
 
 inline VmContext* Ctx(lua_State* L) { return *static_cast<VmContext**>(lua_getextraspace(L)); }
 
 // A new VM with the standard libraries and the mcp table.
 lua_State* NewVm(VmContext* ctx);
+
+// luaL_testudata without its registry lookup by name (a string hash and
+// compare on every call): the value's metatable against one cached when the
+// VM was set up (Lua's tables do not move).
+inline void* TestUd(lua_State* L, int idx, const void* mt) {
+  void* p = lua_touserdata(L, idx);
+  if (p == nullptr || lua_getmetatable(L, idx) == 0) return nullptr;
+  const bool ok = lua_topointer(L, -1) == mt;
+  lua_pop(L, 1);
+  return ok ? p : nullptr;
+}
+// TestUd or a Lua type error naming `tname`.
+inline void* CheckUd(lua_State* L, int idx, const void* mt, const char* tname) {
+  void* p = TestUd(L, idx, mt);
+  if (p == nullptr) luaL_typeerror(L, idx, tname);
+  return p;
+}
 
 // Userdata type names (metatables in the registry).
 inline constexpr const char* kBackendMt = "mcp.backend";

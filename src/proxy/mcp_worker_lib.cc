@@ -90,20 +90,20 @@ int Attach(lua_State* L) {
 
 // --- function generators --------------------------------------------------
 // A funcgen's uservalue 1 is a table: { handles = {pool proxies},
-// gen = f, arg = a, free = {rctx...} }.
+// gen = f, arg = a }; uservalue 2 is its free slots {rctx...}.
 
 int FuncgenNew(lua_State* L) {
   (void)WorkerOf(L, "mcp.funcgen_new");
-  void* p = lua_newuserdatauv(L, sizeof(FuncgenUd), 1);
+  void* p = lua_newuserdatauv(L, sizeof(FuncgenUd), 2);
   new (p) FuncgenUd{};
   static_cast<FuncgenUd*>(p)->worker = Ctx(L)->worker;
   luaL_setmetatable(L, kFuncgenMt);
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 3);
   lua_newtable(L);
   lua_setfield(L, -2, "handles");
-  lua_newtable(L);
-  lua_setfield(L, -2, "free");
   lua_setiuservalue(L, -2, 1);
+  lua_newtable(L);
+  lua_setiuservalue(L, -2, 2);
   return 1;
 }
 
@@ -151,9 +151,9 @@ int FuncgenReady(lua_State* L) {
   // memcached makes the first slot at once, so a broken generator fails
   // the (re)load rather than the first request.
   fg->worker->NewSlot(L, 1);  // pushes the rctx
-  lua_getfield(L, ut, "free");
+  lua_getiuservalue(L, 1, 2);
   lua_pushvalue(L, -2);
-  lua_rawseti(L, -2, luaL_len(L, -2) + 1);
+  lua_rawseti(L, -2, static_cast<lua_Integer>(lua_rawlen(L, -2)) + 1);
   return 0;
 }
 
@@ -166,23 +166,27 @@ int FuncgenGc(lua_State* L) {
 
 // rctx:enqueue_and_wait(r, handle) -> response
 int RctxEnqueueAndWait(lua_State* L) {
-  auto* rc = static_cast<RctxUd*>(luaL_checkudata(L, 1, kRctxMt));
-  auto* req = static_cast<RequestUd*>(luaL_checkudata(L, 2, kRequestMt));
+  VmContext* ctx = Ctx(L);
+  auto* rc = static_cast<RctxUd*>(CheckUd(L, 1, ctx->rctx_mt, kRctxMt));
+  auto* req = static_cast<RequestUd*>(CheckUd(L, 2, ctx->request_mt, kRequestMt));
   const lua_Integer h = luaL_checkinteger(L, 3);
-  lua_getiuservalue(L, 1, 1);  // rctx table
-  lua_getfield(L, -1, "fg");
-  lua_getiuservalue(L, -1, 1);
-  lua_getfield(L, -1, "handles");
-  lua_rawgeti(L, -1, h);
-  auto* pp = static_cast<PoolProxyUd*>(luaL_testudata(L, -1, kPoolProxyMt));
-  if (pp == nullptr) return luaL_error(L, "enqueue_and_wait: unknown handle %d", static_cast<int>(h));
   if (!lua_isyieldable(L)) return luaL_error(L, "enqueue_and_wait: not inside a request");
-  return rc->worker->Enqueue(L, pp->pool, *req);
+  return rc->worker->Enqueue(L, rc, h, *req);
 }
 
-int RctxGc(lua_State* L) { return Gc<RctxUd>(L); }
+int RctxGc(lua_State* L) {
+  auto* rc = static_cast<RctxUd*>(lua_touserdata(L, 1));
+  luaL_unref(L, LUA_REGISTRYINDEX, rc->req_ref);
+  for (const auto& r : rc->res) luaL_unref(L, LUA_REGISTRYINDEX, r.second);
+  rc->~RctxUd();
+  return 0;
+}
 
 // --- requests -------------------------------------------------------------
+
+RequestUd* Req(lua_State* L) {
+  return static_cast<RequestUd*>(CheckUd(L, 1, Ctx(L)->request_mt, kRequestMt));
+}
 
 // Token n (1-based) of the request line, as memcached's r:token(n).
 std::string_view Token(const RequestUd& r, lua_Integer n) {
@@ -190,20 +194,20 @@ std::string_view Token(const RequestUd& r, lua_Integer n) {
 }
 
 int ReqKey(lua_State* L) {
-  auto* r = static_cast<RequestUd*>(luaL_checkudata(L, 1, kRequestMt));
+  RequestUd* r = Req(L);
   std::string_view k = r->key();
   lua_pushlstring(L, k.data(), k.size());
   return 1;
 }
 
 int ReqCommand(lua_State* L) {
-  auto* r = static_cast<RequestUd*>(luaL_checkudata(L, 1, kRequestMt));
+  RequestUd* r = Req(L);
   lua_pushinteger(L, r->cmd);
   return 1;
 }
 
 int ReqNtokens(lua_State* L) {
-  auto* r = static_cast<RequestUd*>(luaL_checkudata(L, 1, kRequestMt));
+  RequestUd* r = Req(L);
   lua_Integer n = 0;
   while (!Token(*r, n + 1).empty()) ++n;
   lua_pushinteger(L, n);
@@ -211,7 +215,7 @@ int ReqNtokens(lua_State* L) {
 }
 
 int ReqToken(lua_State* L) {
-  auto* r = static_cast<RequestUd*>(luaL_checkudata(L, 1, kRequestMt));
+  RequestUd* r = Req(L);
   const lua_Integer n = luaL_checkinteger(L, 2);
   if (lua_gettop(L) > 2) return luaL_error(L, "r:token: changing a token is not supported by Trove yet");
   std::string_view t = Token(*r, n);
@@ -225,7 +229,9 @@ int ReqToken(lua_State* L) {
 
 // --- responses ------------------------------------------------------------
 
-ResponseUd* Res(lua_State* L) { return static_cast<ResponseUd*>(luaL_checkudata(L, 1, kResponseMt)); }
+ResponseUd* Res(lua_State* L) {
+  return static_cast<ResponseUd*>(CheckUd(L, 1, Ctx(L)->response_mt, kResponseMt));
+}
 
 int ResOk(lua_State* L) {
   ResponseUd* r = Res(L);
@@ -344,6 +350,14 @@ void OpenWorkerFunctions(lua_State* L) {
                                   {"code", ResCode}, {"line", ResLine}, {"elapsed", ResElapsed},
                                   {nullptr, nullptr}};
   Methods(L, kResponseMt, kRes, Gc<ResponseUd>);
+  VmContext* ctx = Ctx(L);
+  for (auto [name, slot] : {std::pair{kRequestMt, &ctx->request_mt},
+                            std::pair{kResponseMt, &ctx->response_mt},
+                            std::pair{kRctxMt, &ctx->rctx_mt}}) {
+    luaL_getmetatable(L, name);
+    *slot = lua_topointer(L, -1);
+    lua_pop(L, 1);
+  }
   static const luaL_Reg kNone[] = {{nullptr, nullptr}};
   Methods(L, kPoolProxyMt, kNone, Gc<PoolProxyUd>);
   luaL_newmetatable(L, kTbfMt);

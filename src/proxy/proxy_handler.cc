@@ -2,15 +2,18 @@
 //
 // Invariants:
 //  1. Replies leave in request order: a hooked request takes a place in
-//     st_->q when it starts; a local request runs only when q is empty (the
-//     connection is suspended until the routes before it have answered).
+//     the queue (st_) when it starts; a local request runs only when the
+//     queue is empty (the connection is suspended until the routes before it
+//     have answered).
 //  2. At most kMaxPending hooked requests of one connection are in flight;
 //     past that the connection is suspended until one answers.
-//  3. A route that finishes after its client left writes nothing (st_->gone).
+//  3. A route that finishes after its client left writes nothing (st_->h is
+//     null). The State lives while the handler or any started request
+//     refers to it (a plain count: everything runs on the worker thread).
 #include "proxy/proxy_handler.h"
 
 #include <cstring>
-#include <deque>
+#include <vector>
 
 #include "protocol/memcache/text_parser.h"
 #include "proxy/worker.h"
@@ -26,10 +29,13 @@ class ProxyHandler final : public net::ProtocolHandler {
   ProxyHandler(ProxyWorker* w, const std::string* tag, std::unique_ptr<net::ProtocolHandler> inner,
                net::ConnControl* control, int fd)
       : w_(w), tag_(tag), inner_(std::move(inner)), control_(control), fd_(fd),
-        st_(std::make_shared<State>()) {
+        st_(new State) {
     st_->h = this;
   }
-  ~ProxyHandler() override { st_->h = nullptr; }
+  ~ProxyHandler() override {
+    st_->h = nullptr;
+    State::Unref(st_);
+  }
 
   void DescribeClient(net::ClientInfo* info) const override { inner_->DescribeClient(info); }
   void OnHousekeeping() override { inner_->OnHousekeeping(); }
@@ -49,7 +55,7 @@ class ProxyHandler final : public net::ProtocolHandler {
       const size_t n = len - off;
       const void* nl = std::memchr(p, '\n', n);
       if (nl == nullptr) {
-        if (n > kMaxLine && st_->q.empty()) off += inner_->OnData(p, n, out);  // its line-length error
+        if (n > kMaxLine && st_->empty()) off += inner_->OnData(p, n, out);  // its line-length error
         break;
       }
       const size_t line_end = static_cast<size_t>(static_cast<const char*>(nl) - p);
@@ -73,34 +79,43 @@ class ProxyHandler final : public net::ProtocolHandler {
       }
       const int hook = cmd != 0 && framed ? w_->HookFor(*tag_, cmd) : LUA_NOREF;
       if (hook != LUA_NOREF) {
-        if (st_->q.size() >= kMaxPending) {
+        if (st_->size() >= kMaxPending) {
           Pause();
           break;
         }
-        RequestUd r;
-        r.bytes.assign(p, req_len);
+        RequestView r;
+        r.bytes = std::string_view(p, req_len);
         r.cmd = cmd;
         r.cfd = fd_;
         r.line_len = line_len;
         const std::string_view key = memcache::NthWord(line, 1);
         r.key_off = key.empty() ? line_len : static_cast<size_t>(key.data() - line.data());
         r.key_len = key.size();
-        st_->q.emplace_back();
-        Entry* e = &st_->q.back();
-        e->st = st_.get();
-        // Aliasing pointer: keeps the State alive, names the entry; 16 bytes,
-        // so the std::function holds it without a heap allocation.
-        std::shared_ptr<Entry> ep(st_, e);
+        State* st = st_;
+        const uint64_t seq = st->Push();
+        ++st->refs;
         off += req_len;
-        w_->StartRequest(hook, std::move(r), [ep](std::string&& bytes) {
-          ep->bytes = std::move(bytes);
-          ep->done = true;
-          if (ep->st->h != nullptr) ep->st->h->Drain();
+        // Two words: the std::function holds them without a heap allocation.
+        w_->StartRequest(hook, r, [st, seq](std::string_view bytes) {
+          if (ProxyHandler* h = st->h) {
+            if (seq == st->head) {
+              // The head of the queue: straight to the client, no copy.
+              h->control_->output().Append(bytes);
+              st->Pop();
+              h->wrote_ = true;
+            } else {
+              Entry& e = st->At(seq);
+              e.bytes.assign(bytes);
+              e.done = true;
+            }
+            h->Drain();
+          }
+          State::Unref(st);
         });
         continue;
       }
       // Served here, after every route before it has answered.
-      if (!st_->q.empty()) {
+      if (!st_->empty()) {
         Pause();
         break;
       }
@@ -119,15 +134,38 @@ class ProxyHandler final : public net::ProtocolHandler {
   }
 
  private:
-  struct State;
   struct Entry {
     bool done = false;
-    State* st = nullptr;
-    std::string bytes;
+    std::string bytes;  // keeps its capacity from one request to the next
   };
+  // The replies still owed to the client, by sequence number: a ring of
+  // entries, head = the oldest. Entries are found by number, so the ring
+  // may grow while requests are in flight.
   struct State {
-    std::deque<Entry> q;  // references stay valid: only push_back / pop_front
+    std::vector<Entry> ring = std::vector<Entry>(16);
+    uint64_t head = 0, tail = 0;
     ProxyHandler* h = nullptr;
+    int refs = 1;  // the handler's, plus one per started request
+    size_t size() const { return static_cast<size_t>(tail - head); }
+    bool empty() const { return head == tail; }
+    Entry& At(uint64_t seq) { return ring[static_cast<size_t>(seq & (ring.size() - 1))]; }
+    uint64_t Push() {
+      if (size() == ring.size()) {
+        std::vector<Entry> bigger(ring.size() * 2);
+        for (uint64_t s = head; s != tail; ++s) {
+          bigger[static_cast<size_t>(s & (bigger.size() - 1))] = std::move(At(s));
+        }
+        ring.swap(bigger);
+      }
+      Entry& e = At(tail);
+      e.done = false;
+      e.bytes.clear();
+      return tail++;
+    }
+    void Pop() { ++head; }
+    static void Unref(State* s) {
+      if (--s->refs == 0) delete s;
+    }
   };
 
   void Pause() {
@@ -137,14 +175,15 @@ class ProxyHandler final : public net::ProtocolHandler {
 
   // Writes the finished replies at the head of the queue.
   void Drain() {
-    bool wrote = false;
-    while (!st_->q.empty() && st_->q.front().done) {
-      control_->output().Append(st_->q.front().bytes);
-      st_->q.pop_front();
+    bool wrote = wrote_;
+    wrote_ = false;
+    while (!st_->empty() && st_->At(st_->head).done) {
+      control_->output().Append(st_->At(st_->head).bytes);
+      st_->Pop();
       wrote = true;
     }
     if (wrote && !in_data_) control_->OutputAdded();
-    if (paused_ && (st_->q.empty() || st_->q.size() < kMaxPending / 2)) {
+    if (paused_ && st_->size() < kMaxPending / 2) {
       paused_ = false;
       control_->Resume();
     }
@@ -155,11 +194,12 @@ class ProxyHandler final : public net::ProtocolHandler {
   std::unique_ptr<net::ProtocolHandler> inner_;
   net::ConnControl* const control_;
   const int fd_;
-  std::shared_ptr<State> st_;
+  State* const st_;
   size_t wanted_ = 0;
   bool passthrough_ = false;  // a `watch` connection: the inner handler owns it
   bool paused_ = false;
   bool in_data_ = false;
+  bool wrote_ = false;  // a reply went straight to the output (Drain tells the loop)
 };
 
 class ProxyFactory final : public net::ProtocolFactory {

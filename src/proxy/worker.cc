@@ -40,8 +40,10 @@ ProxyWorker::~ProxyWorker() {
 
 Run* ProxyWorker::AcquireRun() {
   if (free_runs_.empty()) {
-    all_runs_.push_back(std::make_unique<Run>());
-    return all_runs_.back().get();
+    all_runs_.push_back(std::make_shared<Run>());
+    Run* r = all_runs_.back().get();
+    r->op.done = [this, r](BackendOp* o) { OnOpDone(r, o); };
+    return r;
   }
   Run* r = free_runs_.back();
   free_runs_.pop_back();
@@ -58,7 +60,9 @@ void ProxyWorker::ReleaseRun(Run* run, bool keep_coroutine) {
       run->co_ref = LUA_NOREF;
     }
   }
-  run->slot_ref = run->fg_ref = LUA_NOREF;
+  run->slot_ref = LUA_NOREF;
+  run->slot = nullptr;
+  run->res = {nullptr, LUA_NOREF};
   run->waiting = false;
   run->line.clear();
   run->finish = nullptr;
@@ -181,23 +185,30 @@ void ProxyWorker::NewSlot(lua_State* L, int fg_idx) {
   auto* fg = static_cast<FuncgenUd*>(lua_touserdata(L, fg_idx));
   lua_getiuservalue(L, fg_idx, 1);  // fg table
   const int ft = lua_gettop(L);
-  void* p = lua_newuserdatauv(L, sizeof(RctxUd), 1);
-  new (p) RctxUd{this};
+  auto* rc = new (lua_newuserdatauv(L, sizeof(RctxUd), 2)) RctxUd{};
+  rc->worker = this;
   luaL_setmetatable(L, kRctxMt);
-  const int rc = lua_gettop(L);
-  lua_createtable(L, 0, 2);
+  const int rci = lua_gettop(L);
   lua_pushvalue(L, fg_idx);
-  lua_setfield(L, -2, "fg");
-  lua_setiuservalue(L, rc, 1);
+  lua_setiuservalue(L, rci, 2);
+  lua_getfield(L, ft, "handles");
+  const lua_Integer nh = static_cast<lua_Integer>(lua_rawlen(L, -1));
+  for (lua_Integer h = 1; h <= nh; ++h) {
+    lua_rawgeti(L, -1, h);
+    rc->pools.push_back(static_cast<PoolProxyUd*>(lua_touserdata(L, -1))->pool);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  rc->res.assign(rc->pools.size(), {nullptr, LUA_NOREF});
+  rc->req = new (lua_newuserdatauv(L, sizeof(RequestUd), 0)) RequestUd{};
+  luaL_setmetatable(L, kRequestMt);
+  rc->req_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, ft, "gen");
-  lua_pushvalue(L, rc);
+  lua_pushvalue(L, rci);
   lua_getfield(L, ft, "arg");
   lua_call(L, 2, 1);
   if (!lua_isfunction(L, -1)) luaL_error(L, "function generator did not return a function");
-  lua_getiuservalue(L, rc, 1);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "handler");
-  lua_pop(L, 1);
+  lua_setiuservalue(L, rci, 1);
   lua_remove(L, ft);  // leaves the rctx on top
   ++fg->slots;
   CountFuncgen(fg->name, 0, 1);
@@ -212,11 +223,11 @@ int NewSlotProtected(lua_State* L) {
 }
 }  // namespace
 
-void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
+void ProxyWorker::StartRequest(int hook_ref, const RequestView& req, FinishFn finish) {
   lua_State* L = L_;
   requests_.fetch_add(1, std::memory_order_relaxed);
   if (active_limit_ > 0 && req_active_.load(std::memory_order_relaxed) >= active_limit_) {
-    finish(std::string(kActiveLimit));
+    finish(kActiveLimit);
     return;
   }
   const int top = lua_gettop(L);
@@ -232,9 +243,8 @@ void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
   }
   lua_State* co = run->co;
   if (lua_type(L, hook) == LUA_TUSERDATA) {
-    lua_getiuservalue(L, hook, 1);
-    lua_getfield(L, -1, "free");
-    const lua_Integer n = luaL_len(L, -1);
+    lua_getiuservalue(L, hook, 2);  // the free slots
+    const auto n = static_cast<lua_Integer>(lua_rawlen(L, -1));
     if (n > 0) {
       lua_rawgeti(L, -1, n);
       lua_pushnil(L);
@@ -250,25 +260,26 @@ void ProxyWorker::StartRequest(int hook_ref, RequestUd&& req, FinishFn finish) {
         lua_settop(L, top);
         FinishFn f = std::move(run->finish);
         ReleaseRun(run, true);
-        f(std::string(kLuaStartFailure));
+        f(kLuaStartFailure);
         return;
       }
     }
-    run->slot_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, run->slot_ref);
-    lua_getiuservalue(L, -1, 1);
-    lua_getfield(L, -1, "handler");
+    run->slot = static_cast<RctxUd*>(lua_touserdata(L, -1));
+    lua_getiuservalue(L, -1, 1);  // the handler
     lua_xmove(L, co, 1);
-    lua_pushvalue(L, hook);
-    run->fg_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    run->slot_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_settop(L, top);
+    // The slot's own request object, refilled (its string keeps its capacity).
+    lua_rawgeti(co, LUA_REGISTRYINDEX, run->slot->req_ref);
+    run->slot->req->Assign(req);
   } else {
     lua_pushvalue(L, hook);
     lua_xmove(L, co, 1);
+    lua_settop(L, top);
+    auto* r = new (lua_newuserdatauv(co, sizeof(RequestUd), 0)) RequestUd{};
+    luaL_setmetatable(co, kRequestMt);
+    r->Assign(req);
   }
-  lua_settop(L, top);
-  void* p = lua_newuserdatauv(co, sizeof(RequestUd), 0);
-  new (p) RequestUd(std::move(req));
-  luaL_setmetatable(co, kRequestMt);
   req_active_.fetch_add(1, std::memory_order_relaxed);
   Resume(run, 1);
 }
@@ -284,18 +295,20 @@ void ProxyWorker::Resume(Run* run, int nargs) {
     lua_pop(co, nres);
     return;
   }
-  std::string out;
+  // A view into a response object or a string on the coroutine's stack:
+  // both stay until FinishRun has delivered it.
+  std::string_view out;
   if (st == LUA_OK) {
     if (nres < 1) {
       out = kBadResponse;
     } else {
       const int idx = lua_gettop(co) - nres + 1;
-      if (auto* r = static_cast<ResponseUd*>(luaL_testudata(co, idx, kResponseMt))) {
-        out = r->failed ? std::string(kBackendFailure) : r->bytes;
+      if (auto* r = static_cast<ResponseUd*>(TestUd(co, idx, vm_ctx_.response_mt))) {
+        out = r->failed ? std::string_view(kBackendFailure) : std::string_view(r->bytes);
       } else if (lua_type(co, idx) == LUA_TSTRING) {
         size_t n = 0;
         const char* s = lua_tolstring(co, idx, &n);
-        out.assign(s, n);
+        out = std::string_view(s, n);
       } else {
         out = kBadResponse;
       }
@@ -309,37 +322,63 @@ void ProxyWorker::Resume(Run* run, int nargs) {
     }
     out = kLuaFailure;
   }
-  FinishRun(run, std::move(out));
+  FinishRun(run, out);
 }
 
-void ProxyWorker::FinishRun(Run* run, std::string&& out) {
+void ProxyWorker::FinishRun(Run* run, std::string_view out) {
   lua_State* L = L_;
+  req_active_.fetch_sub(1, std::memory_order_relaxed);
+  // Delivered first: `out` may point into the slot's response object or the
+  // coroutine's stack, both reused once the run is released.
+  FinishFn f = std::move(run->finish);
+  f(out);
   if (run->slot_ref != LUA_NOREF) {
     // The slot goes back to its funcgen's free list.
-    lua_rawgeti(L, LUA_REGISTRYINDEX, run->fg_ref);
-    lua_getiuservalue(L, -1, 1);
-    lua_getfield(L, -1, "free");
     lua_rawgeti(L, LUA_REGISTRYINDEX, run->slot_ref);
-    lua_rawseti(L, -2, luaL_len(L, -2) + 1);
+    lua_getiuservalue(L, -1, 2);  // its funcgen
+    lua_getiuservalue(L, -1, 2);  // the free list
+    lua_pushvalue(L, -3);
+    lua_rawseti(L, -2, static_cast<lua_Integer>(lua_rawlen(L, -2)) + 1);
     lua_pop(L, 3);
     luaL_unref(L, LUA_REGISTRYINDEX, run->slot_ref);
-    luaL_unref(L, LUA_REGISTRYINDEX, run->fg_ref);
   }
-  req_active_.fetch_sub(1, std::memory_order_relaxed);
-  FinishFn f = std::move(run->finish);
   ReleaseRun(run, true);
-  f(std::move(out));
 }
 
-int ProxyWorker::Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, const RequestUd& req) {
+int ProxyWorker::Enqueue(lua_State* L, RctxUd* rc, lua_Integer handle, const RequestUd& req) {
   Run* run = current_;
   if (run == nullptr || run->co != L) return luaL_error(L, "enqueue_and_wait: not inside a request");
+  if (handle < 1 || static_cast<size_t>(handle) > rc->pools.size()) {
+    return luaL_error(L, "enqueue_and_wait: unknown handle %d", static_cast<int>(handle));
+  }
+  const auto hi = static_cast<size_t>(handle - 1);
+  const std::shared_ptr<WorkerPool>& pool = rc->pools[hi];
   if (pool->backends.empty()) return luaL_error(L, "enqueue_and_wait: the pool has no backends");
-  auto op = std::make_shared<BackendOp>();
-  op->request = req.bytes;
+  // The slot's response object for this handle, made on first use.
+  if (rc->res[hi].first == nullptr) {
+    auto* r = new (lua_newuserdatauv(L, sizeof(ResponseUd), 0)) ResponseUd{};
+    luaL_setmetatable(L, kResponseMt);
+    rc->res[hi] = {r, luaL_ref(L, LUA_REGISTRYINDEX)};
+  }
+  run->res = rc->res[hi];
+  OpPtr op;
+  if (!run->op_busy) {
+    run->op_busy = true;
+    BackendOp* o = &run->op;
+    o->request.assign(req.bytes);
+    o->log_spec = nullptr;
+    o->failed = false;
+    o->reply.clear();
+    o->parsed = {};
+    o->elapsed_us = 0;
+    op = OpPtr(run->shared_from_this(), o);
+  } else {
+    op = std::make_shared<BackendOp>();  // not reached today: one op per run at a time
+    op->request = req.bytes;
+    op->done = run->op.done;
+  }
   op->origin = loop_;
   op->start_ns = loop_->NowNs();
-  op->done = [this, run](BackendOp* o) { OnOpDone(run, o); };
   run->waiting = true;
   const std::string_view key = req.key();
   const uint64_t h = XXH3_64bits(key.data(), key.size());
@@ -359,13 +398,13 @@ int ProxyWorker::Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, 
 }
 
 void ProxyWorker::OnOpDone(Run* run, BackendOp* op) {
+  if (op == &run->op) run->op_busy = false;
   if (!run->waiting) return;
   run->waiting = false;
   lua_State* co = run->co;
-  void* p = lua_newuserdatauv(co, sizeof(ResponseUd), 0);
-  auto* r = new (p) ResponseUd{};
-  luaL_setmetatable(co, kResponseMt);
-  r->bytes = std::move(op->reply);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, run->res.second);
+  ResponseUd* r = run->res.first;
+  r->bytes.swap(op->reply);  // both keep their capacity
   r->parsed = op->parsed;
   r->failed = op->failed;
   r->cmd = run->cmd;
@@ -424,9 +463,9 @@ void ProxyWorker::FlushOut() {
         for (Backend* be : touched) be->Flush();
       });
     }
-    std::vector<std::shared_ptr<Backend>> d;
-    d.swap(dirty_);
-    for (auto& be : d) be->Flush();
+    dirty_spare_.swap(dirty_);
+    for (auto& be : dirty_spare_) be->Flush();
+    dirty_spare_.clear();
   }
   in_flush_ = false;
 }

@@ -44,6 +44,16 @@ struct WorkerPool {
   bool io = false;
 };
 
+// A client's request as the connection found it (its bytes in the read
+// buffer, valid for the StartRequest call).
+struct RequestView {
+  std::string_view bytes;  // line (with its CRLF) and value block
+  int cmd = 0;
+  size_t line_len = 0;  // without CRLF
+  size_t key_off = 0, key_len = 0;
+  int cfd = 0;
+};
+
 // The request userdata (mcp.request): the client's exact bytes.
 struct RequestUd {
   std::string bytes;  // line (with its CRLF) and value block
@@ -53,6 +63,15 @@ struct RequestUd {
   int cfd = 0;  // the client's socket (proxyreqs lines)
   std::string_view line() const { return std::string_view(bytes).substr(0, line_len); }
   std::string_view key() const { return std::string_view(bytes).substr(key_off, key_len); }
+  // Refills this object (bytes keeps its capacity).
+  void Assign(const RequestView& v) {
+    bytes.assign(v.bytes);
+    cmd = v.cmd;
+    line_len = v.line_len;
+    key_off = v.key_off;
+    key_len = v.key_len;
+    cfd = v.cfd;
+  }
 };
 
 // The response userdata (mcp.response).
@@ -65,16 +84,25 @@ struct ResponseUd {
 };
 
 // mcp.funcgen_new(): uservalue 1 is { handles = {pool proxies}, gen = f,
-// arg = a, free = {idle rctx} }.
+// arg = a }, uservalue 2 the free list of idle slots (an array of rctx).
 struct FuncgenUd {
   ProxyWorker* worker = nullptr;
   std::string name;
   bool ready = false;
   int64_t slots = 0;
 };
-// A slot (mcp.rctx): uservalue 1 is { handler = f, fg = funcgen }.
+// A slot (mcp.rctx): uservalue 1 is its handler function, uservalue 2 its
+// funcgen (a slot in flight keeps its funcgen alive across a reload).
+// As in memcached, a slot owns one request object and one response object
+// per handle, reused by every request the slot runs: a route must not keep
+// them past its request. They are held by registry refs, which __gc drops
+// (they reference nothing, so the refs make no cycle).
 struct RctxUd {
   ProxyWorker* worker = nullptr;
+  std::vector<std::shared_ptr<WorkerPool>> pools;  // by handle - 1
+  RequestUd* req = nullptr;
+  int req_ref = LUA_NOREF;
+  std::vector<std::pair<ResponseUd*, int>> res;  // by handle - 1, made on first use
 };
 // A pool as a worker VM holds it.
 struct PoolProxyUd {
@@ -83,8 +111,8 @@ struct PoolProxyUd {
 
 struct Run;
 // Delivers a finished request's reply bytes to its client (or drops them
-// when the client is gone).
-using FinishFn = std::function<void(std::string&&)>;
+// when the client is gone). The bytes are valid only during the call.
+using FinishFn = std::function<void(std::string_view)>;
 
 class ProxyWorker {
  public:
@@ -112,8 +140,8 @@ class ProxyWorker {
     }
     return untagged_[static_cast<size_t>(cmd)];
   }
-  // Starts a hooked request (its bytes move into the request object).
-  void StartRequest(int hook_ref, RequestUd&& req, FinishFn finish);
+  // Starts a hooked request (its bytes are copied into the request object).
+  void StartRequest(int hook_ref, const RequestView& req, FinishFn finish);
   // Sends every backend batch of this turn (invariant 2).
   void FlushOut();
   // FlushOut at the end of this loop turn (a zero-delay timer: timers run
@@ -127,7 +155,7 @@ class ProxyWorker {
   void PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec);
   // rctx:enqueue_and_wait from coroutine L: sends req to its backend in
   // `pool` and yields until the reply (returns lua_yield's value).
-  int Enqueue(lua_State* L, const std::shared_ptr<WorkerPool>& pool, const RequestUd& req);
+  int Enqueue(lua_State* L, RctxUd* rc, lua_Integer handle, const RequestUd& req);
   // Makes a new slot of the funcgen at `fg_idx` (gen(rctx, arg) gives its
   // handler) and pushes its rctx; raises a Lua error on failure.
   void NewSlot(lua_State* L, int fg_idx);
@@ -147,7 +175,7 @@ class ProxyWorker {
 
  private:
   void Resume(Run* run, int nargs);
-  void FinishRun(Run* run, std::string&& out);
+  void FinishRun(Run* run, std::string_view out);
   void OnOpDone(Run* run, BackendOp* op);
   // A Run (with a reusable coroutine) from the pool; back with ReleaseRun.
   Run* AcquireRun();
@@ -174,7 +202,7 @@ class ProxyWorker {
   std::unordered_map<std::string, HookArray> hook_index_;
   // Runs are pooled with their coroutines: a request allocates neither when
   // the previous one on that coroutine ended normally.
-  std::vector<std::unique_ptr<Run>> all_runs_;
+  std::vector<std::shared_ptr<Run>> all_runs_;
   std::vector<Run*> free_runs_;
   Run* current_ = nullptr;  // the run whose coroutine is executing (Resume)
   int64_t active_limit_ = 0;
@@ -184,6 +212,7 @@ class ProxyWorker {
   // Backends on this loop, by spec key (reused across reloads).
   std::map<std::string, std::weak_ptr<Backend>> backends_;
   std::vector<std::shared_ptr<Backend>> dirty_;
+  std::vector<std::shared_ptr<Backend>> dirty_spare_;  // FlushOut's, kept for its capacity
   std::vector<std::pair<std::shared_ptr<Backend>, OpPtr>> io_batch_;
   std::vector<std::string> ustat_names_;
   std::unique_ptr<std::atomic<uint64_t>[]> ustats_;
@@ -198,15 +227,21 @@ class ProxyWorker {
 // One request in flight: its coroutine, its slot and where its reply goes.
 // Owned by its worker's pool; alive (and not reused) while an op it waits
 // for is outstanding, so a completion may hold a plain pointer to it.
-struct Run {
+// The run's BackendOp is reused by each request it runs (its strings keep
+// their capacity); a backend holds it through an aliasing pointer to the
+// Run, so an op outlives neither its Run nor is freed under a backend.
+struct Run : std::enable_shared_from_this<Run> {
   int cmd = 0;
   int cfd = 0;
   std::string line;  // the request line, kept only for backend log={...}
   lua_State* co = nullptr;
   int co_ref = LUA_NOREF;
   int slot_ref = LUA_NOREF;  // the rctx userdata, returned to its funcgen at the end
-  int fg_ref = LUA_NOREF;
+  RctxUd* slot = nullptr;
   bool waiting = false;  // yielded in enqueue_and_wait
+  bool op_busy = false;  // `op` is with a backend
+  BackendOp op;
+  std::pair<ResponseUd*, int> res{nullptr, LUA_NOREF};  // where the reply goes
   FinishFn finish;
 };
 

@@ -192,6 +192,7 @@ void EventLoop::RunOnce(int max_wait_ms) {
     CHECK(errno == EINTR);
     n = 0;
   }
+  turn_ns_ = NowNs();
   for (int i = 0; i < n; ++i) {
     static_cast<IoWatcher*>(events[i].data.ptr)->OnIoEvent(events[i].events);
   }

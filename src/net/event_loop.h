@@ -135,6 +135,9 @@ class EventLoop {
   // I/O, then due timers, then the backlog and the inbox's tasks.
   void RunOnce(int max_wait_ms);
   int64_t NowNs() const { return clock_->MonoNanos(); }
+  // When this turn's epoll_wait returned: no clock read, precise to a turn
+  // (for per-request timing on hot paths; NowNs for deadlines).
+  int64_t TurnNs() const { return turn_ns_; }
   const Clock* clock() const { return clock_; }
   // Tasks run so far (tests, stats).
   uint64_t tasks_run() const { return tasks_run_; }
@@ -166,6 +169,7 @@ class EventLoop {
   uint64_t timer_seq_ = 0;
   std::vector<Task> backlog_;
   std::vector<Task> batch_;
+  int64_t turn_ns_ = 0;
   uint64_t tasks_run_ = 0;
   bool in_tasks_ = false;
 };

@@ -175,7 +175,7 @@ void Backend::FailAll(std::deque<OpPtr>* q) {
   ops.swap(*q);
   for (OpPtr& op : ops) {
     op->failed = true;
-    op->elapsed_us = (loop_->NowNs() - op->start_ns) / 1000;
+    op->elapsed_us = std::max<int64_t>(0, loop_->TurnNs() - op->start_ns) / 1000;
     CompleteOp(std::move(op));
   }
 }
@@ -384,7 +384,7 @@ bool Backend::ParseReplies(Conn* c) {
     c->inflight.pop_front();
     op->reply.assign(c->rbuf.data() + off, pr.len);
     op->parsed = pr;
-    op->elapsed_us = (loop_->NowNs() - op->start_ns) / 1000;
+    op->elapsed_us = std::max<int64_t>(0, loop_->TurnNs() - op->start_ns) / 1000;
     off += pr.len;
     any = true;
     // ERROR and CLIENT_ERROR mean the stream may be out of step: memcached

@@ -42,6 +42,7 @@ Run* ProxyWorker::AcquireRun() {
   if (free_runs_.empty()) {
     all_runs_.push_back(std::make_shared<Run>());
     Run* r = all_runs_.back().get();
+    r->index = all_runs_.size() - 1;
     r->op.done = [this, r](BackendOp* o) { OnOpDone(r, o); };
     return r;
   }
@@ -371,14 +372,14 @@ int ProxyWorker::Enqueue(lua_State* L, RctxUd* rc, lua_Integer handle, const Req
     o->reply.clear();
     o->parsed = {};
     o->elapsed_us = 0;
-    op = OpPtr(run->shared_from_this(), o);
+    op = OpPtr(all_runs_[run->index], o);  // aliasing: keeps the Run, points at its op
   } else {
     op = std::make_shared<BackendOp>();  // not reached today: one op per run at a time
     op->request = req.bytes;
     op->done = run->op.done;
   }
   op->origin = loop_;
-  op->start_ns = loop_->NowNs();
+  op->start_ns = loop_->TurnNs();
   run->waiting = true;
   const std::string_view key = req.key();
   const uint64_t h = XXH3_64bits(key.data(), key.size());

@@ -230,7 +230,8 @@ class ProxyWorker {
 // The run's BackendOp is reused by each request it runs (its strings keep
 // their capacity); a backend holds it through an aliasing pointer to the
 // Run, so an op outlives neither its Run nor is freed under a backend.
-struct Run : std::enable_shared_from_this<Run> {
+struct Run {
+  size_t index = 0;  // in the worker's all_runs_
   int cmd = 0;
   int cfd = 0;
   std::string line;  // the request line, kept only for backend log={...}

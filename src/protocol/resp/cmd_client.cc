@@ -380,9 +380,28 @@ void CmdClient(CommandContext& ctx) {
     } else {
       ctx.SyntaxError();
     }
+  } else if (sub == "unblock" && (ctx.argc() == 3 || ctx.argc() == 4)) {
+    int64_t target;
+    if (!ParseStrictInt64(ctx.argv[2], &target)) {
+      ctx.NotInteger();
+      return;
+    }
+    bool error = false;
+    if (ctx.argc() == 4) {
+      std::string why = ToLower(ctx.argv[3]);
+      if (why == "error") {
+        error = true;
+      } else if (why != "timeout") {
+        ctx.Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        return;
+      }
+    }
+    net::ConnControl* self = ctx.session->control();
+    ctx.w->Integer(Session::Unblock(ctx.server, self != nullptr ? &self->group() : nullptr,
+                                    static_cast<uint64_t>(target), error));
   } else if (sub == "id" || sub == "setname" || sub == "getname" || sub == "info" ||
              sub == "setinfo" || sub == "no-evict" || sub == "no-touch" || sub == "kill" ||
-             sub == "reply") {
+             sub == "reply" || sub == "unblock") {
     SubArity(ctx);
   } else {
     UnknownSubcommand(ctx);
@@ -400,6 +419,7 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   if (monitor_id_ != 0) flags += 'O';
   if (ps.active()) flags += 'P';
   if (conn_.in_transaction()) flags += 'x';
+  if (block_) flags += 'b';
   if (id.no_evict()) flags += 'e';
   if (id.no_touch()) flags += 'T';
   info->flags = flags.empty() ? "N" : flags;

@@ -100,16 +100,19 @@ void CmdInfo(CommandContext& ctx) {
     }
     AddField(&s, "client_recent_max_input_buffer", static_cast<int64_t>(max_in));
     AddField(&s, "client_recent_max_output_buffer", static_cast<int64_t>(max_out));
-    AddField(&s, "blocked_clients", 0);  // no blocking commands yet: exact
+    AddField(&s, "blocked_clients", ctx.server->blocks().blocked_clients());
     AddField(&s, "tracking_clients", 0);
     AddField(&s, "pubsub_clients", pubsub_clients);
     AddField(&s, "watching_clients",
              static_cast<int64_t>(ctx.server->watches().watching_clients()));
-    // Clients blocked with a timeout (Redis's clients_timeout_table). Trove
-    // has no blocking commands yet, so no client can be in it: 0 is exact.
-    AddField(&s, "clients_in_timeout_table", 0);
+    // Clients blocked with a timeout (Redis's clients_timeout_table).
+    AddField(&s, "clients_in_timeout_table", ctx.server->blocks().timed_clients());
     AddField(&s, "total_watched_keys",
              static_cast<int64_t>(ctx.server->watches().total_watched_keys()));
+    AddField(&s, "total_blocking_keys", ctx.server->blocks().blocking_keys());
+    // Keys a client stays blocked on even when they are deleted (XREADGROUP,
+    // modules in Redis): no Trove command blocks that way.
+    AddField(&s, "total_blocking_keys_on_nokey", 0);
     s += "\r\n";
   }
   if (show("memory", true)) {

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "common/str_append.h"
+#include "protocol/resp/blocking_ops.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -326,7 +327,9 @@ bool ParseSide(std::string_view s, bool* left) {
   return false;
 }
 
-void MoveGeneric(CommandContext& ctx, bool from_left, bool to_left) {
+}  // namespace
+
+void ListMove(CommandContext& ctx, bool from_left, bool to_left) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);
   ListValue* s;
   if (!ReadList(ctx, src, &s)) return;
@@ -360,6 +363,9 @@ void MoveGeneric(CommandContext& ctx, bool from_left, bool to_left) {
   ctx.w->Bulk(elem);
 }
 
+namespace {
+void MoveGeneric(CommandContext& ctx, bool from_left, bool to_left) { ListMove(ctx, from_left, to_left); }
+
 void CmdLMove(CommandContext& ctx) {
   bool from, to;
   if (!ParseSide(ctx.argv[3], &from) || !ParseSide(ctx.argv[4], &to)) {
@@ -370,15 +376,17 @@ void CmdLMove(CommandContext& ctx) {
 }
 void CmdRPopLPush(CommandContext& ctx) { MoveGeneric(ctx, false, true); }
 
-void CmdLMPop(CommandContext& ctx) {
+}  // namespace
+
+bool ListMPop(CommandContext& ctx) {
   size_t pos;
   bool left;
   int64_t count;
-  if (!ParseMpopArgs(ctx, "left", "right", &pos, &left, &count)) return;
+  if (!ParseMpopArgs(ctx, "left", "right", &pos, &left, &count)) return true;
   for (size_t k = 2; k < pos; ++k) {
     std::string key = ctx.Key(k);
     ListValue* v;
-    if (!ReadList(ctx, key, &v)) return;
+    if (!ReadList(ctx, key, &v)) return true;
     if (v == nullptr) continue;
     size_t before = v->MemoryUsage();
     size_t take = std::min(static_cast<size_t>(count), v->size());
@@ -387,9 +395,14 @@ void CmdLMPop(CommandContext& ctx) {
     ctx.w->ArrayHeader(take);
     for (size_t i = 0; i < take; ++i) ctx.w->Bulk(left ? v->PopFront() : v->PopBack());
     FinishUpdate(ctx, key, v, before);
-    return;
+    return true;
   }
-  ctx.w->NullArray();
+  return false;
+}
+
+namespace {
+void CmdLMPop(CommandContext& ctx) {
+  if (!ListMPop(ctx)) ctx.w->NullArray();
 }
 
 }  // namespace

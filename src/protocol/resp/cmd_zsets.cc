@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/str_append.h"
+#include "protocol/resp/blocking_ops.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -240,16 +241,18 @@ void PopGeneric(CommandContext& ctx, bool max) {
 void CmdZPopMin(CommandContext& ctx) { PopGeneric(ctx, false); }
 void CmdZPopMax(CommandContext& ctx) { PopGeneric(ctx, true); }
 
-void CmdZMPop(CommandContext& ctx) {
+}  // namespace
+
+bool ZsetMPop(CommandContext& ctx) {
   size_t pos;
   bool min;
   int64_t count;
-  if (!ParseMpopArgs(ctx, "min", "max", &pos, &min, &count)) return;
+  if (!ParseMpopArgs(ctx, "min", "max", &pos, &min, &count)) return true;
   const bool max = !min;
   for (size_t k = 2; k < pos; ++k) {
     std::string key = ctx.Key(k);
     ZsetValue* v;
-    if (!ReadZset(ctx, key, &v)) return;
+    if (!ReadZset(ctx, key, &v)) return true;
     if (v == nullptr) continue;
     size_t before = v->MemoryUsage();
     std::vector<Entry> out = PopEntries(v, max, static_cast<size_t>(count));
@@ -262,9 +265,14 @@ void CmdZMPop(CommandContext& ctx) {
       ctx.w->Bulk(e.second);
       ctx.w->Double(e.first);
     }
-    return;
+    return true;
   }
-  ctx.w->NullArray();
+  return false;
+}
+
+namespace {
+void CmdZMPop(CommandContext& ctx) {
+  if (!ZsetMPop(ctx)) ctx.w->NullArray();
 }
 
 void CmdZRandMember(CommandContext& ctx) {

@@ -1,4 +1,6 @@
 // Collection values and their load/store helpers; run under the key's stripe.
+#include "protocol/resp/resp_server.h"
+#include "protocol/resp/session.h"
 #include "protocol/resp/collections.h"
 
 #include <algorithm>
@@ -368,6 +370,14 @@ bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType 
   return ctx.engine->StoreItemLocked(a.item, args, ctx.ts) == engine::StoreResult::kStored;
 }
 
+// A list or zset that has data now: the blocked clients waiting on it are
+// tried after this command (block_registry.h).
+void SignalReady(CommandContext& ctx, std::string_view ekey, engine::ValueType type) {
+  if (type != engine::ValueType::kList && type != engine::ValueType::kZset) return;
+  if (ctx.session == nullptr || ctx.server == nullptr || !ctx.server->blocks().any()) return;
+  ctx.session->QueueReadyKey(ekey);
+}
+
 // Moves a scratch object into the engine as a HeapValue; false if that fails.
 bool StoreHeap(CommandContext& ctx, ScratchEntry* e) {
   engine::AllocOutput a =
@@ -444,9 +454,11 @@ CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
     e->obj = e->owned.get();
     e->type = type;
     e->exptime = exptime;
+    SignalReady(ctx, ekey, type);
     return e->obj;
   }
   CollectionBase* raw = v.get();
+  SignalReady(ctx, ekey, type);
   engine::AllocOutput a = ctx.engine->AllocateHeap(ekey, 0, type, std::move(v), ctx.ts);
   if (a.status != engine::AllocStatus::kOk) {
     ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
@@ -481,6 +493,9 @@ std::string CollectionEncoding(const engine::ItemRef& item) {
 
 void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
                   size_t bytes_before) {
+  if (v->size() > 0 && ctx.server != nullptr && ctx.server->blocks().any()) {
+    SignalReady(ctx, ekey, engine::ValueType::kList);  // the type is checked when served
+  }
   ScratchEntry* e = FindScratchObj(ctx, v);
   if (e == nullptr || e->heap_resident) {
     // A HeapValue changed in place. Account first: the engine subtracts the

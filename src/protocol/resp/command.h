@@ -95,6 +95,10 @@ struct CommandContext {
   // Set when a collection write could not be stored (no memory under -M);
   // Session then replaces the command's reply with -OOM.
   bool* write_failed = nullptr;
+  // Set while a blocked client's command runs again to serve it (the
+  // writer's worker, BlockRegistry): a blocking command that still finds no
+  // data sets *would_block instead of blocking (cmd_blocking.cc).
+  bool* would_block = nullptr;
 
   size_t argc() const { return argv.size(); }
   int db() const { return conn->identity().db(); }
@@ -118,6 +122,7 @@ void RegisterKeyCommands(std::vector<CommandSpec>* t);
 void RegisterStringCommands(std::vector<CommandSpec>* t);
 void RegisterTxnCommands(std::vector<CommandSpec>* t);
 void RegisterListCommands(std::vector<CommandSpec>* t);
+void RegisterBlockingCommands(std::vector<CommandSpec>* t);
 void RegisterHashCommands(std::vector<CommandSpec>* t);
 void RegisterSetCommands(std::vector<CommandSpec>* t);
 void RegisterZsetCommands(std::vector<CommandSpec>* t);

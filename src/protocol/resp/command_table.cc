@@ -34,6 +34,7 @@ CommandTable::CommandTable() {
   RegisterStringCommands(&specs_);
   RegisterTxnCommands(&specs_);
   RegisterListCommands(&specs_);
+  RegisterBlockingCommands(&specs_);
   RegisterHashCommands(&specs_);
   RegisterSetCommands(&specs_);
   RegisterZsetCommands(&specs_);

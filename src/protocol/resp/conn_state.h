@@ -193,10 +193,11 @@ class TrackingState {
   bool enabled_ = false;
 };
 
-// A blocked command (BLPOP and friends, later issue).
+// The connection is blocked in BLPOP and friends (Session::Block).
 class BlockedState {
  public:
   bool blocked() const { return blocked_; }
+  void Set() { blocked_ = true; }
   void Clear() { blocked_ = false; }
 
  private:

@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
+#include "protocol/resp/block_registry.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/latency_histogram.h"
 #include "protocol/resp/keyspace_events.h"
@@ -139,6 +140,8 @@ class RespServer final : public protocol::CommandLog {
   ObufLimits& obuf_limits() { return obuf_limits_; }
   // Every connection's WATCHed keys, counted (INFO clients); thread-safe.
   WatchRegistry& watches() { return watches_; }
+  // Clients blocked in BLPOP and friends (block_registry.h); thread-safe.
+  BlockRegistry& blocks() { return blocks_; }
 
   // The event log MONITOR reads (set once by the factory, before workers run).
   void set_log(net::LogHub* log) {
@@ -170,6 +173,7 @@ class RespServer final : public protocol::CommandLog {
   net::LogHub* log_ = nullptr;
   ObufLimits obuf_limits_;
   WatchRegistry watches_;
+  BlockRegistry blocks_;
   const HistogramSlots* slots_;
   SlowLog slowlog_;
   LatencyMonitor latency_;

@@ -34,6 +34,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
 }
 
 Session::~Session() {
+  if (block_) (void)server_->blocks().CancelWaiter(block_, Waiter::Cancel::kGone);
   UnsubscribeAll();
   StopMonitor();
   conn_.txn().Unwatch();
@@ -218,6 +219,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   // (or the start of the input batch), so parse time counts toward it.
   const Clock* clock = server_->engine()->clock();
   int64_t t0 = cmd_clock_ns_;
+  cur_slot_ = slot;
   ctx.notify = server_->key_events().enabled();
   if (locked && ctx.notify != 0 && (spec.flags & kCmdWrite) != 0) {
     // Inside EXEC: the stripes are held; the keys are needed for the diff.
@@ -267,8 +269,13 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
       w->out()->AppendCopyOf(*staged);
   }
   if (!in_exec && !key_events_.empty()) PublishKeyEvents();  // no stripe held now
+  if (!in_exec && !ready_keys_.empty()) ServeBlocked();      // nor here
   int64_t t1 = clock->MonoNanos();
   cmd_clock_ns_ = t1;
+  if (just_blocked_) {  // counted once, when it ends (EndBlock)
+    just_blocked_ = false;
+    return;
+  }
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];
   c.calls.fetch_add(1, std::memory_order_relaxed);
   c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);

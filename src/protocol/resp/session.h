@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "net/event_loop.h"
 #include "net/protocol_handler.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/conn_state.h"
@@ -95,6 +96,21 @@ class Session final : public net::ProtocolHandler {
   // other workers, which may be waiting for those stripes.
   void QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey);
 
+  // Blocking commands (session_block.cc, block_registry.h).
+  // A list or zset got data in this command: its blocked clients are tried
+  // after the command (or the whole EXEC), before this connection's next one.
+  void QueueReadyKey(std::string_view ekey);
+  // Blocks this connection in ctx's command, with its stripes still held:
+  // registers the waiter, suspends, arms the time-out (0: none). wait_idx are
+  // the argv indexes of the keys it waits on.
+  void Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx);
+  bool blocked() const { return block_ != nullptr; }
+  // On the blocked client's worker: its reply (served, timed out or
+  // unblocked elsewhere) for block `token`; ends the block.
+  static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);
+  // CLIENT UNBLOCK id TIMEOUT|ERROR from any worker: 1 if it was blocked.
+  static int Unblock(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error);
+
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
   // stripes unless already held. `slot` is its HistogramSlots slot.
@@ -110,6 +126,14 @@ class Session final : public net::ProtocolHandler {
                           std::span<const std::string_view> keys,
                           std::span<const KeyVersion> before);
   void PublishKeyEvents();
+  // Serves the blocked clients of ready_keys_ (see block_registry.h).
+  void ServeBlocked();
+  // Runs waiter w's command again here; false if it still finds no data.
+  bool ServeOne(const Waiter& w, std::string* reply);
+  void OnBlockTimeout();
+  // Counts the blocked command once (commandstats, MONITOR, SLOWLOG) and
+  // lets the connection go on with its pipelined input.
+  void EndBlock();
 
   RespServer* server_;
   net::ConnControl* control_;
@@ -142,6 +166,13 @@ class Session final : public net::ProtocolHandler {
   };
   std::vector<PendingKeyEvent> key_events_;  // queued, not yet published
   std::vector<KeyVersion> key_before_;       // reused per command
+  std::vector<std::string> ready_keys_;      // lists/zsets that got data (QueueReadyKey)
+  std::shared_ptr<Waiter> block_;            // while blocked
+  uint64_t block_token_ = 0;
+  int block_slot_ = -1;                      // the blocked command's histogram slot
+  int cur_slot_ = -1;                        // the running command's (Run)
+  bool just_blocked_ = false;                // Run: the command blocked, count it later
+  net::Timer block_timer_{[this] { OnBlockTimeout(); }};
 };
 
 }  // namespace trove::resp

@@ -1,0 +1,99 @@
+// BlockRegistry: the clients blocked in BLPOP, BLMOVE, BZPOPMIN ... and the
+// keys they wait on, shared by every worker (a blocked client and the writer
+// that serves it may be on different workers).
+//
+// How a blocked client is served (Redis 7.2's model: the blocked command is
+// run again when a key it waits on may have data):
+//  1. The blocking command finds no data, still holding its keys' stripes,
+//     and registers a Waiter (Add). Registering under the stripes means a
+//     push on another worker, which needs the same stripes, comes after it
+//     and sees the waiter: no wake-up is lost.
+//  2. A write that leaves a list or zset non-empty queues the key on its own
+//     session (Session::QueueReadyKey). After that command (or the whole
+//     EXEC) the writer's session, holding no stripe, takes the oldest waiter
+//     of the key (ClaimHead), runs the waiter's command again under the
+//     waiter's stripes, and reports the outcome (FinishServe). A served
+//     waiter's reply is posted to its own worker; a BLMOVE's push queues its
+//     destination, so chained waiters are served in the same pass.
+//  3. Time-out (the waiter's worker), CLIENT UNBLOCK (any worker) and close
+//     race with a serve only through the state below, under mu_: each waiter
+//     ends exactly once.
+//
+// Lock order: a key stripe (engine) may be held when mu_ is taken (Add);
+// nothing is taken while mu_ is held. mu_ is a leaf.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/mutex.h"
+
+namespace trove::resp {
+
+struct CommandSpec;
+
+struct Waiter {
+  enum class State : uint8_t { kWaiting, kServing, kDone };
+  // Why a waiter was asked to end while a serve was running.
+  enum class Cancel : uint8_t { kNone, kTimeout, kError, kGone };
+
+  // --- fixed at Add ---
+  uint64_t conn_id = 0;
+  uint64_t token = 0;  // tells this block from a later one of the same client
+  int proto = 2;
+  int db = 0;
+  const CommandSpec* spec = nullptr;
+  std::vector<std::string> argv;       // the command as sent
+  std::vector<std::string> lock_keys;  // engine keys of every key it names (its stripes)
+  std::vector<std::string> wait_keys;  // engine keys it waits on, in argument order
+  bool timed = false;                  // has a time-out (INFO clients_in_timeout_table)
+
+  // --- under BlockRegistry::mu_ ---
+  State state = State::kWaiting;
+  Cancel cancel = Cancel::kNone;
+};
+
+class BlockRegistry {
+ public:
+  enum class CancelResult : uint8_t { kEnded, kDeferred, kNotBlocked };
+
+  // Registers w (its keys' stripes held by the caller).
+  void Add(std::shared_ptr<Waiter> w) EXCLUDES(mu_);
+  // The oldest waiting client on `ekey`, now kServing; null if none.
+  std::shared_ptr<Waiter> ClaimHead(std::string_view ekey) EXCLUDES(mu_);
+  // After a serve attempt. served: the waiter is done (returns kNone, or kGone
+  // if its client left meanwhile). Not served: it waits again, unless a
+  // time-out or CLIENT UNBLOCK came meanwhile: then it is done and that reason
+  // is returned for the caller to answer.
+  Waiter::Cancel FinishServe(const std::shared_ptr<Waiter>& w, bool served) EXCLUDES(mu_);
+  // Ends a block for `why` (time-out on the owner, close, CLIENT UNBLOCK):
+  // kEnded if it was waiting (the caller answers), kDeferred if a serve is
+  // running (FinishServe answers), kNotBlocked if it had already ended.
+  CancelResult CancelWaiter(const std::shared_ptr<Waiter>& w, Waiter::Cancel why) EXCLUDES(mu_);
+  // The block of client `conn_id`, if it is blocked.
+  std::shared_ptr<Waiter> Find(uint64_t conn_id) const EXCLUDES(mu_);
+
+  // Cheap test for the write path: anyone blocked at all?
+  bool any() const { return blocked_.load(std::memory_order_relaxed) > 0; }
+  // INFO: blocked_clients, total_blocking_keys.
+  int64_t blocked_clients() const { return blocked_.load(std::memory_order_relaxed); }
+  int64_t blocking_keys() const EXCLUDES(mu_);
+  int64_t timed_clients() const { return timed_.load(std::memory_order_relaxed); }
+
+ private:
+  void RemoveLocked(const std::shared_ptr<Waiter>& w) REQUIRES(mu_);
+
+  mutable Mutex mu_{LockRank::kLeaf};
+  std::unordered_map<std::string, std::deque<std::shared_ptr<Waiter>>> by_key_ GUARDED_BY(mu_);
+  std::unordered_map<uint64_t, std::shared_ptr<Waiter>> by_conn_ GUARDED_BY(mu_);
+  std::atomic<int64_t> blocked_{0};
+  std::atomic<int64_t> timed_{0};
+};
+
+}  // namespace trove::resp

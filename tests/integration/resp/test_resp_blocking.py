@@ -390,3 +390,23 @@ def test_redis_py_blocking_calls(resp_port, r):
     assert results["blmove"] == b"moved"
     assert r.lrange("pydst", 0, -1) == [b"moved"]
     assert r.blpop(["nothing"], 0.05) is None
+
+
+# ---- the memcached port ---------------------------------------------------------
+
+def test_memcached_write_to_a_waited_key(trove, r, raw):
+    """Overwriting a key with a string wakes no list waiter in Redis (7.2's
+    signalDeletedKeyAsReady only wakes clients that block on a missing key):
+    a memcached `set` leaves the BLPOP blocked; once the key is a list again
+    the waiter is served."""
+    from pymemcache.client.base import Client
+    mc = Client(("127.0.0.1", trove.port), timeout=5, default_noreply=False)
+    a = raw()
+    block(a, r, "BLPOP", "mcq", "0")
+    assert mc.set("mcq", b"string")
+    assert nothing_yet(a, 0.2)
+    assert blocked(r) == 1
+    assert mc.delete("mcq")
+    r.rpush("mcq", "v")
+    assert a.read_reply() == bulks("mcq", "v")
+    mc.close()

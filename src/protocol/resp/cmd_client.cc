@@ -399,9 +399,43 @@ void CmdClient(CommandContext& ctx) {
     net::ConnControl* self = ctx.session->control();
     ctx.w->Integer(Session::Unblock(ctx.server, self != nullptr ? &self->group() : nullptr,
                                     static_cast<uint64_t>(target), error));
+  } else if (sub == "pause" && (ctx.argc() == 3 || ctx.argc() == 4)) {
+    int64_t ms;
+    if (!ParseStrictInt64(ctx.argv[2], &ms)) {
+      ctx.Error("ERR timeout is not an integer or out of range");
+      return;
+    }
+    int mode = RespServer::kPauseAll;
+    if (ctx.argc() == 4) {
+      std::string m = ToLower(ctx.argv[3]);
+      if (m == "write") {
+        mode = RespServer::kPauseWrite;
+      } else if (m != "all") {
+        ctx.Error("ERR CLIENT PAUSE mode must be WRITE or ALL");
+        return;
+      }
+    }
+    if (ms < 0) {
+      ctx.Error("ERR timeout is negative");
+      return;
+    }
+    const int64_t now = ctx.engine->clock()->MonoNanos();
+    const int64_t cap = (INT64_MAX - now) / 1000000;  // a pause "forever" must not wrap
+    ctx.server->Pause(mode, now + std::min(ms, cap) * 1000000);
+    ctx.w->Ok();
+  } else if (sub == "unpause" && ctx.argc() == 2) {
+    ctx.server->Unpause();
+    if (net::ConnControl* self = ctx.session->control()) {
+      net::WorkerGroup& g = self->group();
+      RespServer* server = ctx.server;
+      for (size_t i = 0; i < g.size(); ++i) {
+        g.loop(i).Post([server] { Session::WakePaused(server); });
+      }
+    }
+    ctx.w->Ok();
   } else if (sub == "id" || sub == "setname" || sub == "getname" || sub == "info" ||
              sub == "setinfo" || sub == "no-evict" || sub == "no-touch" || sub == "kill" ||
-             sub == "reply" || sub == "unblock") {
+             sub == "reply" || sub == "unblock" || sub == "pause" || sub == "unpause") {
     SubArity(ctx);
   } else {
     UnknownSubcommand(ctx);

@@ -100,7 +100,10 @@ void CmdInfo(CommandContext& ctx) {
     }
     AddField(&s, "client_recent_max_input_buffer", static_cast<int64_t>(max_in));
     AddField(&s, "client_recent_max_output_buffer", static_cast<int64_t>(max_out));
-    AddField(&s, "blocked_clients", ctx.server->blocks().blocked_clients());
+    // Clients in a blocking command, and those waiting out a CLIENT PAUSE (as Redis).
+    AddField(&s, "blocked_clients",
+             ctx.server->blocks().blocked_clients() +
+                 ctx.server->paused_clients.load(std::memory_order_relaxed));
     AddField(&s, "tracking_clients", 0);
     AddField(&s, "pubsub_clients", pubsub_clients);
     AddField(&s, "watching_clients",

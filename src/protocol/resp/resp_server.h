@@ -48,6 +48,8 @@ struct WorkerStats {
   std::atomic<uint64_t> total_connections{0};
   std::atomic<int64_t> connected_clients{0};
   std::atomic<int64_t> pubsub_clients{0};  // connections with a subscription
+  // Connections of this worker waiting out a CLIENT PAUSE (owner worker only).
+  std::vector<uint64_t> paused_conns;
   std::atomic<uint64_t> expired_keys{0};
   std::atomic<uint64_t> error_replies{0};
   std::atomic<uint64_t> net_input_bytes{0};
@@ -142,6 +144,17 @@ class RespServer final : public protocol::CommandLog {
   WatchRegistry& watches() { return watches_; }
   // Clients blocked in BLPOP and friends (block_registry.h); thread-safe.
   BlockRegistry& blocks() { return blocks_; }
+
+  // CLIENT PAUSE (session_pause.cc). mode: kPauseNone, kPauseWrite or
+  // kPauseAll, in force until pause_end_ns (monotonic). Commands read mode
+  // with one relaxed load; only while it is set do they read the clock.
+  static constexpr int kPauseNone = 0, kPauseWrite = 1, kPauseAll = 2;
+  std::atomic<int> pause_mode{kPauseNone};
+  std::atomic<int64_t> pause_end_ns{0};
+  std::atomic<int64_t> paused_clients{0};  // counted in INFO blocked_clients
+  // Redis's pauseClients: the more restrictive mode and the later end win.
+  void Pause(int mode, int64_t end_ns) EXCLUDES(mu_);
+  void Unpause() EXCLUDES(mu_);
 
   // The event log MONITOR reads (set once by the factory, before workers run).
   void set_log(net::LogHub* log) {

@@ -34,6 +34,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
 }
 
 Session::~Session() {
+  if (pause_waiting_) LeavePause();
   if (block_) (void)server_->blocks().CancelWaiter(block_, Waiter::Cancel::kGone);
   UnsubscribeAll();
   StopMonitor();
@@ -68,6 +69,14 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     // happens only after Execute returns.
     const std::vector<std::string_view>& argv = parser_.args();
     size_t consumed = parser_.consumed();
+    if (server_->pause_mode.load(std::memory_order_relaxed) != RespServer::kPauseNone ||
+        pause_waiting_) {
+      if (!argv.empty() && PauseHolds(argv)) {
+        PostponeForPause();  // not consumed: parsed again when the pause ends
+        break;
+      }
+      if (pause_waiting_) LeavePause();
+    }
     if (!argv.empty()) {
       prefetch_.Before(server_->engine(), conn_.identity().db(), data, len, used + consumed);
       Identity& id = conn_.identity();

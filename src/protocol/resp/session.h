@@ -110,6 +110,8 @@ class Session final : public net::ProtocolHandler {
   static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);
   // CLIENT UNBLOCK id TIMEOUT|ERROR from any worker: 1 if it was blocked.
   static int Unblock(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error);
+  // CLIENT UNPAUSE: on each worker, lets its paused connections try again.
+  static void WakePaused(RespServer* server);
 
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
@@ -131,6 +133,13 @@ class Session final : public net::ProtocolHandler {
   // Runs waiter w's command again here; false if it still finds no data.
   bool ServeOne(const Waiter& w, std::string* reply);
   void OnBlockTimeout();
+  // CLIENT PAUSE (session_pause.cc): true if argv must wait for the pause to
+  // end (Redis's rules: every command under ALL, writes and may-replicate
+  // ones under WRITE, arity and auth errors answered at once).
+  bool PauseHolds(std::span<const std::string_view> argv);
+  // Suspends without consuming the command; it is parsed again on resume.
+  void PostponeForPause();
+  void LeavePause();
   // Counts the blocked command once (commandstats, MONITOR, SLOWLOG) and
   // lets the connection go on with its pipelined input.
   void EndBlock();
@@ -173,6 +182,8 @@ class Session final : public net::ProtocolHandler {
   int cur_slot_ = -1;                        // the running command's (Run)
   bool just_blocked_ = false;                // Run: the command blocked, count it later
   net::Timer block_timer_{[this] { OnBlockTimeout(); }};
+  bool pause_waiting_ = false;  // in its worker's paused_conns
+  net::Timer pause_timer_{[this] { control_->Resume(); }};
 };
 
 }  // namespace trove::resp

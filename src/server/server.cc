@@ -90,6 +90,7 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   // memcached's commands show in the RESP front's SLOWLOG and LATENCY, and
   // its writes in the RESP front's keyspace notifications.
   memcache::ProtocolOptions mc_opts = cfg.ToProtocolOptions();
+  mc_opts.pause = resp::ClientPauseOf(s->resp_factory_.get());
   if (!cfg.auth_file.empty()) {  // -Y
     auto auth = memcache::AuthTable::Load(cfg.auth_file);
     if (!auth.ok()) return auth.status();

@@ -2,9 +2,11 @@
 // Runs on the connection's worker thread.
 #include "protocol/memcache/dispatch.h"
 
+#include "protocol/memcache/request_classify.h"
 #include "protocol/memcache/text_prefetch.h"
 #include "protocol/memcache/watch_log.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -102,6 +104,7 @@ size_t MemcacheHandler::Authenticate(const char* data, size_t len, ReplyWriter& 
 }
 
 MemcacheHandler::~MemcacheHandler() {
+  if (pause_held_) LeavePause();
   GiveResponses();
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
 }
@@ -249,6 +252,16 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
   protocol::CommandLog::Sink* const sink = sink_ != nullptr && sink_->active() ? sink_ : nullptr;
   int64_t t0 = sink != nullptr ? engine_->clock()->MonoNanos() : 0;
   while (used < len && !close_ && handled < limit && watcher_id_ == 0) {
+    // CLIENT PAUSE on the RESP port holds this port's writes (WRITE) or
+    // every command (ALL): the request stays unconsumed until it ends.
+    if (ctx_->opts.pause != nullptr && control_ != nullptr &&
+        (pause_held_ || ctx_->opts.pause->maybe())) {
+      if (PauseHolds(data + used, len - used)) {
+        HoldForPause();
+        break;
+      }
+      if (pause_held_) LeavePause();
+    }
     // memcached: a command that finds no response object closes the
     // connection (a client flooding pipelined requests past the limit),
     // and what was queued for it is dropped unsent.
@@ -280,6 +293,45 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
     if (used < len) prefetch_.Before(engine_, data, len, used, ScanTextRequest);
   }
   return used;
+}
+
+bool MemcacheHandler::PauseHolds(const char* data, size_t len) const {
+  const int mode = ctx_->opts.pause->ModeAt(engine_->clock()->MonoNanos());
+  if (mode == protocol::ClientPause::kNone) return false;
+  const void* nl = std::memchr(data, '\n', len);
+  if (nl == nullptr) return false;  // not a whole line yet: nothing runs anyway
+  if (mode == protocol::ClientPause::kAll) return true;
+  std::string_view line(data, static_cast<size_t>(static_cast<const char*>(nl) - data));
+  switch (cmd::CmdOf(NthWord(line, 0))) {
+    case cmd::kCmdSet: case cmd::kCmdAdd: case cmd::kCmdReplace: case cmd::kCmdAppend:
+    case cmd::kCmdPrepend: case cmd::kCmdCas: case cmd::kCmdIncr: case cmd::kCmdDecr:
+    case cmd::kCmdDelete: case cmd::kCmdTouch: case cmd::kCmdGat: case cmd::kCmdGats:
+    case cmd::kCmdMs: case cmd::kCmdMd: case cmd::kCmdMa: case cmd::kCmdFlushAll:
+      return true;  // the writes (gat/gats change the expiry)
+    default:
+      return false;
+  }
+}
+
+void MemcacheHandler::HoldForPause() {
+  protocol::ClientPause* p = ctx_->opts.pause;
+  if (!pause_held_) {
+    pause_held_ = true;
+    p->HeldOn(worker_).push_back(control_->id());
+    p->held.fetch_add(1, std::memory_order_relaxed);
+  }
+  control_->Suspend();
+  const int64_t left = p->end_ns() - engine_->clock()->MonoNanos();
+  control_->loop().ArmAfter(&pause_timer_, std::max<int64_t>(1, left / 1000000 + 1));
+}
+
+void MemcacheHandler::LeavePause() {
+  protocol::ClientPause* p = ctx_->opts.pause;
+  pause_held_ = false;
+  auto& v = p->HeldOn(worker_);
+  v.erase(std::remove(v.begin(), v.end(), control_->id()), v.end());
+  p->held.fetch_sub(1, std::memory_order_relaxed);
+  if (pause_timer_.armed()) control_->loop().Cancel(&pause_timer_);
 }
 
 size_t MemcacheHandler::StartDirectValue(std::string_view key, uint32_t flags, int64_t exptime,

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "engine/engine.h"
+#include "net/event_loop.h"
 #include "net/protocol_handler.h"
 #include "protocol/memcache/memcache_protocol.h"
 #include "protocol/memcache/meta_parser.h"
@@ -213,6 +214,14 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t wanted_ = 0;
   bool close_ = false;
   int worker_ = 0;               // the owning worker's id (ResponseBudget share)
+  // CLIENT PAUSE (dispatch.cc): the next request waits unconsumed.
+  bool PauseHolds(const char* data, size_t len) const;
+  void HoldForPause();
+  void LeavePause();
+  bool pause_held_ = false;  // in the pause's HeldOn(worker_) list
+  net::Timer pause_timer_{[this] {
+    if (control_ != nullptr) control_->Resume();
+  }};
   int64_t responses_held_ = 0;   // replies reserved and not yet written
   bool close_error_ = false;
   uint32_t log_mask_ = 0;  // LogHub's watched types at the start of this OnData

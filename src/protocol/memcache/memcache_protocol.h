@@ -9,6 +9,7 @@
 #include "engine/engine.h"
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
+#include "protocol/client_pause.h"
 #include "protocol/command_log.h"
 #include "protocol/key_events.h"
 #include "protocol/memcache/ascii_auth.h"
@@ -29,6 +30,9 @@ struct ProtocolOptions {
   std::shared_ptr<AuthTable> auth;
   // -o read_buf_mem_limit: the replies in flight per worker; null = no limit.
   std::shared_ptr<ResponseBudget> responses;
+  // CLIENT PAUSE of the RESP front: a WRITE pause holds this port's writes
+  // too, an ALL pause every command; null = never paused.
+  protocol::ClientPause* pause = nullptr;
 };
 
 // engine and services outlive the factory and every handler it creates.

@@ -405,11 +405,11 @@ void CmdClient(CommandContext& ctx) {
       ctx.Error("ERR timeout is not an integer or out of range");
       return;
     }
-    int mode = RespServer::kPauseAll;
+    int mode = protocol::ClientPause::kAll;
     if (ctx.argc() == 4) {
       std::string m = ToLower(ctx.argv[3]);
       if (m == "write") {
-        mode = RespServer::kPauseWrite;
+        mode = protocol::ClientPause::kWrite;
       } else if (m != "all") {
         ctx.Error("ERR CLIENT PAUSE mode must be WRITE or ALL");
         return;
@@ -421,15 +421,15 @@ void CmdClient(CommandContext& ctx) {
     }
     const int64_t now = ctx.engine->clock()->MonoNanos();
     const int64_t cap = (INT64_MAX - now) / 1000000;  // a pause "forever" must not wrap
-    ctx.server->Pause(mode, now + std::min(ms, cap) * 1000000);
+    ctx.server->pause().Pause(mode, now + std::min(ms, cap) * 1000000, now);
     ctx.w->Ok();
   } else if (sub == "unpause" && ctx.argc() == 2) {
-    ctx.server->Unpause();
+    ctx.server->pause().Unpause();
     if (net::ConnControl* self = ctx.session->control()) {
       net::WorkerGroup& g = self->group();
       RespServer* server = ctx.server;
       for (size_t i = 0; i < g.size(); ++i) {
-        g.loop(i).Post([server] { Session::WakePaused(server); });
+        g.loop(i).Post([server] { WakePaused(&server->pause()); });
       }
     }
     ctx.w->Ok();

@@ -103,7 +103,7 @@ void CmdInfo(CommandContext& ctx) {
     // Clients in a blocking command, and those waiting out a CLIENT PAUSE (as Redis).
     AddField(&s, "blocked_clients",
              ctx.server->blocks().blocked_clients() +
-                 ctx.server->paused_clients.load(std::memory_order_relaxed));
+                 ctx.server->pause().held.load(std::memory_order_relaxed));
     AddField(&s, "tracking_clients", 0);
     AddField(&s, "pubsub_clients", pubsub_clients);
     AddField(&s, "watching_clients",

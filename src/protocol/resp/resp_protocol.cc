@@ -42,6 +42,10 @@ KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->key_events();
 }
 
+protocol::ClientPause* ClientPauseOf(net::ProtocolFactory* resp_factory) {
+  return &static_cast<RespFactory*>(resp_factory)->server()->pause();
+}
+
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan) {
   RespServer* s = static_cast<RespFactory*>(resp_factory)->server();
   s->key_events().set_expiry_scan(std::move(scan), &s->active_expire);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "protocol/client_pause.h"
 #include "engine/engine.h"
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
@@ -34,6 +35,8 @@ protocol::CommandLog* CommandLogOf(net::ProtocolFactory* resp_factory);
 // `scan` asks the engine to look for expired items (see KeyEvents).
 class KeyEvents;
 KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory);
+// CLIENT PAUSE's state, for the memcached port to obey.
+protocol::ClientPause* ClientPauseOf(net::ProtocolFactory* resp_factory);
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);
 
 }  // namespace trove::resp

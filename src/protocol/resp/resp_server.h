@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
+#include "protocol/client_pause.h"
 #include "protocol/resp/block_registry.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/latency_histogram.h"
@@ -48,8 +49,6 @@ struct WorkerStats {
   std::atomic<uint64_t> total_connections{0};
   std::atomic<int64_t> connected_clients{0};
   std::atomic<int64_t> pubsub_clients{0};  // connections with a subscription
-  // Connections of this worker waiting out a CLIENT PAUSE (owner worker only).
-  std::vector<uint64_t> paused_conns;
   std::atomic<uint64_t> expired_keys{0};
   std::atomic<uint64_t> error_replies{0};
   std::atomic<uint64_t> net_input_bytes{0};
@@ -145,16 +144,8 @@ class RespServer final : public protocol::CommandLog {
   // Clients blocked in BLPOP and friends (block_registry.h); thread-safe.
   BlockRegistry& blocks() { return blocks_; }
 
-  // CLIENT PAUSE (session_pause.cc). mode: kPauseNone, kPauseWrite or
-  // kPauseAll, in force until pause_end_ns (monotonic). Commands read mode
-  // with one relaxed load; only while it is set do they read the clock.
-  static constexpr int kPauseNone = 0, kPauseWrite = 1, kPauseAll = 2;
-  std::atomic<int> pause_mode{kPauseNone};
-  std::atomic<int64_t> pause_end_ns{0};
-  std::atomic<int64_t> paused_clients{0};  // counted in INFO blocked_clients
-  // Redis's pauseClients: the more restrictive mode and the later end win.
-  void Pause(int mode, int64_t end_ns) EXCLUDES(mu_);
-  void Unpause() EXCLUDES(mu_);
+  // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
+  protocol::ClientPause& pause() { return pause_; }
 
   // The event log MONITOR reads (set once by the factory, before workers run).
   void set_log(net::LogHub* log) {
@@ -187,6 +178,7 @@ class RespServer final : public protocol::CommandLog {
   ObufLimits obuf_limits_;
   WatchRegistry watches_;
   BlockRegistry blocks_;
+  protocol::ClientPause pause_;
   const HistogramSlots* slots_;
   SlowLog slowlog_;
   LatencyMonitor latency_;

@@ -69,8 +69,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     // happens only after Execute returns.
     const std::vector<std::string_view>& argv = parser_.args();
     size_t consumed = parser_.consumed();
-    if (server_->pause_mode.load(std::memory_order_relaxed) != RespServer::kPauseNone ||
-        pause_waiting_) {
+    if (server_->pause().maybe() || pause_waiting_) {
       if (!argv.empty() && PauseHolds(argv)) {
         PostponeForPause();  // not consumed: parsed again when the pause ends
         break;

@@ -29,6 +29,10 @@ namespace trove::resp {
 //  3. Once a command suspends the connection (its answer comes from another
 //     worker or a later event), OnData returns at once; that reply is
 //     written before any later request's.
+// CLIENT UNPAUSE, run on each worker: its held connections (both protocols)
+// parse their held command again (session_pause.cc).
+void WakePaused(protocol::ClientPause* pause);
+
 class Session final : public net::ProtocolHandler {
  public:
   Session(RespServer* server, int worker_id, const net::ConnInfoView& conn);
@@ -110,8 +114,6 @@ class Session final : public net::ProtocolHandler {
   static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);
   // CLIENT UNBLOCK id TIMEOUT|ERROR from any worker: 1 if it was blocked.
   static int Unblock(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error);
-  // CLIENT UNPAUSE: on each worker, lets its paused connections try again.
-  static void WakePaused(RespServer* server);
 
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key

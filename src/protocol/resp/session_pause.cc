@@ -25,36 +25,16 @@ bool MayReplicate(const CommandSpec& spec) {
 
 }  // namespace
 
-void RespServer::Pause(int mode, int64_t end_ns) {
-  MutexLock l(&mu_);
-  const int64_t now = engine_->clock()->MonoNanos();
-  int old = pause_mode.load(std::memory_order_relaxed);
-  int64_t old_end = pause_end_ns.load(std::memory_order_relaxed);
-  if (old_end <= now) old = kPauseNone;
-  pause_end_ns.store(std::max(old_end, end_ns), std::memory_order_relaxed);
-  pause_mode.store(std::max(old, mode), std::memory_order_relaxed);
-}
-
-void RespServer::Unpause() {
-  MutexLock l(&mu_);
-  pause_mode.store(kPauseNone, std::memory_order_relaxed);
-  pause_end_ns.store(0, std::memory_order_relaxed);
-}
-
 bool Session::PauseHolds(std::span<const std::string_view> argv) {
   if (control_ == nullptr) return false;
-  const int mode = server_->pause_mode.load(std::memory_order_relaxed);
-  if (mode == RespServer::kPauseNone) return false;
-  if (server_->engine()->clock()->MonoNanos() >=
-      server_->pause_end_ns.load(std::memory_order_relaxed)) {
-    return false;
-  }
+  const int mode = server_->pause().ModeAt(server_->engine()->clock()->MonoNanos());
+  if (mode == protocol::ClientPause::kNone) return false;
   const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
   if (spec == nullptr) return false;  // its error comes at once
   const int argc = static_cast<int>(argv.size());
   if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) return false;
   if (!conn_.identity().authenticated() && (spec->flags & kCmdNoAuth) == 0) return false;
-  if (mode == RespServer::kPauseAll) return true;
+  if (mode == protocol::ClientPause::kAll) return true;
   if (MayReplicate(*spec)) return true;
   if (std::string_view(spec->name) == "exec" && conn_.txn().active()) {
     for (const auto& q : conn_.txn().queued()) {
@@ -68,28 +48,26 @@ bool Session::PauseHolds(std::span<const std::string_view> argv) {
 void Session::PostponeForPause() {
   if (!pause_waiting_) {
     pause_waiting_ = true;
-    stats_->paused_conns.push_back(conn_.identity().id());
-    server_->paused_clients.fetch_add(1, std::memory_order_relaxed);
+    server_->pause().HeldOn(worker_id_).push_back(conn_.identity().id());
+    server_->pause().held.fetch_add(1, std::memory_order_relaxed);
   }
   control_->Suspend();
-  const int64_t left = server_->pause_end_ns.load(std::memory_order_relaxed) -
-                       server_->engine()->clock()->MonoNanos();
+  const int64_t left = server_->pause().end_ns() - server_->engine()->clock()->MonoNanos();
   control_->loop().ArmAfter(&pause_timer_, std::max<int64_t>(1, left / 1000000 + 1));
 }
 
 void Session::LeavePause() {
   pause_waiting_ = false;
-  auto& v = stats_->paused_conns;
+  auto& v = server_->pause().HeldOn(worker_id_);
   v.erase(std::remove(v.begin(), v.end(), conn_.identity().id()), v.end());
-  server_->paused_clients.fetch_sub(1, std::memory_order_relaxed);
+  server_->pause().held.fetch_sub(1, std::memory_order_relaxed);
   if (pause_timer_.armed() && control_ != nullptr) control_->loop().Cancel(&pause_timer_);
 }
 
-void Session::WakePaused(RespServer* server) {
+void WakePaused(protocol::ClientPause* pause) {
   net::Worker* self = net::Worker::Current();
   if (self == nullptr) return;
-  WorkerStats* ws = server->StatsFor(self->id());
-  const std::vector<uint64_t> ids = ws->paused_conns;
+  const std::vector<uint64_t> ids = pause->HeldOn(self->id());
   for (uint64_t id : ids) {
     net::Connection* c = self->Find(id);
     if (c != nullptr) c->Resume();

@@ -159,3 +159,35 @@ def test_pause_ends_by_itself(r, raw):
     assert w.cmd("SET", "k", "v") == b"+OK\r\n"
     assert time.monotonic() - t0 >= 0.12
     wait_blocked(r, 0)
+
+
+def test_memcached_port_writes_wait_under_write_pause(trove, r, raw):
+    import socket
+    mc = socket.create_connection(("127.0.0.1", trove.port), timeout=10)
+    mc.sendall(b"set mk 0 0 1\r\na\r\n")
+    assert mc.recv(100) == b"STORED\r\n"
+    c = raw()
+    assert c.cmd("CLIENT", "PAUSE", "100000", "WRITE") == b"+OK\r\n"
+    mc.sendall(b"get mk\r\n")  # reads run
+    assert mc.recv(100) == b"VALUE mk 0 1\r\na\r\nEND\r\n"
+    mc.sendall(b"set mk 0 0 1\r\nb\r\nget mk\r\n")
+    wait_blocked(r, 1)
+    mc.settimeout(0.2)
+    with pytest.raises(socket.timeout):
+        mc.recv(100)
+    mc.settimeout(10)
+    assert r.get("mk") == b"a"
+    assert c.cmd("CLIENT", "UNPAUSE") == b"+OK\r\n"
+    want = b"STORED\r\nVALUE mk 0 1\r\nb\r\nEND\r\n"
+    got = b""
+    while len(got) < len(want):
+        got += mc.recv(100)
+    assert got == want
+    wait_blocked(r, 0)
+    # A pause that ends by itself lets them go too.
+    assert c.cmd("CLIENT", "PAUSE", "100", "WRITE") == b"+OK\r\n"
+    t0 = time.monotonic()
+    mc.sendall(b"delete mk\r\n")
+    assert mc.recv(100) == b"DELETED\r\n"
+    assert time.monotonic() - t0 >= 0.08
+    mc.close()

@@ -322,7 +322,10 @@ void MemcacheHandler::HoldForPause() {
   }
   control_->Suspend();
   const int64_t left = p->end_ns() - engine_->clock()->MonoNanos();
-  control_->loop().ArmAfter(&pause_timer_, std::max<int64_t>(1, left / 1000000 + 1));
+  // At most a day ahead (a "forever" pause must not overflow the timer);
+  // a waiter woken before the end simply waits again.
+  control_->loop().ArmAfter(&pause_timer_,
+                            std::clamp<int64_t>(left / 1000000 + 1, 1, 86400 * 1000));
 }
 
 void MemcacheHandler::LeavePause() {

@@ -15,7 +15,7 @@ namespace trove::resp {
 namespace {
 
 // A block longer than this (about 31 years) has no timer: it is "forever".
-constexpr int64_t kForeverMs = int64_t{1} << 50;
+constexpr int64_t kForeverMs = int64_t{1000000000000};  // ms*1e6 stays far from overflow
 
 std::string TakeBytes(net::OutputBuffer& out) {
   std::string s;

@@ -53,7 +53,10 @@ void Session::PostponeForPause() {
   }
   control_->Suspend();
   const int64_t left = server_->pause().end_ns() - server_->engine()->clock()->MonoNanos();
-  control_->loop().ArmAfter(&pause_timer_, std::max<int64_t>(1, left / 1000000 + 1));
+  // At most a day ahead (a "forever" pause must not overflow the timer);
+  // a waiter woken before the end simply waits again.
+  control_->loop().ArmAfter(&pause_timer_,
+                            std::clamp<int64_t>(left / 1000000 + 1, 1, 86400 * 1000));
 }
 
 void Session::LeavePause() {

@@ -292,6 +292,9 @@ def test_timeouts(r, raw):
     assert a.cmd("BLMOVE", "tq", "d", "LEFT", "LEFT", "0.01") == b"*-1\r\n"
     assert a.cmd("BRPOPLPUSH", "tq", "d", "0.01") == b"*-1\r\n"
     assert a.cmd("BZMPOP", "0.01", "1", "tz", "MIN") == b"*-1\r\n"
+    block(a, r, "BLPOP", "tq", "100000000000")  # about 3 years: effectively forever
+    r.rpush("tq", "soon")
+    assert a.read_reply() == bulks("tq", "soon")
     block(a, r, "BLPOP", "tq", "0")
     time.sleep(0.2)
     assert nothing_yet(a, 0.05)

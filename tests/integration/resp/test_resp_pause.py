@@ -191,3 +191,13 @@ def test_memcached_port_writes_wait_under_write_pause(trove, r, raw):
     assert mc.recv(100) == b"DELETED\r\n"
     assert time.monotonic() - t0 >= 0.08
     mc.close()
+
+
+def test_a_forever_pause_holds_until_unpause(r, raw):
+    c, w = raw(), raw()
+    assert c.cmd("CLIENT", "PAUSE", "1000000000000", "WRITE") == b"+OK\r\n"
+    w.send(command("SET", "k", "v"))
+    wait_blocked(r, 1)
+    assert silent(w, 0.1)
+    assert c.cmd("CLIENT", "UNPAUSE") == b"+OK\r\n"
+    assert w.read_reply() == b"+OK\r\n"

@@ -159,6 +159,10 @@ class ProtocolHandler {
   virtual size_t BytesWanted() const { return 0; }
   // A `watch` connection (memcached): it reads no more commands.
   virtual bool IsWatcher() const { return false; }
+  // Waiting on the server, not idle (a blocked BLPOP, a command held by
+  // CLIENT PAUSE): -o idle_timeout leaves it alone, as Redis's `timeout`
+  // spares blocked clients.
+  virtual bool IdleExempt() const { return false; }
 };
 
 // Creates handlers for one listening port. Called on the worker that owns the

@@ -512,7 +512,9 @@ void Worker::CheckIdle() {
   int64_t limit = opts_.idle_timeout_s * kNanosPerSec;
   std::vector<Connection*> idle;
   for (auto& [id, c] : conns_) {
-    if (now - c->last_active_ns > limit) idle.push_back(c.get());
+    if (now - c->last_active_ns > limit && !(c->handler && c->handler->IdleExempt())) {
+      idle.push_back(c.get());
+    }
   }
   for (Connection* c : idle) {
     counters_->idle_kicks.fetch_add(1, std::memory_order_relaxed);

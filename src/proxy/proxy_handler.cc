@@ -44,6 +44,7 @@ class ProxyHandler final : public net::ProtocolHandler {
   bool CloseIsError() const override { return inner_->CloseIsError(); }
   size_t BytesWanted() const override { return wanted_ != 0 ? wanted_ : inner_->BytesWanted(); }
   bool IsWatcher() const override { return inner_->IsWatcher(); }
+  bool IdleExempt() const override { return inner_->IdleExempt(); }
 
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override {
     wanted_ = 0;

@@ -219,6 +219,9 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void HoldForPause();
   void LeavePause();
   bool pause_held_ = false;  // in the pause's HeldOn(worker_) list
+ public:
+  bool IdleExempt() const override { return pause_held_; }
+ private:
   net::Timer pause_timer_{[this] {
     if (control_ != nullptr) control_->Resume();
   }};

@@ -413,3 +413,21 @@ def test_memcached_write_to_a_waited_key(trove, r, raw):
     r.rpush("mcq", "v")
     assert a.read_reply() == bulks("mcq", "v")
     mc.close()
+
+
+@trove_only
+def test_idle_timeout_spares_a_blocked_client(make_server):
+    import socket
+    srv = make_server("-o", "idle_timeout=1")
+    port = srv.resp_port
+    blocked_c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    idle_c = socket.create_connection(("127.0.0.1", port), timeout=10)
+    idle_c.sendall(command("PING"))
+    assert idle_c.recv(100) == b"+PONG\r\n"
+    blocked_c.sendall(command("BLPOP", "idleq", "0"))
+    time.sleep(2.5)
+    assert idle_c.recv(100) == b""  # closed for idling
+    pusher = socket.create_connection(("127.0.0.1", port), timeout=10)
+    pusher.sendall(command("RPUSH", "idleq", "v"))
+    assert pusher.recv(100) == b":1\r\n"
+    assert blocked_c.recv(100) == bulks("idleq", "v")

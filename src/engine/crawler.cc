@@ -91,7 +91,7 @@ void Crawler::CrawlNow(const std::vector<bool>& classes, bool automatic) {
       ++checked[cls];
       LruClassStats& st = m->lru.stats(cls);
       st.crawler_items_checked.fetch_add(1, std::memory_order_relaxed);
-      if (m->IsDead(it, now)) {
+      if (m->Reclaimable(it, now)) {
         ++reclaimed[cls];
         st.crawler_reclaimed.fetch_add(1, std::memory_order_relaxed);
         m->crawler_reclaimed_total.fetch_add(1, std::memory_order_relaxed);

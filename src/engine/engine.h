@@ -353,6 +353,12 @@ class Engine {
 
   // --- admin ---
   StatList Stats() const;             // "stats" (engine part)
+  // Keys removed because they expired, by any path (read, LRU, crawler,
+  // slab mover): Redis's expired_keys.
+  uint64_t ExpiredTotal() const;
+  // CLIENT PAUSE: until monotonic time mono_ns (0: at once) no expired key is
+  // removed; reads see it as missing, writes replace it (Redis pauses expiry).
+  void HoldExpiryUntil(int64_t mono_ns);
   StatList SettingsStats() const;     // engine part of "stats settings"
   StatList ItemStats() const;         // "stats items"
   StatList SlabStats() const;         // "stats slabs"

@@ -29,6 +29,15 @@ std::string ClassKey(int cls, const char* name) {
 }
 }  // namespace
 
+uint64_t Engine::ExpiredTotal() const {
+  return impl_->expired_total.load(std::memory_order_relaxed);
+}
+
+void Engine::HoldExpiryUntil(int64_t mono_ns) {
+  if (mono_ns != 0) impl_->expiry_hold_used.store(true, std::memory_order_relaxed);
+  impl_->expiry_hold_until_ns.store(mono_ns, std::memory_order_relaxed);
+}
+
 StatList Engine::Stats() const {
   Impl* m = impl_.get();
   ThreadTotals t = m->registry.Sum();

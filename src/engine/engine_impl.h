@@ -69,6 +69,15 @@ struct Engine::Impl {
   void SetExpiryMs(Item* it, int64_t unix_ms) const;
   bool IsFlushed(const Item* it, uint32_t now) const;
   bool IsDead(const Item* it, uint32_t now) const { return IsExpired(it, now) || IsFlushed(it, now); }
+  // CLIENT PAUSE holds expiry: one relaxed load while it does not.
+  bool ExpiryHeld() const {
+    const int64_t h = expiry_hold_until_ns.load(std::memory_order_relaxed);
+    return h != 0 && clock->MonoNanos() < h;
+  }
+  // Dead and removable now (an expired item stays while expiry is held).
+  bool Reclaimable(const Item* it, uint32_t now) const {
+    return IsFlushed(it, now) || (IsExpired(it, now) && !ExpiryHeld());
+  }
   uint64_t NextCas() { return opts.use_cas ? cas_id.fetch_add(1, std::memory_order_relaxed) + 1 : 0; }
 
   // --- item life-cycle (item.cc) ---
@@ -90,6 +99,7 @@ struct Engine::Impl {
   // stripe held, `it` still readable. Costs one load per observer while
   // nobody listens.
   void ReportRemoval(const Item* it, RemovalCause cause) {
+    if (cause == RemovalCause::kExpired) expired_total.fetch_add(1, std::memory_order_relaxed);
     for (int i = 0; i < num_observers; ++i) {
       if (observers[i]->WantsRemovals()) ReportRemovalSlow(it, cause, observers[i]);
     }
@@ -185,6 +195,9 @@ struct Engine::Impl {
   std::atomic<uint64_t> crawler_starts{0};
   std::atomic<bool> crawler_running{false};
   std::atomic<uint64_t> crawler_reclaimed_total{0};
+  std::atomic<uint64_t> expired_total{0};         // ReportRemoval(kExpired)
+  std::atomic<int64_t> expiry_hold_until_ns{0};  // HoldExpiryUntil
+  std::atomic<bool> expiry_hold_used{false};     // set by the first hold, never cleared
 
   std::atomic<bool> use_cached_time{false};
   std::atomic<int64_t> cached_unix{0};

@@ -192,6 +192,17 @@ Item* Engine::Impl::AllocItem(std::string_view key, uint32_t flags, uint32_t exp
 
 void Engine::Impl::LinkLocked(Item* it, uint64_t hv, ThreadStats* ts, uint64_t cas) {
   DCHECK(!HasFlag(it, kItemLinked));
+  // While expiry is held an expired item may still be linked under this key
+  // (PeekLocked left it): a write replaces it, so a key is never linked twice.
+  // Checked from the first CLIENT PAUSE on (sticky), because a hold can end
+  // between a writer's PeekLocked and this link: one more walk of a bucket
+  // that is already in cache, per link, once a pause has ever happened.
+  if (expiry_hold_used.load(std::memory_order_relaxed)) {
+    if (Item* held = table.FindLocked(KeyOf(it), hv)) {
+      ReportRemoval(held, RemovalCause::kExpired);
+      UnlinkLocked(held, hv);
+    }
+  }
   uint32_t now = Now();
   SetCas(it, cas);
   it->time.store(now, std::memory_order_relaxed);
@@ -288,6 +299,7 @@ Item* Engine::Impl::PeekLocked(std::string_view key, uint64_t hv, uint32_t now, 
     return nullptr;
   }
   if (IsExpired(it, now)) {
+    if (ExpiryHeld()) return nullptr;  // reads as missing, stays (LinkLocked replaces it)
     Ts(ts)->get_expired.Add();
     ReportRemoval(it, RemovalCause::kExpired);
     UnlinkLocked(it, hv);

@@ -112,7 +112,7 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
         search = next;
         continue;
       }
-      if (IsDead(search, now)) {
+      if (Reclaimable(search, now)) {
         if (IsExpired(search, now)) ReportRemoval(search, RemovalCause::kExpired);
         st.reclaimed.fetch_add(1, std::memory_order_relaxed);
         if (!HasFlag(search, kItemFetched)) st.expired_unfetched.fetch_add(1, std::memory_order_relaxed);

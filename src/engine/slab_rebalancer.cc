@@ -187,7 +187,7 @@ bool SlabRebalancer::MovePage(int src, int dst) {
         if (!HasFlag(owner, kItemLinked)) {
           ++busy;
           last = MoveStatus::kBusyUploading;
-        } else if (m->IsDead(owner, now)) {
+        } else if (m->Reclaimable(owner, now)) {
           m->reassign_inline_reclaim.fetch_add(1, std::memory_order_relaxed);
           if (m->IsExpired(owner, now)) m->ReportRemoval(owner, RemovalCause::kExpired);
           m->UnlinkLocked(owner, hv);

@@ -422,9 +422,12 @@ void CmdClient(CommandContext& ctx) {
     const int64_t now = ctx.engine->clock()->MonoNanos();
     const int64_t cap = (INT64_MAX - now) / 1000000;  // a pause "forever" must not wrap
     ctx.server->pause().Pause(mode, now + std::min(ms, cap) * 1000000, now);
+    // Expiry waits too (Redis pauses it under both modes), until the end in force.
+    ctx.engine->HoldExpiryUntil(ctx.server->pause().end_ns());
     ctx.w->Ok();
   } else if (sub == "unpause" && ctx.argc() == 2) {
     ctx.server->pause().Unpause();
+    ctx.engine->HoldExpiryUntil(0);
     if (net::ConnControl* self = ctx.session->control()) {
       net::WorkerGroup& g = self->group();
       RespServer* server = ctx.server;

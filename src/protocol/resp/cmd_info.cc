@@ -155,8 +155,10 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "keyspace_events_dropped", static_cast<int64_t>(ctx.server->key_events().dropped()));
     for (const auto& [k, v] : ctx.engine->Stats()) {
       if (k == "evictions") AddField(&s, "evicted_keys", v);
-      if (k == "expired_unfetched") AddField(&s, "expired_keys", v);
     }
+    AddField(&s, "expired_keys",
+             static_cast<int64_t>(ctx.engine->ExpiredTotal() -
+                                  ctx.server->expired_keys_base.load(std::memory_order_relaxed)));
     s += "\r\n";
   }
   if (show("replication", true)) s += "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n";

@@ -142,6 +142,7 @@ void RespServer::ResetStats() {
     s->expired_keys.store(0, std::memory_order_relaxed);
     s->error_replies.store(0, std::memory_order_relaxed);
   }
+  expired_keys_base.store(engine_->ExpiredTotal(), std::memory_order_relaxed);
 }
 
 std::string RespServer::requirepass() const {

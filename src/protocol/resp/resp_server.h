@@ -133,6 +133,8 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<int64_t> next_client_id{1};
   // Clients closed for client-output-buffer-limit (INFO stats). Relaxed.
   std::atomic<uint64_t> obuf_limit_disconnections{0};
+  // INFO expired_keys counts from here (CONFIG RESETSTAT).
+  std::atomic<uint64_t> expired_keys_base{0};
 
   PubSubHub& pubsub() { return pubsub_; }
   // Keyspace notifications (notify-keyspace-events); thread-safe.

@@ -201,3 +201,24 @@ def test_a_forever_pause_holds_until_unpause(r, raw):
     assert silent(w, 0.1)
     assert c.cmd("CLIENT", "UNPAUSE") == b"+OK\r\n"
     assert w.read_reply() == b"+OK\r\n"
+
+
+def test_expiry_waits_for_the_pause(r):
+    """Redis's pause.tcl "both active and passive expires are skipped": keys
+    read as missing during the pause, but expired_keys moves only after."""
+    base = r.info("stats")["expired_keys"]
+    p = r.pipeline(transaction=True)
+    p.set("foo", "bar", px=10)
+    p.set("bar", "foo", px=10)
+    p.execute_command("CLIENT", "PAUSE", "50000", "WRITE")
+    p.execute()
+    time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while r.get("foo") is not None or r.get("bar") is not None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert r.info("stats")["expired_keys"] == base
+    r.execute_command("CLIENT", "UNPAUSE")
+    r.get("foo")
+    r.get("bar")
+    assert r.info("stats")["expired_keys"] == base + 2

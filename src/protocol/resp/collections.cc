@@ -483,7 +483,9 @@ bool CopyItemLocked(CommandContext& ctx, const engine::ItemRef& item, std::strin
   }
   std::string v;
   item.CopyValue(&v);
-  return StoreStringLocked(ctx, dst, v, exptime, false, item.type());
+  if (!StoreStringLocked(ctx, dst, v, exptime, false, item.type())) return false;
+  SignalReady(ctx, dst, item.type());  // a compact list or zset: RENAME, COPY, MOVE
+  return true;
 }
 
 std::string CollectionEncoding(const engine::ItemRef& item) {

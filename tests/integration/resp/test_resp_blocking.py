@@ -223,6 +223,19 @@ def test_linked_lmoves_are_served_in_the_same_pass(r, raw):
     assert b.read_reply() == b"$3\r\nfoo\r\n"
 
 
+def test_rename_and_copy_wake_waiters(r, raw):
+    a, b = raw(), raw()
+    block(a, r, "BLPOP", "target", "0")
+    block(b, r, "BZPOPMIN", "ztarget", "0")
+    r.rpush("src", "moved-in")
+    r.rename("src", "target")
+    assert a.read_reply() == bulks("target", "moved-in")
+    r.zadd("zsrc", {"m": 1})
+    r.execute_command("COPY", "zsrc", "ztarget")
+    assert b.read_reply() == bulks("ztarget", "m", "1")
+    assert r.zcard("zsrc") == 1
+
+
 def test_circular_brpoplpush(r, raw):
     a, b = raw(), raw()
     block(a, r, "BRPOPLPUSH", "list1", "list2", "0")

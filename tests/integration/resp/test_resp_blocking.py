@@ -444,3 +444,28 @@ def test_idle_timeout_spares_a_blocked_client(make_server):
     pusher.sendall(command("RPUSH", "idleq", "v"))
     assert pusher.recv(100) == b":1\r\n"
     assert blocked_c.recv(100) == bulks("idleq", "v")
+
+
+def test_monitor_and_slowlog_show_a_blocking_command_once(r, raw):
+    r.config_set("slowlog-log-slower-than", 0)
+    try:
+        r.slowlog_reset()
+        mon = raw()
+        assert mon.cmd("MONITOR") == b"+OK\r\n"
+        a = raw()
+        block(a, r, "BLPOP", "monq", "0")
+        r.rpush("monq", "v")
+        assert a.read_reply() == bulks("monq", "v")
+        r.set("monitor-end", "1")
+        lines = []
+        while True:
+            line = mon.readline()
+            lines.append(line)
+            if b'"monitor-end"' in line:
+                break
+        assert sum(1 for ln in lines if b'"blpop"' in ln.lower()) == 1
+        entries = [e for e in r.slowlog_get(128) if e["command"].lower().startswith(b"blpop")]
+        assert len(entries) == 1
+        assert entries[0]["command"] == b"BLPOP monq 0"
+    finally:
+        r.config_set("slowlog-log-slower-than", 10000)

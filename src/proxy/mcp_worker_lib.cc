@@ -164,14 +164,33 @@ int FuncgenGc(lua_State* L) {
   return 0;
 }
 
-// rctx:enqueue_and_wait(r, handle) -> response
-int RctxEnqueueAndWait(lua_State* L) {
+// rctx:enqueue_and_wait(r, handle) -> response, in two halves: this C
+// function queues the request, then a Lua wrapper calls coroutine.yield,
+// which OnOpDone resumes with the response. Yielding from Lua rather than
+// from C means Lua's longjmp crosses only Lua's own frames, never a C++ one
+// (no destructor skipped, and no frame lost from TSan's shadow stack, which
+// cannot follow glibc's fortified longjmp).
+int RctxSubmit(lua_State* L) {
   VmContext* ctx = Ctx(L);
   auto* rc = static_cast<RctxUd*>(CheckUd(L, 1, ctx->rctx_mt, kRctxMt));
   auto* req = static_cast<RequestUd*>(CheckUd(L, 2, ctx->request_mt, kRequestMt));
   const lua_Integer h = luaL_checkinteger(L, 3);
   if (!lua_isyieldable(L)) return luaL_error(L, "enqueue_and_wait: not inside a request");
   return rc->worker->Enqueue(L, rc, h, *req);
+}
+
+// Builds rctx:enqueue_and_wait from RctxSubmit and coroutine.yield (captured
+// when the VM is made, so a config that replaces `coroutine` changes nothing).
+void PushEnqueueAndWait(lua_State* L) {
+  static const char kSrc[] =
+      "local submit, yield = ...\n"
+      "return function(rctx, r, h) submit(rctx, r, h) return yield() end\n";
+  if (luaL_loadbuffer(L, kSrc, sizeof(kSrc) - 1, "=mcp.rctx") != LUA_OK) lua_error(L);
+  lua_pushcfunction(L, RctxSubmit);
+  lua_getglobal(L, "coroutine");
+  lua_getfield(L, -1, "yield");
+  lua_remove(L, -2);
+  lua_call(L, 2, 1);
 }
 
 int RctxGc(lua_State* L) {
@@ -340,8 +359,13 @@ void OpenWorkerFunctions(lua_State* L) {
   static const luaL_Reg kFg[] = {
       {"new_handle", FuncgenNewHandle}, {"ready", FuncgenReady}, {nullptr, nullptr}};
   Methods(L, kFuncgenMt, kFg, FuncgenGc);
-  static const luaL_Reg kRctx[] = {{"enqueue_and_wait", RctxEnqueueAndWait}, {nullptr, nullptr}};
+  static const luaL_Reg kRctx[] = {{nullptr, nullptr}};
   Methods(L, kRctxMt, kRctx, RctxGc);
+  luaL_getmetatable(L, kRctxMt);
+  lua_getfield(L, -1, "__index");
+  PushEnqueueAndWait(L);
+  lua_setfield(L, -2, "enqueue_and_wait");
+  lua_pop(L, 2);
   static const luaL_Reg kReq[] = {{"key", ReqKey}, {"command", ReqCommand},
                                   {"ntokens", ReqNtokens}, {"token", ReqToken},
                                   {nullptr, nullptr}};

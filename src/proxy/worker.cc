@@ -395,7 +395,7 @@ int ProxyWorker::Enqueue(lua_State* L, RctxUd* rc, lua_Integer handle, const Req
     if (!be->has_batch()) dirty_.push_back(be);
     be->Submit(std::move(op));
   }
-  return lua_yield(L, 0);
+  return 0;  // the Lua side of enqueue_and_wait yields (mcp_worker_lib.cc)
 }
 
 void ProxyWorker::OnOpDone(Run* run, BackendOp* op) {

@@ -153,8 +153,8 @@ class ProxyWorker {
 
   // --- for the mcp functions ---
   void PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec);
-  // rctx:enqueue_and_wait from coroutine L: sends req to its backend in
-  // `pool` and yields until the reply (returns lua_yield's value).
+  // rctx:enqueue_and_wait from coroutine L: queues req for its backend in
+  // the handle's pool; the caller (Lua) then yields until the reply.
   int Enqueue(lua_State* L, RctxUd* rc, lua_Integer handle, const RequestUd& req);
   // Makes a new slot of the funcgen at `fg_idx` (gen(rctx, arg) gives its
   // handler) and pushes its rctx; raises a Lua error on failure.

@@ -105,8 +105,8 @@ class Server final : public net::ServerServices {
   int mc_port_ = -1;     // -1 = no TCP memcache listener
   int resp_port_ = -1;   // -1 = RESP off
   int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown
-  bool started_ = false;
-  bool stopped_ = false;
+  std::atomic<bool> started_{false};  // read by `stats` on workers
+  std::atomic<bool> stopped_{false};
   bool graceful_ = false;  // main thread: stopped by SIGUSR1
   std::atomic<int> verbosity_;  // relaxed: a setting read by logging
 };

@@ -279,6 +279,10 @@ uint64_t Engine::Scan(uint64_t cursor, size_t count,
 
 uint64_t Engine::curr_items() const { return impl_->items.size(); }
 
+// The fake has no expiry clock of its own to hold: nothing expires behind a pause.
+uint64_t Engine::ExpiredTotal() const { return 0; }
+void Engine::HoldExpiryUntil(int64_t /*mono_ns*/) {}
+
 StatList Engine::Stats() const {
   StatList s;
   s.emplace_back("curr_items", std::to_string(impl_->items.size()));

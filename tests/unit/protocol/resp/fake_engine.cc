@@ -279,7 +279,7 @@ uint64_t Engine::Scan(uint64_t cursor, size_t count,
 
 uint64_t Engine::curr_items() const { return impl_->items.size(); }
 
-// The fake has no expiry clock of its own to hold: nothing expires behind a pause.
+// The fake does not model the expiry hold (engine_test covers the real one).
 uint64_t Engine::ExpiredTotal() const { return 0; }
 void Engine::HoldExpiryUntil(int64_t /*mono_ns*/) {}
 

@@ -6,6 +6,8 @@
 
 namespace trove::resp {
 
+// LEFT / RIGHT (any case); false for anything else.
+bool ParseSide(std::string_view s, bool* left);
 // LMOVE's body on argv[1] (source) and argv[2] (destination), replying.
 void ListMove(CommandContext& ctx, bool from_left, bool to_left);
 // LMPOP / ZMPOP on argv (numkeys at argv[1]): true if a reply was written

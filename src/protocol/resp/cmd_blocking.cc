@@ -71,43 +71,52 @@ std::vector<size_t> Range(size_t from, size_t to) {  // [from, to)
   return v;
 }
 
-// BLPOP / BRPOP key [key ...] timeout -> [key, element]
-void ListPopGeneric(CommandContext& ctx, bool left) {
+// BLPOP / BRPOP / BZPOPMIN / BZPOPMAX key [key ...] timeout: the first key
+// in argument order that holds a T is popped by `pop`, which writes the
+// reply's elements after the key; WRONGTYPE stops at the first other type.
+template <typename T, typename Pop>
+void PopFirstNonEmpty(CommandContext& ctx, size_t reply_len, Pop pop) {
   int64_t ms;
   if (!ParseBlockTimeout(ctx, ctx.argv.back(), &ms)) return;
   const size_t last = ctx.argc() - 1;
   for (size_t i = 1; i < last; ++i) {
     std::string key = ctx.Key(i);
-    ListValue* v = nullptr;
-    if (LoadCollection<ListValue>(ctx, key, &v) == LoadStatus::kWrongType) {
+    T* v = nullptr;
+    if (LoadCollection<T>(ctx, key, &v) == LoadStatus::kWrongType) {
       ctx.WrongType();
       return;
     }
     if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    std::string elem = left ? v->PopFront() : v->PopBack();
-    FinishUpdate(ctx, key, v, before);
-    ctx.w->ArrayHeader(2);
+    ctx.w->ArrayHeader(reply_len);
     ctx.w->Bulk(ctx.argv[i]);
-    ctx.w->Bulk(elem);
+    const size_t before = v->MemoryUsage();
+    pop(v);
+    FinishUpdate(ctx, key, v, before);
     return;
   }
   NoData(ctx, ms, true, Range(1, last));
 }
-void CmdBLPop(CommandContext& ctx) { ListPopGeneric(ctx, true); }
-void CmdBRPop(CommandContext& ctx) { ListPopGeneric(ctx, false); }
 
-bool ParseSideArg(std::string_view s, bool* left) {
-  if (EqualsIgnoreCase(s, "left")) {
-    *left = true;
-    return true;
-  }
-  if (EqualsIgnoreCase(s, "right")) {
-    *left = false;
-    return true;
-  }
-  return false;
+// -> [key, element]
+void ListPop(CommandContext& ctx, bool left) {
+  PopFirstNonEmpty<ListValue>(ctx, 2, [&](ListValue* v) {
+    ctx.w->Bulk(left ? v->PopFront() : v->PopBack());
+  });
 }
+void CmdBLPop(CommandContext& ctx) { ListPop(ctx, true); }
+void CmdBRPop(CommandContext& ctx) { ListPop(ctx, false); }
+
+// -> [key, member, score]
+void ZPop(CommandContext& ctx, bool max) {
+  PopFirstNonEmpty<ZsetValue>(ctx, 3, [&](ZsetValue* v) {
+    ZsetValue::Entry e = max ? *v->ordered().rbegin() : *v->ordered().begin();
+    v->Remove(e.second);
+    ctx.w->Bulk(e.second);
+    ctx.w->Double(e.first);
+  });
+}
+void CmdBZPopMin(CommandContext& ctx) { ZPop(ctx, false); }
+void CmdBZPopMax(CommandContext& ctx) { ZPop(ctx, true); }
 
 void MoveBlocking(CommandContext& ctx, bool from_left, bool to_left, std::string_view timeout) {
   int64_t ms;
@@ -127,7 +136,7 @@ void MoveBlocking(CommandContext& ctx, bool from_left, bool to_left, std::string
 // BLMOVE src dst LEFT|RIGHT LEFT|RIGHT timeout
 void CmdBLMove(CommandContext& ctx) {
   bool from, to;
-  if (!ParseSideArg(ctx.argv[3], &from) || !ParseSideArg(ctx.argv[4], &to)) {
+  if (!ParseSide(ctx.argv[3], &from) || !ParseSide(ctx.argv[4], &to)) {
     ctx.SyntaxError();
     return;
   }
@@ -150,34 +159,6 @@ void MPopBlocking(CommandContext& ctx, bool (*mpop)(CommandContext&)) {
 }
 void CmdBLMPop(CommandContext& ctx) { MPopBlocking(ctx, ListMPop); }
 void CmdBZMPop(CommandContext& ctx) { MPopBlocking(ctx, ZsetMPop); }
-
-// BZPOPMIN / BZPOPMAX key [key ...] timeout -> [key, member, score]
-void ZPopGeneric(CommandContext& ctx, bool max) {
-  int64_t ms;
-  if (!ParseBlockTimeout(ctx, ctx.argv.back(), &ms)) return;
-  const size_t last = ctx.argc() - 1;
-  for (size_t i = 1; i < last; ++i) {
-    std::string key = ctx.Key(i);
-    ZsetValue* v = nullptr;
-    if (LoadCollection<ZsetValue>(ctx, key, &v) == LoadStatus::kWrongType) {
-      ctx.WrongType();
-      return;
-    }
-    if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    ZsetValue::Entry e = max ? *v->ordered().rbegin() : *v->ordered().begin();
-    v->Remove(e.second);
-    FinishUpdate(ctx, key, v, before);
-    ctx.w->ArrayHeader(3);
-    ctx.w->Bulk(ctx.argv[i]);
-    ctx.w->Bulk(e.second);
-    ctx.w->Double(e.first);
-    return;
-  }
-  NoData(ctx, ms, true, Range(1, last));
-}
-void CmdBZPopMin(CommandContext& ctx) { ZPopGeneric(ctx, false); }
-void CmdBZPopMax(CommandContext& ctx) { ZPopGeneric(ctx, true); }
 
 void NumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out) {
   NumKeysAt(2, argv, out);

@@ -315,6 +315,8 @@ void CmdLPos(CommandContext& ctx) {
   for (int64_t f : found) ctx.w->Integer(f);
 }
 
+}  // namespace
+
 bool ParseSide(std::string_view s, bool* left) {
   if (EqualsIgnoreCase(s, "left")) {
     *left = true;
@@ -326,8 +328,6 @@ bool ParseSide(std::string_view s, bool* left) {
   }
   return false;
 }
-
-}  // namespace
 
 void ListMove(CommandContext& ctx, bool from_left, bool to_left) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);

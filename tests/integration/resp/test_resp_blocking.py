@@ -15,11 +15,11 @@ import time
 import pytest
 import redis
 
+from blocked_clients import blocked, command, silent, wait_blocked
+
 
 WORKERS = 4
 SERVER_ARGS = ["-t", str(WORKERS)]
-TSAN = "tsan" in os.environ.get("TROVE_BIN", "")
-SLOW = 10 if TSAN else 1
 
 
 def _target():
@@ -37,13 +37,6 @@ pytestmark = pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front ha
 trove_only = pytest.mark.skipif(not IS_TROVE, reason="places connections on Trove's workers")
 
 
-def command(*args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        if isinstance(a, str):
-            a = a.encode()
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 
 
 def bulks(*items):
@@ -67,15 +60,8 @@ def on_worker(raw, worker):
     raise AssertionError("no connection landed on worker %d" % worker)
 
 
-def blocked(r):
-    return r.info("clients")["blocked_clients"]
 
 
-def wait_blocked(r, n, timeout=5.0):
-    deadline = time.monotonic() + timeout * SLOW
-    while blocked(r) != n:
-        assert time.monotonic() < deadline, "blocked_clients stayed %d, not %d" % (blocked(r), n)
-        time.sleep(0.005)
 
 
 def block(c, r, *args, n=None):
@@ -86,16 +72,6 @@ def block(c, r, *args, n=None):
     wait_blocked(r, before + 1 if n is None else n)
 
 
-def nothing_yet(c, wait=0.1):
-    c.sock.settimeout(wait)
-    try:
-        data = c.sock.recv(65536)
-    except OSError:
-        data = b""
-    finally:
-        c.sock.settimeout(10)
-    c.buf += data
-    return data == b""
 
 
 # ---- served at once ----------------------------------------------------------
@@ -150,7 +126,7 @@ def test_waiter_woken_by_a_push_on_another_worker(r, raw):
     a = on_worker(raw, 0)
     b = on_worker(raw, 1)
     block(a, r, "BLPOP", "q", "0")
-    assert nothing_yet(a)
+    assert silent(a)
     assert b.cmd("RPUSH", "q", "x") == b":1\r\n"
     assert a.read_reply() == bulks("q", "x")
     wait_blocked(r, 0)
@@ -195,7 +171,7 @@ def test_served_only_after_exec(r, raw):
     p.lpush("t", "x")
     p.delete("t")
     p.execute()
-    assert nothing_yet(a, 0.2)
+    assert silent(a, 0.2)
     assert blocked(r) == 1
     r.rpush("t", "later")
     assert a.read_reply() == bulks("t", "later")
@@ -262,7 +238,7 @@ def test_pipelined_commands_wait_for_the_blocked_one(r, raw):
     a = raw()
     a.send(command("BLPOP", "pp", "0") + command("PING") + command("GET", "nokey"))
     wait_blocked(r, 1)
-    assert nothing_yet(a, 0.2)
+    assert silent(a, 0.2)
     r.rpush("pp", "v")
     assert a.read_reply() == bulks("pp", "v")
     assert a.read_reply() == b"+PONG\r\n"
@@ -310,7 +286,7 @@ def test_timeouts(r, raw):
     assert a.read_reply() == bulks("tq", "soon")
     block(a, r, "BLPOP", "tq", "0")
     time.sleep(0.2)
-    assert nothing_yet(a, 0.05)
+    assert silent(a, 0.05)
     r.rpush("tq", "late")
     assert a.read_reply() == bulks("tq", "late")
 
@@ -420,7 +396,7 @@ def test_memcached_write_to_a_waited_key(trove, r, raw):
     a = raw()
     block(a, r, "BLPOP", "mcq", "0")
     assert mc.set("mcq", b"string")
-    assert nothing_yet(a, 0.2)
+    assert silent(a, 0.2)
     assert blocked(r) == 1
     assert mc.delete("mcq")
     r.rpush("mcq", "v")

@@ -130,6 +130,7 @@ struct ClientInfo {
   std::string user = "default";
   int resp_version = 2;
   std::string lib_name, lib_ver;
+  int64_t redir = -1;  // CLIENT TRACKING ... REDIRECT target, -1 when not tracking
 };
 
 class ProtocolHandler {

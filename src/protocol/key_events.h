@@ -27,6 +27,10 @@ enum KeyEventClass : uint32_t {
   kKeClassKeyMiss = 1u << 11,   // m: a read found no key
   kKeClassModule = 1u << 12,    // d (Trove has no modules: never raised)
   kKeClassNew = 1u << 13,       // n: a key was created
+  // Not a notification class: set in enabled() while any RESP client has
+  // CLIENT TRACKING on, so that a write pays the same single test to learn
+  // that it must report its key (KeyEventSink::InvalidateKey).
+  kKeTracking = 1u << 31,
 };
 // A: every class but m and n, as Redis's NOTIFY_ALL.
 inline constexpr uint32_t kKeClassAll = kKeClassGeneric | kKeClassString | kKeClassList |
@@ -105,6 +109,11 @@ class KeyEventSink {
   // Publishes `event` on `ekey` (an engine key: database-encoded) for class
   // `cls`, on the keyspace and/or keyevent channel as configured.
   virtual void Notify(uint32_t cls, std::string_view event, std::string_view ekey) = 0;
+  // Client-side caching: `ekey` changed (a memcached-port write: no RESP
+  // client made it), or every key went away (flush_all). Only called while
+  // enabled() has kKeTracking. REQUIRES: no engine lock held.
+  virtual void InvalidateKey(std::string_view ekey) { (void)ekey; }
+  virtual void InvalidateAll() {}
 
  protected:
   std::atomic<uint32_t> enabled_{0};

@@ -189,6 +189,7 @@ void MemcacheHandler::LogStore(std::string_view key, engine::StoreResult r, engi
 
 void MemcacheHandler::NotifyStore(std::string_view key, engine::StoreMode mode, bool has_expiry,
                                   bool was_new) {
+  Invalidate(key);
   if (was_new) Notify(protocol::kKeClassNew, "new", key);
   const char* ev = mode == engine::StoreMode::kAppend    ? "append"
                    : mode == engine::StoreMode::kPrepend ? "prepend"

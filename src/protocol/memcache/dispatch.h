@@ -119,6 +119,11 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void Notify(uint32_t cls, const char* event, std::string_view key) {
     if (Notifying(cls)) ctx_->key_events->Notify(cls, event, key);
   }
+  // Client tracking: this connection changed `key` (or, InvalidateAll, every
+  // key): the RESP clients caching it are told. One test while nobody tracks.
+  void Invalidate(std::string_view key) {
+    if ((ke_mask_ & protocol::kKeTracking) != 0) ctx_->key_events->InvalidateKey(key);
+  }
   // Only when `n` is configured (one lookup): the key has no live item.
   bool KeyIsNew(std::string_view key) {
     return Notifying(protocol::kKeClassNew) && !engine_->Peek(key, ts_);

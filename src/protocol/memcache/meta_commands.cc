@@ -103,6 +103,7 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
     LogItemGet(ctx_->log, f.key, o.item, fd_);
   }
 
+  if (o.vivified || (o.item && f.has_ttl)) Invalidate(f.key);
   if (o.vivified) Notify(protocol::kKeClassNew, "new", f.key);
   if (o.item && f.has_ttl) NotifyTouch(f.key, f.ttl);
   if (!o.item) {
@@ -350,6 +351,7 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
   switch (engine_->Delete(f.key, args, ts_)) {
     case engine::DeleteResult::kDeleted:
       if (log) LogDeleted(ctx_->log, f.key, "md", old);
+      Invalidate(f.key);  // also I (stale) and x (value removed): the value changed
       // Only a delete that removes the key is Redis's "del" (I and x keep it).
       if (!args.invalidate && !args.remove_value) Notify(protocol::kKeClassGeneric, "del", f.key);
       if (f.Has('q')) return;
@@ -415,6 +417,7 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   const char* code = nullptr;
   switch (o.result) {
     case engine::ArithResult::kOk:
+      Invalidate(f.key);
       if (o.vivified) Notify(protocol::kKeClassNew, "new", f.key);
       Notify(protocol::kKeClassString, "incrby", f.key);
       if (f.has_ttl) NotifyTouch(f.key, f.ttl);

@@ -71,7 +71,10 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
       LogItemGet(ctx_->log, key, ref, fd_);
     }
     if (!ref) continue;
-    if (touch) NotifyTouch(key, exptime);
+    if (touch) {
+      Invalidate(key);
+      NotifyTouch(key, exptime);
+    }
     if (ref.type() != engine::ValueType::kString) {
       // Like memcached's other mid-multiget errors: the error ends the reply.
       w.ClientError(kWrongTypeError);
@@ -195,6 +198,7 @@ void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
   switch (o.result) {
     case engine::ArithResult::kOk:
       w.Number(o.value);
+      Invalidate(key);
       Notify(protocol::kKeClassString, "incrby", key);  // Redis's event for INCR and DECR
       break;
     case engine::ArithResult::kNotFound:
@@ -228,6 +232,7 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
     case engine::DeleteResult::kDeleted:
       if (log) LogDeleted(ctx_->log, key, "delete", old);
       w.Word("DELETED");
+      Invalidate(key);
       Notify(protocol::kKeClassGeneric, "del", key);
       break;
     case engine::DeleteResult::kNotFound:
@@ -253,7 +258,10 @@ void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
   }
   const bool touched = engine_->Touch(key, exptime, ts_);
   w.Word(touched ? "TOUCHED" : "NOT_FOUND");
-  if (touched) NotifyTouch(key, exptime);
+  if (touched) {
+    Invalidate(key);
+    NotifyTouch(key, exptime);
+  }
 }
 
 void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
@@ -277,6 +285,9 @@ void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
     delay = exptime;
   }
   engine_->FlushAll(delay);
+  // Tracking clients drop their whole cache now, even for a delayed flush
+  // (docs/resp.md: what is read before the delay ends is not told again).
+  if ((ke_mask_ & protocol::kKeTracking) != 0) ctx_->key_events->InvalidateAll();
   w.Word("OK");
 }
 

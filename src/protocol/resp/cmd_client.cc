@@ -70,7 +70,7 @@ void AppendClientLine(std::string* out, const net::ClientInfo& c) {
   str("events", c.events);
   str("cmd", c.cmd);
   str("user", c.user);
-  num("redir", -1);
+  num("redir", c.redir);
   num("resp", c.resp_version);
   str("lib-name", c.lib_name);
   str("lib-ver", c.lib_ver);
@@ -436,9 +436,13 @@ void CmdClient(CommandContext& ctx) {
       }
     }
     ctx.w->Ok();
+  } else if (ClientTrackingCommand(ctx, sub)) {
+    // CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO (cmd_tracking.cc)
   } else if (sub == "id" || sub == "setname" || sub == "getname" || sub == "info" ||
              sub == "setinfo" || sub == "no-evict" || sub == "no-touch" || sub == "kill" ||
-             sub == "reply" || sub == "unblock" || sub == "pause" || sub == "unpause") {
+             sub == "reply" || sub == "unblock" || sub == "pause" || sub == "unpause" ||
+             sub == "tracking" || sub == "caching" || sub == "getredir" ||
+             sub == "trackinginfo") {
     SubArity(ctx);
   } else {
     UnknownSubcommand(ctx);
@@ -457,6 +461,10 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   if (ps.active()) flags += 'P';
   if (conn_.in_transaction()) flags += 'x';
   if (block_) flags += 'b';
+  const TrackingState& tr = conn_.tracking();
+  if (tr.on) flags += 't';
+  if (tr.broken_redirect) flags += 'R';
+  if (tr.bcast) flags += 'B';
   if (id.no_evict()) flags += 'e';
   if (id.no_touch()) flags += 'T';
   info->flags = flags.empty() ? "N" : flags;
@@ -471,6 +479,7 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   info->resp_version = id.proto();
   info->lib_name = id.lib_name();
   info->lib_ver = id.lib_ver();
+  info->redir = tr.on ? static_cast<int64_t>(tr.redirect) : -1;
 }
 
 void RegisterClientCommands(std::vector<CommandSpec>* t) {

@@ -67,6 +67,7 @@ const ConfigParam kParams[] = {
     {"appendonly", nullptr, true},
     {"timeout", nullptr, true},
     {"notify-keyspace-events", nullptr, true},
+    {"tracking-table-max-keys", nullptr, true},
 };
 
 int64_t MaxClients(CommandContext& ctx) {
@@ -106,6 +107,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = ctx.server->latency_tracking.load(std::memory_order_relaxed) ? "yes" : "no";
   else if (n == "notify-keyspace-events")
     v = protocol::FormatKeyEventClasses(ctx.server->key_events().flags());
+  else if (n == "tracking-table-max-keys")
+    AppendU64(v, ctx.server->tracking().max_keys());
   return v;
 }
 
@@ -153,6 +156,20 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
                 "the idle timeout cannot change at run time; start with -o idle_timeout=N");
       return false;
     }
+    return true;
+  }
+  if (name == "tracking-table-max-keys") {
+    int64_t n;
+    if (!ParseStrictInt64(value, &n)) {
+      SetFailed(ctx, name, "argument couldn't be parsed into an integer");
+      return false;
+    }
+    if (n < 0) {
+      SetFailed(ctx, name, "argument must be between 0 and 9223372036854775807 inclusive");
+      return false;
+    }
+    // Lowering it evicts (and invalidates) the keys over the limit at once.
+    ctx.server->tracking().SetMaxKeys(static_cast<size_t>(n));
     return true;
   }
   if (name == "notify-keyspace-events") {

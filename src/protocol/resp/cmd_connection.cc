@@ -51,6 +51,7 @@ void CmdQuit(CommandContext& ctx) {
 }
 
 void CmdReset(CommandContext& ctx) {
+  ctx.session->DisableTracking();
   ctx.session->UnsubscribeAll();
   ctx.session->StopMonitor();
   ctx.conn->Reset(ctx.server->auth_required());

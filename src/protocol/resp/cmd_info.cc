@@ -104,7 +104,7 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "blocked_clients",
              ctx.server->blocks().blocked_clients() +
                  ctx.server->pause().held.load(std::memory_order_relaxed));
-    AddField(&s, "tracking_clients", 0);
+    AddField(&s, "tracking_clients", static_cast<int64_t>(ctx.server->tracking().clients()));
     AddField(&s, "pubsub_clients", pubsub_clients);
     AddField(&s, "watching_clients",
              static_cast<int64_t>(ctx.server->watches().watching_clients()));
@@ -132,6 +132,8 @@ void CmdInfo(CommandContext& ctx) {
     }
     AddField(&s, "used_memory", malloced > items ? malloced : items);
     AddField(&s, "used_memory_dataset", items);
+    // Trove's own: the client-tracking table's estimated bytes.
+    AddField(&s, "mem_tracking_table", static_cast<int64_t>(ctx.server->tracking().memory_bytes()));
     AddField(&s, "maxmemory", static_cast<int64_t>(ctx.engine->options().mem_limit));
     AddField(&s, "maxmemory_policy",
              ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");
@@ -159,6 +161,10 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "expired_keys",
              static_cast<int64_t>(ctx.engine->ExpiredTotal() -
                                   ctx.server->expired_keys_base.load(std::memory_order_relaxed)));
+    const Tracking& tr = ctx.server->tracking();
+    AddField(&s, "tracking_total_keys", static_cast<int64_t>(tr.total_keys()));
+    AddField(&s, "tracking_total_items", static_cast<int64_t>(tr.total_items()));
+    AddField(&s, "tracking_total_prefixes", static_cast<int64_t>(tr.total_prefixes()));
     s += "\r\n";
   }
   if (show("replication", true)) s += "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n";

@@ -132,7 +132,13 @@ void FlushInSlices(CommandContext& ctx, int db) {
     for (const auto& k : st->keys) st->engine->Delete(k, da, st->ts);
     st->keys.clear();
   };
-  walk->finish = [](RespWriter& w) { w.Ok(); };
+  // Every tracking client learns of the flush once it is done, after its
+  // reply (Redis's trackingInvalidateKeysOnFlush: a null key list).
+  Tracking* tracking = ctx.server->tracking().active() ? &ctx.server->tracking() : nullptr;
+  walk->finish = [tracking](RespWriter& w) {
+    w.Ok();
+    if (tracking != nullptr) tracking->InvalidateAll();
+  };
   RunSlicedWalk(ctx, std::move(walk));
 }
 

@@ -183,14 +183,28 @@ class PubSubState {
   std::set<std::string> shard_channels_;
 };
 
-// CLIENT TRACKING (later issue).
+// CLIENT TRACKING: this connection's mode (cmd_tracking.cc). The server-wide
+// table of remembered keys and prefixes is resp::Tracking; the session keeps
+// both in step (ClientOn/Off, Add/RemovePrefix).
+// Thread safety: owner worker only.
 class TrackingState {
  public:
-  bool enabled() const { return enabled_; }
-  void Clear() { enabled_ = false; }
+  bool enabled() const { return on; }
+  // Turning tracking off forgets the mode; Session::DisableTracking also
+  // updates the server's table first.
+  void Clear() { *this = TrackingState(); }
 
- private:
-  bool enabled_ = false;
+  bool on = false;
+  bool bcast = false;
+  bool optin = false;
+  bool optout = false;
+  bool noloop = false;
+  bool broken_redirect = false;  // the redirect target was gone when a message was due
+  // CLIENT CACHING yes (OPTIN) / no (OPTOUT) for the next command (or the
+  // whole MULTI ... EXEC it starts); cleared after any other command.
+  bool caching = false;
+  uint64_t redirect = 0;  // 0: none
+  std::vector<std::string> prefixes;  // BCAST (one empty prefix: every key)
 };
 
 // The connection is blocked in BLPOP and friends (Session::Block).
@@ -236,6 +250,10 @@ class ConnState {
     return pubsub_;
   }
   TrackingState& tracking() {
+    DCHECK(OnOwnerThread());
+    return tracking_;
+  }
+  const TrackingState& tracking() const {
     DCHECK(OnOwnerThread());
     return tracking_;
   }

@@ -4,7 +4,9 @@
 //
 // How: while notifications are on, Session::RunLocked looks at every key a
 // write command names before and after it runs (under the same stripes) and
-// raises, for each key that changed, the events of the command's rule. One
+// raises, for each key that changed, the events of the command's rule. The
+// same comparison feeds client tracking (every changed key is invalidated)
+// while any client tracks. One
 // table instead of a call in every handler: a handler cannot forget its
 // event, and with notifications off (the default) nothing here runs. The
 // cost with them on is two lookups per key argument of a write.
@@ -163,7 +165,13 @@ void Session::PublishKeyEvents() {
 void Session::RunLocked(CommandContext& ctx, std::span<const size_t> idx,
                         std::span<const std::string_view> keys) {
   const CommandSpec& spec = *ctx.spec;
-  if (ctx.notify == 0 || (spec.flags & kCmdWrite) == 0 || RuleOf(spec).rule == Rule::kNone) {
+  const bool write = (spec.flags & kCmdWrite) != 0;
+  // Client tracking wants every key a write changed; notifications only the
+  // commands with a rule.
+  const bool track = write && (ctx.notify & protocol::kKeTracking) != 0;
+  const bool events = write && (ctx.notify & ~protocol::kKeTracking) != 0 &&
+                      RuleOf(spec).rule != Rule::kNone;
+  if (!track && !events) {
     spec.fn(ctx);
     return;
   }
@@ -171,19 +179,26 @@ void Session::RunLocked(CommandContext& ctx, std::span<const size_t> idx,
   before.clear();
   for (std::string_view k : keys) before.push_back(KeyVersionLocked(ctx, k));
   spec.fn(ctx);
-  QueueCommandEvents(ctx, idx, keys, before);
+  std::vector<KeyVersion> after = std::move(key_after_);
+  after.clear();
+  for (std::string_view k : keys) after.push_back(KeyVersionLocked(ctx, k));
+  if (track) {
+    for (size_t j = 0; j < keys.size(); ++j) {
+      if (before[j] != after[j]) QueueInvalidation(keys[j]);
+    }
+  }
+  if (events) QueueCommandEvents(ctx, idx, keys, before, after);
   key_before_ = std::move(before);
+  key_after_ = std::move(after);
 }
 
 void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
                                  std::span<const std::string_view> keys,
-                                 std::span<const KeyVersion> before) {
+                                 std::span<const KeyVersion> before,
+                                 std::span<const KeyVersion> after) {
   const EventRule& r = RuleOf(*ctx.spec);
   const uint32_t on = ctx.notify;
   std::span<const std::string_view> argv = ctx.argv;
-  std::vector<KeyVersion> after;
-  after.reserve(keys.size());
-  for (std::string_view k : keys) after.push_back(KeyVersionLocked(ctx, k));
   // A key is reported once even if named twice (DEL a a), except where Redis
   // raises one event per argument (MSET a 1 a 2, LMOVE k k: both sides).
   auto first_of = [&](size_t j) {

@@ -3,6 +3,7 @@
 #include "protocol/resp/keyspace_events.h"
 
 #include <chrono>
+#include <vector>
 
 #include "common/str_append.h"
 #include "protocol/resp/keyspace.h"
@@ -21,13 +22,36 @@ KeyEvents::~KeyEvents() {
 }
 
 void KeyEvents::Configure(uint32_t flags) {
+  MutexLock l(&mu_);
   flags_.store(flags, std::memory_order_relaxed);
-  const uint32_t eff = protocol::EffectiveKeyEventClasses(flags);
+  UpdateEnabledLocked();
+}
+
+void KeyEvents::TrackingChanged() {
+  MutexLock l(&mu_);
+  tracking_on_ = tracking_ != nullptr && tracking_->active();
+  UpdateEnabledLocked();
+}
+
+void KeyEvents::UpdateEnabledLocked() {
+  uint32_t eff = protocol::EffectiveKeyEventClasses(flags_.load(std::memory_order_relaxed));
+  if (tracking_on_) eff |= protocol::kKeTracking;
   enabled_.store(eff, std::memory_order_relaxed);
-  if ((eff & (protocol::kKeClassExpired | protocol::kKeClassEvicted)) != 0) {
-    MutexLock l(&mu_);
+  if ((eff & (protocol::kKeClassExpired | protocol::kKeClassEvicted | protocol::kKeTracking)) != 0) {
     StartThreadLocked();
   }
+}
+
+void KeyEvents::InvalidateKey(std::string_view ekey) {
+  if (tracking_ == nullptr) return;
+  int db = 0;
+  std::string_view key;
+  DecodeDbKey(ekey, &db, &key);
+  tracking_->Invalidate(key, 0);
+}
+
+void KeyEvents::InvalidateAll() {
+  if (tracking_ != nullptr) tracking_->InvalidateAll();
 }
 
 void KeyEvents::Notify(uint32_t cls, std::string_view event, std::string_view ekey) {
@@ -57,11 +81,12 @@ void KeyEvents::Notify(uint32_t cls, std::string_view event, std::string_view ek
 void KeyEvents::OnRemoved(const engine::ItemRemoval& r) {
   const bool evicted = r.cause == engine::RemovalCause::kEvicted;
   const uint32_t cls = evicted ? protocol::kKeClassEvicted : protocol::kKeClassExpired;
-  if ((enabled() & cls) == 0) return;
+  if ((enabled() & (cls | protocol::kKeTracking)) == 0) return;
   {
     MutexLock l(&mu_);
     if (queue_.size() >= kMaxQueued) {
       ++dropped_;
+      if (tracking_on_) tracking_overflow_ = true;
       return;
     }
     queue_.push_back({evicted, std::string(r.key)});
@@ -83,24 +108,41 @@ void KeyEvents::Loop() {
   using Clock = std::chrono::steady_clock;
   auto next_scan = Clock::now() + std::chrono::seconds(1);
   std::deque<Removal> batch;
+  std::vector<std::string_view> names;
   for (;;) {
+    bool overflow = false;
     {
       MutexLock l(&mu_);
       if (queue_.empty() && !stop_) cv_.WaitFor(100);
       if (stop_) return;
       batch.swap(queue_);
+      overflow = tracking_overflow_;
+      tracking_overflow_ = false;
     }
     // Published with no lock held (see the class comment).
+    const bool tracking = (enabled() & protocol::kKeTracking) != 0 && tracking_ != nullptr;
+    names.clear();
     for (const Removal& r : batch) {
       Notify(r.evicted ? protocol::kKeClassEvicted : protocol::kKeClassExpired,
              r.evicted ? "evicted" : "expired", r.ekey);
+      if (tracking) {
+        int db = 0;
+        std::string_view key;
+        DecodeDbKey(r.ekey, &db, &key);
+        names.push_back(key);
+      }
     }
+    if (!names.empty()) tracking_->Invalidate(names, 0);
+    if (overflow && tracking_ != nullptr) tracking_->InvalidateAll();
     batch.clear();
     if (Clock::now() >= next_scan) {
       next_scan = Clock::now() + std::chrono::seconds(1);
       const bool active = active_expire_ == nullptr ||
                           active_expire_->load(std::memory_order_relaxed);
-      if (expiry_scan_ && active && (enabled() & protocol::kKeClassExpired) != 0) expiry_scan_();
+      if (expiry_scan_ && active &&
+          (enabled() & (protocol::kKeClassExpired | protocol::kKeTracking)) != 0) {
+        expiry_scan_();
+      }
     }
   }
 }

@@ -17,6 +17,7 @@
 #include "net/worker_group.h"
 #include "protocol/key_events.h"
 #include "protocol/resp/pubsub.h"
+#include "protocol/resp/tracking.h"
 
 namespace trove::resp {
 
@@ -36,11 +37,14 @@ namespace trove::resp {
 //  2. The queue holds at most kMaxQueued removals; past that they are
 //     dropped and counted (dropped()), so a burst of expiry can never grow
 //     memory without bound. Removals are published in the order reported.
+//     A drop while tracking is on makes the reporter send every tracking
+//     client a flush (null) message: a client may lose its cache, never
+//     keep a stale entry.
 class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserver {
  public:
   static constexpr size_t kMaxQueued = 65536;
 
-  explicit KeyEvents(PubSubHub* hub) : hub_(hub) {}
+  KeyEvents(PubSubHub* hub, Tracking* tracking) : hub_(hub), tracking_(tracking) {}
   ~KeyEvents() override;
   KeyEvents(const KeyEvents&) = delete;
   KeyEvents& operator=(const KeyEvents&) = delete;
@@ -62,10 +66,20 @@ class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserv
 
   // KeyEventSink. REQUIRES: no engine lock held on this thread.
   void Notify(uint32_t cls, std::string_view event, std::string_view ekey) override;
+  void InvalidateKey(std::string_view ekey) override;
+  void InvalidateAll() override;
+
+  // Client tracking turned on (the first client) or off (the last): sets
+  // kKeTracking in enabled() from Tracking::active(), read under mu_, so the
+  // last of two racing calls sees the newer state. While on, expired and
+  // evicted keys are queued for invalidation and the expiry scan runs every
+  // second.
+  void TrackingChanged() EXCLUDES(mu_);
 
   // ItemObserver: queue an expired or evicted key for the reporter thread.
   bool WantsRemovals() const override {
-    return (enabled() & (protocol::kKeClassExpired | protocol::kKeClassEvicted)) != 0;
+    return (enabled() & (protocol::kKeClassExpired | protocol::kKeClassEvicted |
+                         protocol::kKeTracking)) != 0;
   }
   void OnRemoved(const engine::ItemRemoval& r) override EXCLUDES(mu_);
 
@@ -77,9 +91,12 @@ class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserv
     std::string ekey;
   };
   void StartThreadLocked() REQUIRES(mu_);
+  // enabled_ from flags_ and tracking_on_.
+  void UpdateEnabledLocked() REQUIRES(mu_);
   void Loop() EXCLUDES(mu_);
 
   PubSubHub* const hub_;
+  Tracking* const tracking_;
   net::WorkerGroup* group_ = nullptr;
   std::function<void()> expiry_scan_;
   const std::atomic<bool>* active_expire_ = nullptr;
@@ -89,6 +106,10 @@ class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserv
   CondVar cv_{&mu_};
   std::deque<Removal> queue_ GUARDED_BY(mu_);
   uint64_t dropped_ GUARDED_BY(mu_) = 0;
+  bool tracking_on_ GUARDED_BY(mu_) = false;
+  // A removal was dropped while tracking: the reporter invalidates every
+  // client's cache (a flush message) rather than leave one stale.
+  bool tracking_overflow_ GUARDED_BY(mu_) = false;
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_ GUARDED_BY(mu_);
 };

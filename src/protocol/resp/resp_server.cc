@@ -14,7 +14,9 @@ RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
       services_(services),
       opts_(opts),
       pubsub_(&Session::DeliverPubSub),
+      tracking_(&Session::DeliverTracking),
       slots_(&HistogramSlots::Get()) {
+  tracking_.set_active_fn([this] { key_events_.TrackingChanged(); });
   start_unix_ = engine_->clock()->UnixSeconds();
   requirepass_ = opts.requirepass;
   ConfigChanged();

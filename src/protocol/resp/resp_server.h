@@ -25,6 +25,7 @@
 #include "protocol/resp/pubsub.h"
 #include "protocol/resp/resp_protocol.h"
 #include "protocol/resp/slowlog.h"
+#include "protocol/resp/tracking.h"
 #include "protocol/resp/watch_registry.h"
 
 namespace trove::resp {
@@ -145,6 +146,9 @@ class RespServer final : public protocol::CommandLog {
   WatchRegistry& watches() { return watches_; }
   // Clients blocked in BLPOP and friends (block_registry.h); thread-safe.
   BlockRegistry& blocks() { return blocks_; }
+  // Client-side caching (tracking.h) and the open RESP connections' ids.
+  Tracking& tracking() { return tracking_; }
+  LiveClients& live_clients() { return live_clients_; }
 
   // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
   protocol::ClientPause& pause() { return pause_; }
@@ -152,7 +156,10 @@ class RespServer final : public protocol::CommandLog {
   // The event log MONITOR reads (set once by the factory, before workers run).
   void set_log(net::LogHub* log) {
     log_ = log;
-    if (log != nullptr) key_events_.set_group(log->group());
+    if (log != nullptr) {
+      key_events_.set_group(log->group());
+      tracking_.set_group(log->group());
+    }
   }
   net::LogHub* log() const { return log_; }
 
@@ -175,7 +182,9 @@ class RespServer final : public protocol::CommandLog {
   RespOptions opts_;
   int64_t start_unix_;
   PubSubHub pubsub_;
-  KeyEvents key_events_{&pubsub_};
+  Tracking tracking_;  // before key_events_, which reports to it
+  KeyEvents key_events_{&pubsub_, &tracking_};
+  LiveClients live_clients_;
   net::LogHub* log_ = nullptr;
   ObufLimits obuf_limits_;
   WatchRegistry watches_;

@@ -20,6 +20,9 @@ inline constexpr const char* kRedisVersion = "7.0.15";
 void UnknownSubcommand(CommandContext& ctx);
 // "ERR wrong number of arguments for '<cmd>|<sub>' command"
 void SubArity(CommandContext& ctx);
+// CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO (cmd_tracking.cc):
+// false when `sub` (lower case) is none of them or has the wrong arity.
+bool ClientTrackingCommand(CommandContext& ctx, std::string_view sub);
 // An INFO line "k:v\r\n".
 void AddField(std::string* s, std::string_view k, std::string_view v);
 void AddField(std::string* s, std::string_view k, int64_t v);

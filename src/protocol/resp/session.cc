@@ -25,6 +25,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
   conn_.identity().Init(id, conn.peer);
   conn_.identity().Deauthenticate(server->auth_required());
   conn_.txn().AttachRegistry(&server->watches());
+  server->live_clients().Add(id);
   parser_.set_max_bulk(
       static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
   created_unix_ = server->engine()->clock()->UnixSeconds();
@@ -34,6 +35,8 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
 }
 
 Session::~Session() {
+  if (conn_.tracking().on) DisableTracking();
+  server_->live_clients().Remove(conn_.identity().id());
   if (pause_waiting_) LeavePause();
   if (block_) (void)server_->blocks().CancelWaiter(block_, Waiter::Cancel::kGone);
   UnsubscribeAll();
@@ -276,8 +279,12 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     else
       w->out()->AppendCopyOf(*staged);
   }
+  if (conn_.tracking().on) TrackAfterCommand(spec, argv, in_exec);
   if (!in_exec && !key_events_.empty()) PublishKeyEvents();  // no stripe held now
-  if (!in_exec && !ready_keys_.empty()) ServeBlocked();      // nor here
+  if (!in_exec && (!invalidations_.empty() || tracking_flush_)) {
+    FlushInvalidations(conn_.identity().id());  // nor here
+  }
+  if (!in_exec && !ready_keys_.empty()) ServeBlocked();  // nor here
   int64_t t1 = clock->MonoNanos();
   cmd_clock_ns_ = t1;
   if (just_blocked_) {  // counted once, when it ends (EndBlock)

@@ -19,6 +19,10 @@
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 
+namespace trove::net {
+class Connection;
+}
+
 namespace trove::resp {
 
 // Thread safety: owned by one worker (the connection's); no locking of its
@@ -100,6 +104,19 @@ class Session final : public net::ProtocolHandler {
   // other workers, which may be waiting for those stripes.
   void QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey);
 
+  // Client tracking (cmd_tracking.cc, tracking.h). Like key events, a
+  // command's changed keys are queued under its stripes and invalidated
+  // after they are released (an EXEC's, after the whole transaction), so
+  // every invalidation follows the reply of the command that caused it.
+  void QueueInvalidation(std::string_view ekey);
+  void QueueTrackingFlush() { tracking_flush_ = true; }
+  // CLIENT TRACKING OFF, RESET and close: leaves the server's table.
+  void DisableTracking();
+  // On the tracking client's worker: one invalidation for it (its mode and
+  // redirect are applied here), or, redirected, for the target to write.
+  static void DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
+  static void DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
+
   // Blocking commands (session_block.cc, block_registry.h).
   // A list or zset got data in this command: its blocked clients are tried
   // after the command (or the whole EXEC), before this connection's next one.
@@ -129,8 +146,18 @@ class Session final : public net::ProtocolHandler {
                  std::span<const std::string_view> keys);
   void QueueCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
                           std::span<const std::string_view> keys,
-                          std::span<const KeyVersion> before);
+                          std::span<const KeyVersion> before, std::span<const KeyVersion> after);
   void PublishKeyEvents();
+  // Sends the queued invalidations, made by client `modifier` (NOLOOP).
+  void FlushInvalidations(uint64_t modifier);
+  // After a read-only command: remembers its keys in default mode (OPTIN and
+  // OPTOUT as CLIENT CACHING says); then forgets CLIENT CACHING unless this
+  // command keeps it (CLIENT itself, or inside MULTI ... EXEC).
+  void TrackAfterCommand(const CommandSpec& spec, std::span<const std::string_view> argv,
+                         bool in_exec);
+  // Writes message m for this connection as a push (RESP3) or, when it is a
+  // redirect target in RESP2 pub/sub mode, as a __redis__:invalidate message.
+  void WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected);
   // Serves the blocked clients of ready_keys_ (see block_registry.h).
   void ServeBlocked();
   // Runs waiter w's command again here; false if it still finds no data.
@@ -178,6 +205,9 @@ class Session final : public net::ProtocolHandler {
   };
   std::vector<PendingKeyEvent> key_events_;  // queued, not yet published
   std::vector<KeyVersion> key_before_;       // reused per command
+  std::vector<KeyVersion> key_after_;        // reused per command
+  std::vector<std::string> invalidations_;   // engine keys changed, not yet invalidated
+  bool tracking_flush_ = false;              // a FLUSHALL/FLUSHDB ran: invalidate everything
   std::vector<std::string> ready_keys_;      // lists/zsets that got data (QueueReadyKey)
   std::shared_ptr<Waiter> block_;            // while blocked
   uint64_t block_token_ = 0;

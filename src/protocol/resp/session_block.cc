@@ -97,6 +97,8 @@ void Session::ServeBlocked() {
       const Waiter::Cancel why = reg.FinishServe(w, served);
       if (served) {
         if (why != Waiter::Cancel::kGone) PostReply(group, w->conn_id, w->token, std::move(reply));
+        // After the reply: the served client made these changes (NOLOOP).
+        if (!invalidations_.empty()) FlushInvalidations(w->conn_id);
         continue;  // the next client in line, if the key still has data
       }
       // No data for the oldest client: none for the others either.

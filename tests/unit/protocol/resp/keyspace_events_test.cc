@@ -85,7 +85,7 @@ TEST(KeyEventClassesTest, NothingIsEnabledWithoutKOrE) {
 }
 
 TEST_F(KeyEventsTest, NotifyPublishesOnTheConfiguredChannels) {
-  KeyEvents ke(&hub_);
+  KeyEvents ke(&hub_, nullptr);
   hub_.Add(PubSubState::Kind::kPattern, "*", 1);
   ke.Notify(kKeClassString, "set", "k");  // not configured: nothing
   EXPECT_TRUE(Got().empty());
@@ -101,7 +101,7 @@ TEST_F(KeyEventsTest, NotifyPublishesOnTheConfiguredChannels) {
 }
 
 TEST_F(KeyEventsTest, RemovalsArePublishedByTheReporterThread) {
-  KeyEvents ke(&hub_);
+  KeyEvents ke(&hub_, nullptr);
   hub_.Add(PubSubState::Kind::kChannel, "__keyevent@0__:expired", 1);
   hub_.Add(PubSubState::Kind::kChannel, "__keyevent@0__:evicted", 1);
   EXPECT_FALSE(ke.WantsRemovals());
@@ -130,7 +130,7 @@ TEST_F(KeyEventsTest, RemovalsArePublishedByTheReporterThread) {
 }
 
 TEST_F(KeyEventsTest, TheExpiryScanRunsWhileExpiredEventsAreOn) {
-  KeyEvents ke(&hub_);
+  KeyEvents ke(&hub_, nullptr);
   std::atomic<int> scans{0};
   std::atomic<bool> active{true};
   ke.set_expiry_scan([&scans] { scans.fetch_add(1); }, &active);

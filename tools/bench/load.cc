@@ -87,6 +87,22 @@ Result<int> Connect(const Options& o) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (o.resp_tracking) {
+      // Still blocking: one command, its one-line reply.
+      static constexpr char kOn[] = "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n";
+      std::string reply;
+      char ch;
+      bool sent = write(fd, kOn, sizeof(kOn) - 1) == static_cast<ssize_t>(sizeof(kOn) - 1);
+      while (sent && reply.size() < 256 && read(fd, &ch, 1) == 1) {
+        reply.push_back(ch);
+        if (ch == '\n') break;
+      }
+      if (reply != "+OK\r\n") {
+        close(fd);
+        freeaddrinfo(res);
+        return Status::Invalid("CLIENT TRACKING on was refused: " + reply);
+      }
+    }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     freeaddrinfo(res);
     return fd;

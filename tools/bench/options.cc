@@ -49,6 +49,7 @@ enum LongOnly {
   kProgress,
   kNoProgress,
   kSeed,
+  kRespTracking,
   kPattern,
   kRatio,
   kRequests,
@@ -79,6 +80,8 @@ workload:
   -v, --value-size N|A-B   value bytes, fixed or a range (32)
       --multiget W         keys per get request (1)
       --prefill            set every key once (sequential) before the run
+      --resp-tracking      RESP: every connection sends CLIENT TRACKING on
+                           first (client-side caching's cost on the server)
 duration and rate:
   -D, --duration S         measured seconds (10)
       --requests N         stop after N requests instead (no warm-up)
@@ -147,6 +150,7 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       {"progress", no_argument, nullptr, kProgress},
       {"no-progress", no_argument, nullptr, kNoProgress},
       {"seed", required_argument, nullptr, kSeed},
+      {"resp-tracking", no_argument, nullptr, kRespTracking},
       {nullptr, 0, nullptr, 0},
   };
   *help = false;
@@ -246,6 +250,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
           return Bad("key-prefix", a);
         }
         break;
+      case kRespTracking:
+        o->resp_tracking = true;
+        break;
       case kMultiget:
         if (!ParseInt(a, 1, 1000, &o->multiget)) return Bad("multiget", a);
         break;
@@ -292,6 +299,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
   }
   if (o->port == 0) o->port = o->protocol == Protocol::kResp ? 6379 : 11211;
   if (o->multiget > 1 && o->get_weight == 0) return Status::Invalid("--multiget needs gets");
+  if (o->resp_tracking && o->protocol != Protocol::kResp) {
+    return Status::Invalid("--resp-tracking needs -P resp");
+  }
   return Status::Ok();
 }
 

@@ -37,6 +37,7 @@ struct Options {
   int progress = -1;  // -1: only when stderr is a terminal
   uint64_t seed = 1;
   double drain_s = 2;  // after the end, wait this long for outstanding replies
+  bool resp_tracking = false;  // CLIENT TRACKING on for every connection
 
   int total_conns() const { return threads * conns_per_thread; }
 };

@@ -265,6 +265,8 @@ void Session::TrackAfterCommand(const CommandSpec& spec, std::span<const std::st
     for (size_t i : idx) table.Remember(argv[i], me);
     idx_buf_ = std::move(idx);
   }
+  // Not inside EXEC: its stripes are held, and evicting posts messages.
+  if (!in_exec) server_->tracking().EnforceLimit();
   // Redis's resetClient: CLIENT CACHING lasts for the next command, or for a
   // whole transaction started right after it.
   if (t.caching && !in_exec && !conn_.txn().active() && std::string_view(spec.name) != "client") {

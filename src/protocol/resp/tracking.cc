@@ -73,8 +73,6 @@ void Tracking::Remember(std::string_view key, uint64_t id) {
       total_items_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  const size_t max = max_keys();
-  if (max != 0 && total_keys() > max) EnforceLimit();
 }
 
 void Tracking::AddPrefix(std::string_view prefix, uint64_t id) {
@@ -171,10 +169,10 @@ void Tracking::InvalidateAll() {
 
 void Tracking::SetMaxKeys(size_t n) {
   max_keys_.store(n, std::memory_order_relaxed);
-  if (n != 0 && total_keys() > n) EnforceLimit();
+  if (n != 0 && total_keys() > n) EnforceLimitSlow();
 }
 
-void Tracking::EnforceLimit() {
+void Tracking::EnforceLimitSlow() {
   // Evicts from one shard after another (the next call starts where this one
   // stopped), so no shard is emptied first every time.
   Batch batch;

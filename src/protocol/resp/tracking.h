@@ -27,8 +27,9 @@
 //  1. total_keys() is the number of keys in the table and total_items() the
 //     number of (key, client) pairs; an entry with no clients is erased.
 //  2. A prefix is in prefixes_ iff at least one BCAST client registered it.
-//  3. After any Remember or SetMaxKeys returns, total_keys() <= max_keys()
-//     (keys over the limit are invalidated, as Redis's table eviction does).
+//  3. After EnforceLimit or SetMaxKeys returns, total_keys() <= max_keys()
+//     (keys over the limit are invalidated, as Redis's table eviction does);
+//     sessions call EnforceLimit after each command outside EXEC.
 #pragma once
 
 #include <atomic>
@@ -103,9 +104,15 @@ class Tracking {
   // True while any client tracks (one relaxed load).
   bool active() const { return active_.load(std::memory_order_relaxed); }
 
-  // Default mode: client `id` read `key`. May invalidate other keys when the
-  // table is over its limit (invariant 3).
+  // Default mode: client `id` read `key`. Never sends anything, so it may
+  // run with key stripes held (inside EXEC); call EnforceLimit afterwards.
   void Remember(std::string_view key, uint64_t id);
+  // Evicts (and invalidates) keys while the table is over max_keys().
+  // REQUIRES: no engine stripe held (it posts). Inline check first.
+  void EnforceLimit() {
+    const size_t max = max_keys();
+    if (max != 0 && total_keys() > max) EnforceLimitSlow();
+  }
 
   // BCAST: client `id` wants every change of a key starting with `prefix`.
   void AddPrefix(std::string_view prefix, uint64_t id) EXCLUDES(prefix_mu_);
@@ -143,8 +150,7 @@ class Tracking {
   Shard& ShardOf(std::string_view key);
   // Takes `key` out of its shard; appends one message to `out` per client.
   void TakeKey(std::string_view key, uint64_t modifier, Batch* out);
-  // Evicts keys while the table is over max_keys().
-  void EnforceLimit();
+  void EnforceLimitSlow();
   // Posts each (client, message) to the client's worker.
   void Send(Batch& batch);
 

@@ -372,6 +372,28 @@ def test_tracking_table_max_keys_evicts_with_invalidations(r, raw):
     assert r.config_get("tracking-table-max-keys") == {"tracking-table-max-keys": "1000000"}
 
 
+def test_table_limit_on_reads_and_after_exec(r, raw):
+    t, tid = redirect_target(raw)
+    c = raw()
+    call(c, "CLIENT", "TRACKING", "on", "REDIRECT", str(tid))
+    try:
+        assert r.config_set("tracking-table-max-keys", 2)
+        call(c, "MGET", "l1", "l2")
+        assert silent(t)
+        call(c, "GET", "l3")  # the read that crosses the limit evicts one key
+        assert len(invalidated(t)) == 1
+        assert info(r, "tracking_total_keys") == 2
+        call(c, "MULTI")
+        call(c, "GET", "l4")
+        call(c, "GET", "l5")
+        assert call(c, "EXEC") == [None, None]  # evicted after the EXEC, not inside it
+        assert len(invalidated(t)) == 1 and len(invalidated(t)) == 1
+        assert info(r, "tracking_total_keys") == 2
+        assert silent(t)
+    finally:
+        r.config_set("tracking-table-max-keys", 1000000)
+
+
 # --- redirect target gone, introspection ----------------------------------------------------
 
 def test_redirect_broken(raw):

@@ -221,12 +221,16 @@ TEST_F(TrackingTest, LoweringMaxKeysEvictsAtOnce) {
   }
 }
 
-TEST_F(TrackingTest, RememberOverTheLimitEvictsOneKey) {
+TEST_F(TrackingTest, EnforceLimitAfterRememberEvictsOneKey) {
   t_.SetMaxKeys(10);
   for (int i = 0; i < 10; ++i) t_.Remember("k" + std::to_string(i), 1);
+  t_.EnforceLimit();
   EXPECT_EQ(t_.total_keys(), 10u);
   EXPECT_TRUE(Got().empty());
-  t_.Remember("k10", 2);
+  t_.Remember("k10", 2);  // Remember itself never sends (it may run under stripes)
+  EXPECT_EQ(t_.total_keys(), 11u);
+  EXPECT_TRUE(Got().empty());
+  t_.EnforceLimit();
   EXPECT_EQ(t_.total_keys(), 10u);
   auto got = Got();
   ASSERT_EQ(got.size(), 1u);
@@ -239,6 +243,7 @@ TEST_F(TrackingTest, RememberOverTheLimitEvictsOneKey) {
   t_.SetMaxKeys(0);  // no limit
   EXPECT_EQ(t_.max_keys(), 0u);
   for (int i = 0; i < 50; ++i) t_.Remember("n" + std::to_string(i), 1);
+  t_.EnforceLimit();
   EXPECT_EQ(t_.total_keys(), 60u);
   EXPECT_EQ(Got().size(), 1u);
 }

@@ -384,7 +384,9 @@ void SlabRebalancer::Loop() {
     }
     if (dst >= 0) {
       MovePage(src, dst);
-    } else if (automove() > 0) {
+    } else if (automove() > 0 && !impl_->ExpiryHeld()) {
+      // While CLIENT PAUSE holds expiry it holds eviction too: a page move
+      // evicts the items it cannot rescue, so automove waits for the end.
       int s, d;
       if (Decide(&s, &d)) {
         const bool ok = MovePage(s, d);

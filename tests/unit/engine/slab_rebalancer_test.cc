@@ -219,6 +219,37 @@ TEST_F(SlabRebalancerTest, AggressiveAutomoveFeedsEvictingClass) {
   (void)a;
 }
 
+// CLIENT PAUSE holds expiry and, with it, automove's page moves (a move
+// evicts what it cannot rescue): nothing moves until the hold ends.
+TEST_F(SlabRebalancerTest, AutomoveWaitsWhileExpiryIsHeld) {
+  Make(2);
+  std::string va(1000, 'a');
+  for (int i = 0; i < 3000; ++i) ASSERT_EQ(e_->Store("a" + std::to_string(i), 0, 0, va, {}, ts_), StoreResult::kStored);
+  int b = ClassOfSize(8000);
+  e_->HoldExpiryUntil(clock_.MonoNanos() + int64_t{3600} * 1000000000);
+  e_->Start();
+  std::string vb(8000, 'b');
+  auto store_b = [&] {
+    for (int i = 0; i < 50; ++i) {
+      EXPECT_EQ(e_->Store("b" + std::to_string(i), 0, 0, vb, {}, ts_), StoreResult::kStored);
+    }
+  };
+  // Automove looks once a second: two and a half looks find a move to make
+  // (AggressiveAutomoveFeedsEvictingClass) but make none while held.
+  for (int i = 0; i < 25; ++i) {
+    store_b();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(StatU(e_->Stats(), "slabs_moved"), 0u);
+  e_->HoldExpiryUntil(0);
+  EXPECT_TRUE(WaitFor([&] {
+    store_b();
+    return StatU(e_->Stats(), "slabs_moved") >= 1;
+  }, 8000));
+  e_->Stop();
+  (void)b;
+}
+
 
 // Chunked values: moving a page of the parts' class copies live parts into
 // free chunks and relinks their neighbours; moving a page of the heads'

@@ -187,6 +187,9 @@ ParseStatus RespParser::ParseMultibulk(const char* data, size_t len) {
     if (!ParseStrictInt64(std::string_view(data + 1, cr_pos - 1), &count) || count > INT_MAX) {
       return Fail("Protocol error: invalid multibulk length");
     }
+    if (unauth_ && count > kUnauthMaxArgs) {
+      return Fail("Protocol error: unauthenticated multibulk length");
+    }
     pos_ = cr_pos + 2;
     if (count <= 0) {
       consumed_ = pos_;
@@ -223,6 +226,7 @@ ParseStatus RespParser::ParseMultibulk(const char* data, size_t len) {
           blen < 0 || static_cast<uint64_t>(blen) > max_bulk_) {
         return Fail("Protocol error: invalid bulk length");
       }
+      if (unauth_ && blen > kUnauthMaxBulk) return Fail("Protocol error: unauthenticated bulk length");
       pos_ = cr_pos + 2;
       bulk_len_ = blen;
     }

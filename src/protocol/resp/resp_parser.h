@@ -45,6 +45,12 @@ class RespParser {
   size_t bytes_wanted() const;
 
   void set_max_bulk(size_t n) { max_bulk_ = n; }
+  // Redis's limits for a client that has not authenticated yet (when a
+  // password is required): at most 10 arguments and 16 KiB per argument, so
+  // a stranger cannot make the server allocate. Set before each Parse.
+  void set_unauthenticated(bool on) { unauth_ = on; }
+  static constexpr int64_t kUnauthMaxArgs = 10;
+  static constexpr int64_t kUnauthMaxBulk = 16384;
 
  private:
   ParseStatus ParseMultibulk(const char* data, size_t len);
@@ -53,6 +59,7 @@ class RespParser {
   void ResetRequest();
 
   size_t max_bulk_;
+  bool unauth_ = false;
   // Resume state of a multibulk request (offsets from the request start).
   bool in_multibulk_ = false;
   int64_t multibulk_left_ = 0;

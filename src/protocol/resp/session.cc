@@ -59,6 +59,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   prefetch_.Reset();
   cmd_clock_ns_ = server_->engine()->clock()->MonoNanos();
   while (!close_ && used < len) {
+    parser_.set_unauthenticated(!conn_.identity().authenticated());
     ParseStatus st = parser_.Parse(data + used, len - used);
     if (st == ParseStatus::kNeedMore) break;
     if (st == ParseStatus::kError) {

@@ -95,6 +95,27 @@ TEST(RespParserTest, MalformedMultibulkErrors) {
   EXPECT_EQ(Whole("*1\r\n$536870913\r\n").error, "Protocol error: invalid bulk length");
 }
 
+// Redis's limits before AUTH: 10 arguments, 16 KiB per argument.
+TEST(RespParserTest, UnauthenticatedLimits) {
+  auto parse = [](const std::string& in, bool unauth) {
+    RespParser p;
+    p.set_unauthenticated(unauth);
+    ParseStatus st = p.Parse(in.data(), in.size());
+    return st == ParseStatus::kError ? p.error() : std::string("ok");
+  };
+  std::string ten = "*10\r\n";
+  for (int i = 0; i < 10; ++i) ten += "$1\r\na\r\n";
+  EXPECT_EQ(parse(ten, true), "ok");
+  EXPECT_EQ(parse("*11\r\n", true), "Protocol error: unauthenticated multibulk length");
+  EXPECT_EQ(parse("*11\r\n", false), "ok");  // just waits for more
+  EXPECT_EQ(parse("*2147483648\r\n", true), "Protocol error: invalid multibulk length");
+  std::string b16 = "*1\r\n$16384\r\n" + std::string(16384, 'x') + "\r\n";
+  EXPECT_EQ(parse(b16, true), "ok");
+  EXPECT_EQ(parse("*1\r\n$16385\r\n", true), "Protocol error: unauthenticated bulk length");
+  EXPECT_EQ(parse("*1\r\n$16385\r\n", false), "ok");
+  EXPECT_EQ(parse("*1\r\n$536870913\r\n", true), "Protocol error: invalid bulk length");
+}
+
 TEST(RespParserTest, LargeCountIsNotPreallocated) {
   // Redis accepts up to INT_MAX arguments; the parser must just wait.
   Parsed p = Whole("*2000000000\r\n$1\r\na\r\n");

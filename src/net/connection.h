@@ -60,6 +60,7 @@ class Connection final : public IoWatcher, public ConnControl {
   OutputBuffer& output() override { return out; }
   void OutputAdded() override;
   void CloseSoon() override;
+  int64_t IdleNs() const override;
 
   Worker* const worker;
   int fd = -1;

@@ -46,6 +46,8 @@ class ConnControl {
   // Closes the connection at the worker's next safe point, after writing
   // what is queued (without waiting for a slow reader).
   virtual void CloseSoon() = 0;
+  // Nanoseconds since this connection's last input (Redis's `timeout`).
+  virtual int64_t IdleNs() const = 0;
 };
 
 // What a protocol may ask of the server (implemented in server/, thread-safe).

@@ -51,6 +51,8 @@ void Connection::OutputAdded() {
   if (!closed) worker->QueueFlush(this);
 }
 
+int64_t Connection::IdleNs() const { return worker->Now() - last_active_ns; }
+
 void Connection::CloseSoon() {
   if (closed || close_requested) return;
   close_requested = true;

@@ -98,7 +98,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   else if (n == "save")
     v = "";
   else if (n == "timeout")
-    AppendI64(v, ctx.server->options().idle_timeout_s);
+    AppendI64(v, ctx.server->timeout_s.load(std::memory_order_relaxed));
   else if (n == "maxclients")
     AppendI64(v, MaxClients(ctx));
   else if (n == "client-output-buffer-limit")
@@ -150,12 +150,17 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     return true;
   }
   if (name == "timeout") {
+    // The RESP port's own (Redis's range); memcached's -o idle_timeout stays.
     int64_t n;
-    if (!ParseStrictInt64(value, &n) || n != ctx.server->options().idle_timeout_s) {
-      SetFailed(ctx, name,
-                "the idle timeout cannot change at run time; start with -o idle_timeout=N");
+    if (!ParseStrictInt64(value, &n)) {
+      SetFailed(ctx, name, "argument couldn't be parsed into an integer");
       return false;
     }
+    if (n < 0 || n > INT32_MAX) {
+      SetFailed(ctx, name, "argument must be between 0 and 2147483647 inclusive");
+      return false;
+    }
+    ctx.server->timeout_s.store(n, std::memory_order_relaxed);
     return true;
   }
   if (name == "tracking-table-max-keys") {

@@ -167,7 +167,13 @@ bool Session::EnforceOutputLimitSlow(net::OutputBuffer& out) {
 }
 
 void Session::OnHousekeeping() {
-  if (control_ != nullptr && !obuf_killed_) EnforceOutputLimit(control_->output());
+  if (control_ == nullptr || obuf_killed_) return;
+  if (EnforceOutputLimit(control_->output())) return;
+  const int64_t t = server_->timeout_s.load(std::memory_order_relaxed);
+  if (t > 0 && control_->IdleNs() / 1000000000 > t && !TimeoutExempt()) {
+    close_ = true;  // Redis closes it without a reply
+    control_->CloseSoon();
+  }
 }
 
 }  // namespace trove::resp

@@ -19,6 +19,7 @@ RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
   tracking_.set_active_fn([this] { key_events_.TrackingChanged(); });
   start_unix_ = engine_->clock()->UnixSeconds();
   requirepass_ = opts.requirepass;
+  timeout_s.store(opts.idle_timeout_s, std::memory_order_relaxed);
   ConfigChanged();
 }
 

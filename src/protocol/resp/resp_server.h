@@ -131,6 +131,10 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<int64_t> latency_monitor_threshold{0};
   std::atomic<bool> latency_tracking{true};  // LATENCY HISTOGRAM recording
   std::atomic<bool> active_expire{true};
+  // Redis's `timeout`: idle seconds before a RESP client is closed (0 never;
+  // blocked, subscribed and MONITOR clients are spared). Starts at
+  // -o idle_timeout; CONFIG SET changes the RESP port's only.
+  std::atomic<int64_t> timeout_s{0};
   std::atomic<int64_t> next_client_id{1};
   // Clients closed for client-output-buffer-limit (INFO stats). Relaxed.
   std::atomic<uint64_t> obuf_limit_disconnections{0};

@@ -126,7 +126,14 @@ class Session final : public net::ProtocolHandler {
   // the argv indexes of the keys it waits on.
   void Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx);
   bool blocked() const { return block_ != nullptr; }
-  bool IdleExempt() const override { return block_ != nullptr || pause_waiting_; }
+  // The worker's -o idle_timeout check leaves RESP sessions alone: they
+  // follow Redis's `timeout` (RespServer::timeout_s) in OnHousekeeping.
+  bool IdleExempt() const override { return true; }
+  // Redis's clientsCronHandleTimeout exemptions: blocked (also held by
+  // CLIENT PAUSE), subscribed, MONITOR.
+  bool TimeoutExempt() const {
+    return block_ != nullptr || pause_waiting_ || conn_.in_pubsub() || monitor_id_ != 0;
+  }
   // On the blocked client's worker: its reply (served, timed out or
   // unblocked elsewhere) for block `token`; ends the block.
   static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);

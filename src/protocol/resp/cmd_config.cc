@@ -90,7 +90,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   else if (n == "maxmemory-policy")
     v = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
   else if (n == "requirepass")
-    v = ctx.server->requirepass();
+    v = "";  // only the password's SHA-256 is kept (docs/resp.md)
   else if (n == "port")
     AppendI64(v, ctx.server->options().port);
   else if (n == "appendonly")
@@ -278,7 +278,7 @@ void CmdConfig(CommandContext& ctx) {
         }
         ctx.server->latency_tracking.store(b == "yes", std::memory_order_relaxed);
       } else if (name == "requirepass") {
-        ctx.server->set_requirepass(std::string(ctx.argv[i + 1]));
+        ctx.server->set_requirepass(ctx.argv[i + 1]);
       } else if (!SetSpecial(ctx, name, ctx.argv[i + 1])) {
         return;
       }

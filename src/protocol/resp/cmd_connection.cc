@@ -60,9 +60,8 @@ void CmdReset(CommandContext& ctx) {
 }
 
 bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view pass) {
-  std::string req = ctx.server->requirepass();
   if (user != "default") return false;
-  return req.empty() || pass == req;
+  return ctx.server->CheckRequirepass(pass);
 }
 
 void CmdAuth(CommandContext& ctx) {

@@ -3,6 +3,7 @@
 
 #include <string_view>
 
+#include "common/sha256.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/session.h"
 
@@ -18,7 +19,9 @@ RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
       slots_(&HistogramSlots::Get()) {
   tracking_.set_active_fn([this] { key_events_.TrackingChanged(); });
   start_unix_ = engine_->clock()->UnixSeconds();
-  requirepass_ = opts.requirepass;
+  set_requirepass(opts.requirepass);
+  opts_.requirepass.assign(opts_.requirepass.size(), '\0');  // not kept in clear
+  opts_.requirepass.clear();
   timeout_s.store(opts.idle_timeout_s, std::memory_order_relaxed);
   ConfigChanged();
 }
@@ -148,14 +151,17 @@ void RespServer::ResetStats() {
   expired_keys_base.store(engine_->ExpiredTotal(), std::memory_order_relaxed);
 }
 
-std::string RespServer::requirepass() const {
+bool RespServer::CheckRequirepass(std::string_view pass) const {
+  const std::string candidate = Sha256Hex(pass);
   MutexLock l(&mu_);
-  return requirepass_;
+  return requirepass_sha_.empty() || ConstantTimeEqual(candidate, requirepass_sha_);
 }
 
-void RespServer::set_requirepass(std::string p) {
+void RespServer::set_requirepass(std::string_view p) {
+  std::string sha = p.empty() ? std::string() : Sha256Hex(p);
   MutexLock l(&mu_);
-  requirepass_ = std::move(p);
+  requirepass_sha_ = std::move(sha);
+  auth_required_.store(!p.empty(), std::memory_order_relaxed);
 }
 
 }  // namespace trove::resp

@@ -75,9 +75,11 @@ class RespServer final : public protocol::CommandLog {
   void ForEachWorkerStats(const std::function<void(const WorkerStats&)>& fn) const EXCLUDES(mu_);
   void ResetStats() EXCLUDES(mu_);
 
-  std::string requirepass() const EXCLUDES(mu_);
-  void set_requirepass(std::string p) EXCLUDES(mu_);
-  bool auth_required() const { return !requirepass().empty(); }
+  // requirepass: only its SHA-256 is kept (never the password), and a
+  // candidate is compared digest to digest in constant time.
+  bool CheckRequirepass(std::string_view pass) const EXCLUDES(mu_);
+  void set_requirepass(std::string_view p) EXCLUDES(mu_);
+  bool auth_required() const { return auth_required_.load(std::memory_order_relaxed); }
 
   // Called by Session::Run after every command that ran, with its
   // duration (the one commandstats counts). The common path is a histogram
@@ -202,7 +204,8 @@ class RespServer final : public protocol::CommandLog {
   // racing a CONFIG SET may use either value. Recomputed under mu_.
   std::atomic<uint64_t> record_above_us_{10000};
   mutable Mutex mu_{LockRank::kLeaf};
-  std::string requirepass_ GUARDED_BY(mu_);
+  std::string requirepass_sha_ GUARDED_BY(mu_);  // hex; empty: no password
+  std::atomic<bool> auth_required_{false};
   std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);
   std::vector<engine::ThreadStats*> thread_stats_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Sink>> mc_sinks_ GUARDED_BY(mu_);

@@ -65,3 +65,23 @@ def test_hostile_headers_do_not_grow_memory(password, trove, raw):
         assert c.read_reply().startswith(b"-ERR Protocol error: unauthenticated")
         c.close()
     assert rss_kib() - before < 32 * 1024
+
+
+def test_auth_and_hello_auth_check_the_password(password, raw):
+    c = raw()
+    assert c.cmd("GET", "k") == b"-NOAUTH Authentication required.\r\n"
+    assert c.cmd("AUTH", "wrong") == \
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    assert c.cmd("AUTH", password + "x") == \
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    assert c.cmd("AUTH", password[:-1]) == \
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    assert c.cmd("AUTH", "default", password) == b"+OK\r\n"
+    h = raw()
+    assert h.cmd("HELLO", "3", "AUTH", "default", password).startswith(b"%")
+    assert h.cmd("PING") == b"+PONG\r\n"
+
+
+def test_password_is_not_kept_in_clear(password, trove, r):
+    # Trove keeps only the SHA-256 (docs/resp.md); Redis would answer it.
+    assert r.config_get("requirepass") == {"requirepass": ""}

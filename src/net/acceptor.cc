@@ -163,8 +163,20 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
     }
     if (!l.listener.is_unix) (void)SetNoDelay(fd);
     // The limit comes first, before any per-connection work (seed 002).
+    if (PortLimit* pl = l.own_limit) {
+      if (pl->curr.load(std::memory_order_relaxed) >= pl->max.load(std::memory_order_relaxed)) {
+        pl->rejected.fetch_add(1, std::memory_order_relaxed);
+        if (!l.reject_reply.empty()) {
+          ssize_t w = ::send(fd, l.reject_reply.data(), l.reject_reply.size(), MSG_NOSIGNAL);
+          (void)w;
+        }
+        ::close(fd);
+        continue;
+      }
+      pl->curr.fetch_add(1, std::memory_order_relaxed);
+    }
     uint64_t cur = opts_.counters->curr_connections.load(std::memory_order_relaxed);
-    if (cur >= max_connections()) {
+    if (l.own_limit == nullptr && cur >= max_connections()) {
       // Counted first, so a client that sees the refusal also sees the count.
       opts_.counters->rejected_connections.fetch_add(1, std::memory_order_relaxed);
       if (!l.reject_reply.empty()) {
@@ -174,9 +186,10 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
       ::close(fd);
       continue;
     }
-    opts_.counters->curr_connections.fetch_add(1, std::memory_order_relaxed);
+    if (l.own_limit == nullptr) opts_.counters->curr_connections.fetch_add(1, std::memory_order_relaxed);
     opts_.counters->total_connections.fetch_add(1, std::memory_order_relaxed);
     NewConn c;
+    c.own_limit = l.own_limit;
     c.fd = fd;
     c.id = ++next_id_;
     c.factory = l.factory;

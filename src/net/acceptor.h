@@ -25,6 +25,7 @@ struct BoundListener {
   // Written to a connection refused by the limit before closing it
   // (memcached's "ERROR Too many open connections\r\n").
   std::string reject_reply;
+  PortLimit* own_limit = nullptr;  // null: the server-wide limit (-c)
 };
 
 struct AcceptorOptions {

@@ -2,6 +2,8 @@
 // messages that create it. Touched only by its worker thread.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -15,6 +17,17 @@ namespace trove::net {
 class Worker;
 
 // A freshly accepted socket on its way from the acceptor to a worker.
+// A port with a connection limit of its own (the RESP port's maxclients, the
+// admin port's none), apart from the server-wide -c that memcached's
+// listeners share. Always refuses over the limit (never pauses accepting).
+// Thread safety: atomics; max is set by CONFIG SET from any worker, curr is
+// raised by the acceptor and lowered by the worker that closes.
+struct PortLimit {
+  std::atomic<size_t> max{SIZE_MAX};
+  std::atomic<uint64_t> curr{0};      // open connections of this port
+  std::atomic<uint64_t> rejected{0};  // refused for the limit
+};
+
 struct NewConn {
   int fd = -1;
   uint64_t id = 0;
@@ -22,6 +35,7 @@ struct NewConn {
   bool is_unix = false;
   std::string peer;         // "ip:port", "[v6]:port" or the unix path
   std::string listen_name;  // the listener's name, "tcp:0.0.0.0:11211"
+  PortLimit* own_limit = nullptr;  // its port's own limit (else the server-wide one)
 };
 
 // One client connection. Owner: its worker thread, for the connection's whole
@@ -88,6 +102,7 @@ class Connection final : public IoWatcher, public ConnControl {
   bool write_blocked = false;
   int64_t last_active_ns = 0;    // Clock::MonoNanos of the last input
   int64_t created_ns = 0;        // Clock::MonoNanos when the worker adopted it
+  PortLimit* own_limit = nullptr;  // NewConn::own_limit: whose slot Close gives back
 
  private:
   bool suspended_ = false;

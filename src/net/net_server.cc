@@ -17,7 +17,7 @@ NetServer::NetServer(const NetServerOptions& opts) : opts_(opts), verbosity_(opt
 NetServer::~NetServer() { Stop(); }
 
 void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
-                             std::string reject_reply) {
+                             std::string reject_reply, PortLimit* own_limit) {
   for (Listener& l : ls) {
     ServerServices::ConnInfo li;
     li.id = 0;
@@ -30,6 +30,7 @@ void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
     b.listener = std::move(l);
     b.factory = factory;
     b.reject_reply = reject_reply;
+    b.own_limit = own_limit;
     pending_listeners_.push_back(std::move(b));
   }
   if (std::find(factories_.begin(), factories_.end(), factory) == factories_.end()) {

@@ -49,7 +49,10 @@ class NetServer {
 
   // Registers listening sockets served by `factory` (which outlives this).
   // reject_reply is written to connections refused by -c.
-  void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory, std::string reject_reply);
+  // own_limit: the port's own connection limit (it must outlive the
+  // server); null: the server-wide -c limit.
+  void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory, std::string reject_reply,
+                    PortLimit* own_limit = nullptr);
   Status Start();
   void Stop();
 

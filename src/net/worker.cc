@@ -109,7 +109,7 @@ void Worker::Stop() {
   accept_ch_.Drain(&left);
   for (NewConn& c : left) {
     ::close(c.fd);
-    ReleaseSlot();
+    ReleaseSlot(c.own_limit);
   }
 }
 
@@ -230,6 +230,7 @@ void Worker::AcceptNew() {
     c->is_unix = nc.is_unix;
     c->peer = std::move(nc.peer);
     c->listen_name = std::move(nc.listen_name);
+    c->own_limit = nc.own_limit;
     c->last_active_ns = TurnNow();
     c->created_ns = c->last_active_ns;
     ConnInfoView view;
@@ -242,7 +243,7 @@ void Worker::AcceptNew() {
     c->handler = nc.factory->Create(opts_.id, view);
     if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);
-      ReleaseSlot();
+      ReleaseSlot(nc.own_limit);
       continue;
     }
     c->epoll_mask = EPOLLIN;
@@ -439,7 +440,7 @@ void Worker::Close(Connection* c) {
   c->fd = -1;
   c->out.Clear();  // runs the releasers of values still referenced
   c->handler.reset();
-  ReleaseSlot();
+  ReleaseSlot(c->own_limit);
   counters_->connection_structures.fetch_sub(1, std::memory_order_relaxed);
   num_conns_.fetch_sub(1, std::memory_order_relaxed);
   auto it = conns_.find(c->conn_id);
@@ -474,7 +475,11 @@ void Worker::LogConnEvent(const Connection& c, bool opened) {
   if (n > 0) opts_.log->Log(kLogConnevents, std::string_view(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1)));
 }
 
-void Worker::ReleaseSlot() {
+void Worker::ReleaseSlot(PortLimit* own) {
+  if (own != nullptr) {  // a port with its own limit: never pauses the acceptor
+    own->curr.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
   if (opts_.release_slot) {
     opts_.release_slot();
   } else {

@@ -156,7 +156,7 @@ class Worker {
   // `watch connevents`: conn_new when adopted, conn_close when closed.
   void LogConnEvent(const Connection& c, bool opened);
   // A connection counted in curr_connections is gone (opts_.release_slot).
-  void ReleaseSlot();
+  void ReleaseSlot(PortLimit* own);  // own: the port's own limit, else the server-wide one
   void RunDeferredCloses();
   void ProcessReady();
   void CheckIdle();

@@ -238,8 +238,12 @@ Status Server::Bind() {
       for (net::Listener& l : ls.value()) all.push_back(std::move(l));
     }
     if (!all.empty()) {
+      // Its own count and limit (maxclients, starting at -c), apart from
+      // the memcached port's.
+      net::PortLimit* limit = resp::PortLimitOf(resp_factory_.get());
+      limit->max.store(cfg_.max_connections, std::memory_order_relaxed);
       net_->AddListeners(std::move(all), resp_factory_.get(),
-                         "-ERR max number of clients reached\r\n");
+                         "-ERR max number of clients reached\r\n", limit);
     }
   }
   return Status::Ok();

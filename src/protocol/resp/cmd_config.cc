@@ -71,9 +71,7 @@ const ConfigParam kParams[] = {
 };
 
 int64_t MaxClients(CommandContext& ctx) {
-  net::ServerServices* sv = ctx.server->services();
-  int64_t n = sv != nullptr ? sv->MaxConnections() : 0;
-  return n > 0 ? n : ctx.server->maxclients.load(std::memory_order_relaxed);
+  return static_cast<int64_t>(ctx.server->port_limit().max.load(std::memory_order_relaxed));
 }
 
 std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
@@ -124,15 +122,13 @@ void SetFailed(CommandContext& ctx, std::string_view name, std::string_view why)
 // refused with a reason; none is accepted and ignored.
 bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view value) {
   if (name == "maxclients") {
+    // The RESP port's own limit: memcached's -c is not touched.
     int64_t n;
-    net::ServerServices* sv = ctx.server->services();
-    if (!ParseStrictInt64(value, &n) || n < 1) {
+    if (!ParseStrictInt64(value, &n) || n < 1 || n > UINT32_MAX) {
       SetFailed(ctx, name, "argument must be between 1 and 4294967295 inclusive");
       return false;
     }
-    if (sv == nullptr || !sv->SetMaxConnections(n)) {
-      ctx.server->maxclients.store(n, std::memory_order_relaxed);  // tests without a server
-    }
+    ctx.server->port_limit().max.store(static_cast<size_t>(n), std::memory_order_relaxed);
     return true;
   }
   if (name == "save") {

@@ -81,10 +81,8 @@ void CmdInfo(CommandContext& ctx) {
   if (show("clients", true)) {
     s += "# Clients\r\n";
     AddField(&s, "connected_clients", clients);
-    net::ServerServices* sv = ctx.server->services();
-    const int64_t maxc = sv != nullptr ? sv->MaxConnections() : 0;
     AddField(&s, "maxclients",
-             maxc > 0 ? maxc : ctx.server->maxclients.load(std::memory_order_relaxed));
+             static_cast<int64_t>(ctx.server->port_limit().max.load(std::memory_order_relaxed)));
     // Each worker's housekeeping tick samples its connections' buffers into
     // per-second slots (net::Worker::RecentMaxBuffers); the recent peak is
     // the largest over every worker's slots. Relaxed reads, no lock.
@@ -146,6 +144,8 @@ void CmdInfo(CommandContext& ctx) {
     s += "# Stats\r\n";
     AddField(&s, "total_connections_received", static_cast<int64_t>(conns));
     AddField(&s, "total_commands_processed", static_cast<int64_t>(cmds));
+    AddField(&s, "rejected_connections",
+             static_cast<int64_t>(ctx.server->port_limit().rejected.load(std::memory_order_relaxed)));
     AddField(&s, "total_net_input_bytes", static_cast<int64_t>(in_bytes));
     AddField(&s, "keyspace_hits", static_cast<int64_t>(hits));
     AddField(&s, "keyspace_misses", static_cast<int64_t>(misses));

@@ -42,6 +42,10 @@ KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->key_events();
 }
 
+net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory) {
+  return &static_cast<RespFactory*>(resp_factory)->server()->port_limit();
+}
+
 protocol::ClientPause* ClientPauseOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->pause();
 }

@@ -10,6 +10,7 @@
 
 #include "protocol/client_pause.h"
 #include "engine/engine.h"
+#include "net/connection.h"
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
@@ -35,6 +36,8 @@ protocol::CommandLog* CommandLogOf(net::ProtocolFactory* resp_factory);
 // `scan` asks the engine to look for expired items (see KeyEvents).
 class KeyEvents;
 KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory);
+// The RESP port's own connection limit (maxclients), for its listeners.
+net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory);
 // CLIENT PAUSE's state, for the memcached port to obey.
 protocol::ClientPause* ClientPauseOf(net::ProtocolFactory* resp_factory);
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);

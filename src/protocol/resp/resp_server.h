@@ -13,6 +13,7 @@
 
 #include "common/mutex.h"
 #include "engine/engine.h"
+#include "net/connection.h"
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
 #include "protocol/client_pause.h"
@@ -124,7 +125,10 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<int64_t> zset_max_listpack_entries{128};
   std::atomic<int64_t> zset_max_listpack_value{64};
   std::atomic<int64_t> proto_max_bulk_len{512ll * 1024 * 1024};
-  std::atomic<int64_t> maxclients{10000};
+  // The RESP port's own connection limit (maxclients) and its refusals
+  // (INFO rejected_connections); the memcached port keeps -c. The server
+  // sets max to -c at start and binds the RESP listeners with it.
+  net::PortLimit& port_limit() { return port_limit_; }
   // Slow log and latency monitor (Redis's names, units and defaults): µs,
   // -1 disables, 0 logs everything; entries kept; ms, 0 disables. Written by
   // CONFIG SET, which then calls ConfigChanged().
@@ -191,6 +195,7 @@ class RespServer final : public protocol::CommandLog {
   Tracking tracking_;  // before key_events_, which reports to it
   KeyEvents key_events_{&pubsub_, &tracking_};
   LiveClients live_clients_;
+  net::PortLimit port_limit_;
   net::LogHub* log_ = nullptr;
   ObufLimits obuf_limits_;
   WatchRegistry watches_;

@@ -130,19 +130,28 @@ TEST_F(ServerTest, ServerStatsCountConnections) {
   EXPECT_EQ(Stat(settings, "inter"), "127.0.0.1");
 }
 
-TEST_F(ServerTest, ConnectionLimitAppliesAcrossPorts) {
-  Client a = Client::Tcp(server_->memcache_port());
-  Client b = Client::Tcp(server_->resp_port());
-  Client c = Client::Tcp(server_->memcache_port());
-  a.Send("version\r\n");
-  a.ReadLine();
-  c.Send("version\r\n");
-  c.ReadLine();
-  Client d = Client::Tcp(server_->memcache_port());
-  EXPECT_EQ(d.ReadLine(), "ERROR Too many open connections\r\n");
+// Each port counts its own connections (issue 14): memcached's -c (3 here)
+// for the memcached port, maxclients (starting at -c) for the RESP port.
+TEST_F(ServerTest, ConnectionLimitsArePerPort) {
+  std::vector<Client> resp;
+  for (int i = 0; i < 3; ++i) {
+    resp.push_back(Client::Tcp(server_->resp_port()));
+    ASSERT_TRUE(resp.back().Send("*1\r\n$4\r\nPING\r\n"));
+    EXPECT_EQ(resp.back().ReadLine(), "+PONG\r\n");
+  }
   Client e = Client::Tcp(server_->resp_port());
   EXPECT_EQ(e.ReadLine(), "-ERR max number of clients reached\r\n");
-  EXPECT_EQ(Stat(server_->ServerStats(), "rejected_connections"), "2");
+  // The RESP connections take none of the memcached port's three slots.
+  std::vector<Client> mc;
+  for (int i = 0; i < 3; ++i) {
+    mc.push_back(Client::Tcp(server_->memcache_port()));
+    ASSERT_TRUE(mc.back().Send("version\r\n"));
+    EXPECT_EQ(mc.back().ReadLine().rfind("VERSION ", 0), 0u);
+  }
+  Client d = Client::Tcp(server_->memcache_port());
+  EXPECT_EQ(d.ReadLine(), "ERROR Too many open connections\r\n");
+  EXPECT_EQ(Stat(server_->ServerStats(), "rejected_connections"), "1");
+  EXPECT_EQ(Stat(server_->ServerStats(), "curr_connections"), "3");
 }
 
 TEST_F(ServerTest, StatsConnsAndCloseById) {

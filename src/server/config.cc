@@ -67,6 +67,8 @@ Status Validate(Config* c) {
 enum LongOnly : int {
   kOptRespPort = 1000,
   kOptPortFile,
+  kOptAdminPort,
+  kOptAdminBind,
   kOptMaxConnections,
 };
 
@@ -110,6 +112,8 @@ const option kLongOptions[] = {
     {"napi-ids", required_argument, nullptr, 'N'},
     {"resp-port", required_argument, nullptr, kOptRespPort},
     {"port-file", required_argument, nullptr, kOptPortFile},
+    {"admin-port", required_argument, nullptr, kOptAdminPort},
+    {"admin-bind", required_argument, nullptr, kOptAdminBind},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions = ":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:";
@@ -283,6 +287,14 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
     case kOptPortFile:
       if (arg.empty()) return Bad("--port-file needs a file name");
       c->port_file = a;
+      break;
+    case kOptAdminPort:
+      if (!ParseInt(arg, 0, 65535, &v)) return Bad("invalid port for --admin-port: " + a);
+      c->admin_port = static_cast<int>(v);
+      break;
+    case kOptAdminBind:
+      if (arg.empty()) return Bad("--admin-bind needs an address");
+      c->admin_bind = a;
       break;
     default:
       return Bad("unhandled option");
@@ -480,9 +492,12 @@ std::string HelpText() {
                           enables restartable cache (stop with SIGUSR1)
                           lines (a connection's first `set` carries "user pass")
     --resp-port=<num>     Redis-protocol (RESP) port (default: 6379; 0 = off)
-    --port-file=<file>    after binding, write "memcache <port>" and "resp <port>"
-                          lines to <file> (with -p 0 / --resp-port 0 the
-                          ports are ephemeral)
+    --port-file=<file>    after binding, write "memcache <port>", "resp <port>"
+                          and "admin <port>" lines to <file> (with -p 0 /
+                          --resp-port 0 / --admin-port 0 the ports are ephemeral)
+    --admin-port=<num>    an operator's RESP port, exempt from maxclients
+                          (default: off)
+    --admin-bind=<addr>   the admin port's address (default: 127.0.0.1)
 -o, --extended            comma separated list of extended options:
    maxconns_fast, hashpower=N, tail_repair_time=N, hash_algorithm=NAME,
    lru_crawler, no_lru_crawler, lru_crawler_sleep=N, lru_crawler_tocrawl=N,

@@ -35,6 +35,10 @@ struct Config {
   int resp_port = 6379;             // --resp-port; 0 = off (ephemeral with --port-file)
   bool resp_port_set = false;       // given explicitly (then a bind failure is fatal)
   std::string port_file;            // --port-file
+  // --admin-port: a RESP port exempt from maxclients (and, later, rate
+  // limits), so an operator can always get in. -1 = off; 0 = ephemeral.
+  int admin_port = -1;
+  std::string admin_bind = "127.0.0.1";  // --admin-bind
   int backlog = 1024;               // -b
   size_t max_connections = 1024;    // -c
   bool maxconns_fast = true;        // -o maxconns_fast (reject with an error line)

@@ -246,6 +246,16 @@ Status Server::Bind() {
                          "-ERR max number of clients reached\r\n", limit);
     }
   }
+  if (cfg_.admin_port >= 0) {
+    if (!resp_on) return Status::Invalid("--admin-port needs the RESP port (--resp-port)");
+    auto ls = net::ListenTcp(cfg_.admin_bind, cfg_.admin_port, cfg_.backlog);
+    if (!ls.ok() || ls.value().empty()) {
+      return Status::Invalid("failed to listen on admin port " + std::to_string(cfg_.admin_port) +
+                             (ls.ok() ? std::string() : ": " + std::string(ls.status().message())));
+    }
+    admin_port_ = ls.value()[0].port;
+    net_->AddListeners(std::move(ls.value()), resp_factory_.get(), "", &admin_limit_);
+  }
   return Status::Ok();
 }
 
@@ -265,6 +275,7 @@ Status Server::WritePortFile() const {
   std::string text;
   if (mc_port_ >= 0) text += "memcache " + std::to_string(mc_port_) + "\n";
   if (resp_port_ >= 0) text += "resp " + std::to_string(resp_port_) + "\n";
+  if (admin_port_ >= 0) text += "admin " + std::to_string(admin_port_) + "\n";
   // Written whole and renamed into place, so a reader never sees half a file.
   std::string tmp = cfg_.port_file + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");

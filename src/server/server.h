@@ -60,6 +60,7 @@ class Server final : public net::ServerServices {
 
   int memcache_port() const { return mc_port_; }
   int resp_port() const { return resp_port_; }
+  int admin_port() const { return admin_port_; }
   net::NetServer* net() { return net_.get(); }
 
   // --- net::ServerServices ---
@@ -104,6 +105,8 @@ class Server final : public net::ServerServices {
   net::ProtocolFactory* McFactoryFor(const std::string& tag);
   int mc_port_ = -1;     // -1 = no TCP memcache listener
   int resp_port_ = -1;   // -1 = RESP off
+  int admin_port_ = -1;  // -1 = no admin port
+  net::PortLimit admin_limit_;  // no limit: the admin port is never refused
   int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown
   std::atomic<bool> started_{false};  // read by `stats` on workers
   std::atomic<bool> stopped_{false};

@@ -173,6 +173,16 @@ TEST(ConfigTest, BadNumbersAreRejectedWithAReason) {
   EXPECT_NE(Err({"--resp-port=-1"}).find("invalid RESP port"), std::string::npos);
 }
 
+TEST(ConfigTest, AdminPort) {
+  EXPECT_EQ(Ok({}).admin_port, -1);  // off by default
+  Config c = Ok({"--admin-port", "7000"});
+  EXPECT_EQ(c.admin_port, 7000);
+  EXPECT_EQ(c.admin_bind, "127.0.0.1");
+  EXPECT_EQ(Ok({"--admin-port=0", "--admin-bind=0.0.0.0"}).admin_bind, "0.0.0.0");
+  EXPECT_NE(Err({"--admin-port=70000"}).find("invalid port for --admin-port"), std::string::npos);
+  EXPECT_NE(HelpText().find("--admin-port"), std::string::npos);
+}
+
 TEST(ConfigTest, MemoryLimitAcceptsUnitSuffix) {
   EXPECT_EQ(Ok({"-m", "1g"}).mem_limit, 1ull << 30);
   EXPECT_EQ(Ok({"-m", "2048"}).mem_limit, 2048ull << 20);

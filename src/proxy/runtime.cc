@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -355,6 +356,29 @@ bool ProxyRuntime::SubStats(std::string_view sub,
       if (ProxyWorker* p = w.load()) used += p->buffer_used();
     }
     out->emplace_back("buffer_memory_used", std::to_string(used));
+    uint64_t gc = 0, kb = 0;
+    std::array<uint64_t, kCmdSize> cmds{};
+    for (const auto& w : workers_) {
+      if (ProxyWorker* p = w.load()) {
+        gc += p->vm_gc_runs();
+        kb += p->vm_memory_kb();
+        for (int c = 1; c < kCmdSize; ++c) cmds[static_cast<size_t>(c)] += p->cmd_count(c);
+      }
+    }
+    out->emplace_back("vm_gc_runs", std::to_string(gc));
+    out->emplace_back("vm_memory_kb", std::to_string(kb));
+    // memcached 1.6.45's list and order.
+    static constexpr std::pair<const char*, int> kCmds[] = {
+        {"mg", kCmdMg},         {"ms", kCmdMs},         {"md", kCmdMd},
+        {"mn", kCmdMn},         {"ma", kCmdMa},         {"me", kCmdMe},
+        {"get", kCmdGet},       {"gat", kCmdGat},       {"set", kCmdSet},
+        {"add", kCmdAdd},       {"cas", kCmdCas},       {"gets", kCmdGets},
+        {"gats", kCmdGats},     {"incr", kCmdIncr},     {"decr", kCmdDecr},
+        {"touch", kCmdTouch},   {"append", kCmdAppend}, {"prepend", kCmdPrepend},
+        {"delete", kCmdDelete}, {"replace", kCmdReplace}};
+    for (const auto& [name, c] : kCmds) {
+      out->emplace_back(std::string("cmd_") + name, std::to_string(cmds[static_cast<size_t>(c)]));
+    }
     return true;
   }
   if (sub == "proxybe") {

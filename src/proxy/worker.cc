@@ -30,12 +30,35 @@ ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)
   L_ = NewVm(&vm_ctx_);
   // Requests leave short-lived garbage (request and response objects):
   // the generational collector takes it in small minor steps.
-  if (L_ != nullptr) lua_gc(L_, LUA_GCGEN, 0, 0);
+  if (L_ != nullptr) {
+    lua_gc(L_, LUA_GCGEN, 0, 0);
+    luaL_newmetatable(L_, "trove.gc_sentinel");
+    lua_pushcfunction(L_, &ProxyWorker::GcSentinel);
+    lua_setfield(L_, -2, "__gc");
+    lua_pop(L_, 1);
+    NewGcSentinel(L_);
+    vm_kb_.store(static_cast<uint64_t>(lua_gc(L_, LUA_GCCOUNT)), std::memory_order_relaxed);
+  }
 }
 
 ProxyWorker::~ProxyWorker() {
   if (flush_timer_.armed()) loop_->Cancel(&flush_timer_);
+  closing_ = true;
   if (L_ != nullptr) lua_close(L_);
+}
+
+void ProxyWorker::NewGcSentinel(lua_State* L) {
+  lua_newtable(L);
+  luaL_setmetatable(L, "trove.gc_sentinel");
+  lua_pop(L, 1);  // unreferenced: the next collection finalizes it
+}
+
+int ProxyWorker::GcSentinel(lua_State* L) {
+  ProxyWorker* w = Ctx(L)->worker;
+  if (w == nullptr || w->closing_) return 0;
+  w->gc_runs_.fetch_add(1, std::memory_order_relaxed);
+  NewGcSentinel(L);
+  return 0;
 }
 
 Run* ProxyWorker::AcquireRun() {
@@ -227,6 +250,9 @@ int NewSlotProtected(lua_State* L) {
 void ProxyWorker::StartRequest(int hook_ref, const RequestView& req, FinishFn finish) {
   lua_State* L = L_;
   requests_.fetch_add(1, std::memory_order_relaxed);
+  if (req.cmd > 0 && req.cmd < kCmdSize) {
+    cmd_counts_[static_cast<size_t>(req.cmd)].fetch_add(1, std::memory_order_relaxed);
+  }
   if (active_limit_ > 0 && req_active_.load(std::memory_order_relaxed) >= active_limit_) {
     finish(kActiveLimit);
     return;
@@ -451,6 +477,7 @@ void ProxyWorker::LogBackendRequest(const Run& run, const BackendOp& op) {
 void ProxyWorker::FlushOut() {
   if (in_flush_) return;  // the outer call's loop picks up what was added
   in_flush_ = true;
+  vm_kb_.store(static_cast<uint64_t>(lua_gc(L_, LUA_GCCOUNT)), std::memory_order_relaxed);
   while (!dirty_.empty() || !io_batch_.empty()) {
     if (!io_batch_.empty()) {
       std::vector<std::pair<std::shared_ptr<Backend>, OpPtr>> batch;

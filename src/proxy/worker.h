@@ -167,6 +167,14 @@ class ProxyWorker {
   // --- stats (any thread) ---
   int64_t req_active() const { return req_active_.load(std::memory_order_relaxed); }
   uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
+  // `stats proxy` cmd_<name>: requests the proxy routed, by command.
+  uint64_t cmd_count(int cmd) const {
+    return cmd_counts_[static_cast<size_t>(cmd)].load(std::memory_order_relaxed);
+  }
+  // `stats proxy` vm_memory_kb (sampled once per output flush) and
+  // vm_gc_runs (collection cycles, counted by a finalizer sentinel).
+  uint64_t vm_memory_kb() const { return vm_kb_.load(std::memory_order_relaxed); }
+  uint64_t vm_gc_runs() const { return gc_runs_.load(std::memory_order_relaxed); }
   int64_t buffer_used() const { return buffer_used_.load(std::memory_order_relaxed); }
   uint64_t ustat_value(int idx) const {
     return ustats_[static_cast<size_t>(idx)].load(std::memory_order_relaxed);
@@ -218,6 +226,14 @@ class ProxyWorker {
   std::unique_ptr<std::atomic<uint64_t>[]> ustats_;
   std::atomic<int64_t> req_active_{0};
   std::atomic<uint64_t> requests_{0};
+  std::array<std::atomic<uint64_t>, kCmdSize> cmd_counts_{};
+  std::atomic<uint64_t> vm_kb_{0};
+  std::atomic<uint64_t> gc_runs_{0};
+  // A table that is garbage from birth, whose finalizer counts a cycle and
+  // makes the next one (none while closing).
+  static int GcSentinel(lua_State* L);
+  static void NewGcSentinel(lua_State* L);
+  bool closing_ = false;
   std::atomic<int64_t> buffer_used_{0};
   // `stats proxyfuncs`: name -> (funcgens, slots).
   mutable Mutex fg_mu_{LockRank::kLeaf};

@@ -585,6 +585,35 @@ end
     assert st["user_neg"] == str(2 ** 64 - 3)
 
 
+def test_stats_proxy_counts_commands_and_the_vm(make_server, tmp_path):
+    """memcached 1.6.45's `stats proxy` fields: vm_gc_runs, vm_memory_kb and
+    cmd_<name> for every request the proxy routed (local ones not counted)."""
+    be = make_server()
+    px = proxy(make_server, write(tmp_path, "p.lua", pools([("b1", be.port)])), "-t", "2")
+    c = T.to(px)
+    st = c.stats("proxy")
+    names = [k for k in st if k.startswith("cmd_")]
+    assert names == ["cmd_mg", "cmd_ms", "cmd_md", "cmd_mn", "cmd_ma", "cmd_me", "cmd_get",
+                     "cmd_gat", "cmd_set", "cmd_add", "cmd_cas", "cmd_gets", "cmd_gats",
+                     "cmd_incr", "cmd_decr", "cmd_touch", "cmd_append", "cmd_prepend",
+                     "cmd_delete", "cmd_replace"]
+    assert int(st["vm_memory_kb"]) > 0
+    gc0 = int(st["vm_gc_runs"])
+    for i in range(20):
+        assert c.call("ms k%d 1\r\nv\r\n" % i) == "HD\r\n"
+    for i in range(3000):  # enough garbage for the collector to run
+        c.send("mg k%d v\r\n" % (i % 20))
+    for i in range(3000):
+        assert c.read_line() == "VA 1\r\n"
+        assert c.read_line() == "v\r\n"
+    assert c.call("md x\r\n").startswith("SERVER_ERROR md route")
+    assert c.call("add local 0 0 1\r\nx\r\n") == "STORED\r\n"  # unhooked: local
+    st = c.stats("proxy")
+    assert st["cmd_ms"] == "20" and st["cmd_mg"] == "3000" and st["cmd_md"] == "1"
+    assert st["cmd_add"] == "0"
+    assert int(st["vm_gc_runs"]) > gc0
+
+
 def test_unsupported_options_are_refused(tmp_path):
     for opt in ("tls = true",):
         text = ("function mcp_config_pools() return mcp.pool({ mcp.backend({ label = 'x', "

@@ -69,6 +69,7 @@ enum LongOnly : int {
   kOptPortFile,
   kOptAdminPort,
   kOptAdminBind,
+  kOptAclFile,
   kOptMaxConnections,
 };
 
@@ -114,6 +115,7 @@ const option kLongOptions[] = {
     {"port-file", required_argument, nullptr, kOptPortFile},
     {"admin-port", required_argument, nullptr, kOptAdminPort},
     {"admin-bind", required_argument, nullptr, kOptAdminBind},
+    {"aclfile", required_argument, nullptr, kOptAclFile},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions = ":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:";
@@ -292,6 +294,9 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
       if (!ParseInt(arg, 0, 65535, &v)) return Bad("invalid port for --admin-port: " + a);
       c->admin_port = static_cast<int>(v);
       break;
+    case kOptAclFile:
+      c->aclfile = a;
+      break;
     case kOptAdminBind:
       if (arg.empty()) return Bad("--admin-bind needs an address");
       c->admin_bind = a;
@@ -402,6 +407,7 @@ resp::RespOptions Config::ToRespOptions() const {
   resp::RespOptions o;
   o.port = resp_port;
   o.idle_timeout_s = idle_timeout_s;
+  o.aclfile = aclfile;
   return o;
 }
 
@@ -497,6 +503,8 @@ std::string HelpText() {
                           --resp-port 0 / --admin-port 0 the ports are ephemeral)
     --admin-port=<num>    an operator's RESP port, exempt from maxclients
                           (default: off)
+    --aclfile=<file>      Redis ACL users ("user <name> <rules>" lines), loaded
+                          at start-up; ACL LOAD / ACL SAVE read and write it
     --admin-bind=<addr>   the admin port's address (default: 127.0.0.1)
 -o, --extended            comma separated list of extended options:
    maxconns_fast, hashpower=N, tail_repair_time=N, hash_algorithm=NAME,

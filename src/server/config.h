@@ -39,6 +39,7 @@ struct Config {
   // limits), so an operator can always get in. -1 = off; 0 = ephemeral.
   int admin_port = -1;
   std::string admin_bind = "127.0.0.1";  // --admin-bind
+  std::string aclfile;                   // --aclfile: Redis's ACL file
   int backlog = 1024;               // -b
   size_t max_connections = 1024;    // -c
   bool maxconns_fast = true;        // -o maxconns_fast (reject with an error line)

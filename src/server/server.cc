@@ -22,6 +22,7 @@
 #include "protocol/memcache/watch_log.h"
 #include "protocol/resp/collection_codec.h"
 #include "protocol/resp/keyspace_events.h"
+#include "protocol/resp/acl_store.h"
 #include "protocol/resp/resp_protocol.h"
 
 namespace trove::server {
@@ -81,6 +82,10 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   s->engine_->AddObserver(s->eviction_log_.get());
   s->resp_factory_ =
       resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions(), s->log_.get());
+  if (!cfg.aclfile.empty()) {  // --aclfile: a broken file stops the start
+    std::string err = resp::AclStoreOf(s->resp_factory_.get())->LoadFile();
+    if (!err.empty()) return Status::Invalid(err);
+  }
   // Keyspace notifications: expiry and eviction from the engine, and a
   // crawl each second for expired keys while `x` is configured.
   resp::KeyEvents* key_events = resp::KeyEventsOf(s->resp_factory_.get());

@@ -14,6 +14,7 @@
 #include "common/str_append.h"
 #include "net/worker.h"
 #include "protocol/resp/collections.h"
+#include "protocol/resp/gather_reply.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/keyspace_walk.h"
@@ -28,6 +29,8 @@ namespace {
 using engine::ItemRef;
 
 // --- CLIENT LIST / INFO ---
+
+}  // namespace
 
 void AppendClientLine(std::string* out, const net::ClientInfo& c) {
   auto num = [out](const char* k, int64_t v) {
@@ -77,6 +80,8 @@ void AppendClientLine(std::string* out, const net::ClientInfo& c) {
   out->push_back('\n');
 }
 
+namespace {
+
 // TYPE filter values: "normal", "pubsub"; Trove has no replicas, so
 // "master", "replica" and "slave" match nothing.
 bool ParseClientType(std::string_view t, std::string* out) {
@@ -94,31 +99,6 @@ bool TypeMatches(const net::ClientInfo& c, const std::string& type) {
   if (type == "pubsub") return pubsub;
   if (type == "normal") return !pubsub;
   return false;
-}
-
-// Runs on this connection's worker once the others have answered, or at
-// once when there is no connection (tests).
-template <typename T>
-void Reply(CommandContext& ctx, std::function<T(net::Worker&)> each,
-           std::function<void(std::vector<T>, RespWriter&)> done) {
-  net::ConnControl* self = ctx.session->control();
-  if (self == nullptr || net::Worker::Current() == nullptr || ctx.in_exec) {
-    std::vector<T> one;
-    if (net::Worker* w = net::Worker::Current()) one.push_back(each(*w));
-    done(std::move(one), *ctx.w);
-    return;
-  }
-  const uint64_t me = self->id();
-  const int proto = ctx.w->proto();
-  self->Suspend();
-  self->group().Gather<T>(std::move(each), [me, proto, done = std::move(done)](std::vector<T> all) {
-    net::Connection* c = net::Worker::Current()->Find(me);
-    if (c == nullptr) return;
-    RespWriter w(&c->output(), proto);
-    done(std::move(all), w);
-    c->OutputAdded();
-    c->Resume();
-  });
 }
 
 void ClientList(CommandContext& ctx) {
@@ -146,7 +126,7 @@ void ClientList(CommandContext& ctx) {
     }
   }
   using Infos = std::vector<net::ClientInfo>;
-  Reply<Infos>(
+  GatherReply<Infos>(
       ctx, [](net::Worker& w) { return w.ClientInfos(); },
       [type, ids](std::vector<Infos> per_worker, RespWriter& w) {
         Infos all;
@@ -255,7 +235,7 @@ void ClientKill(CommandContext& ctx) {
     size_t killed = 0;
     bool self = false;
   };
-  Reply<Count>(
+  GatherReply<Count>(
       ctx,
       [f](net::Worker& w) {
         Count n;

@@ -68,6 +68,9 @@ const ConfigParam kParams[] = {
     {"timeout", nullptr, true},
     {"notify-keyspace-events", nullptr, true},
     {"tracking-table-max-keys", nullptr, true},
+    {"aclfile", nullptr, false},
+    {"acllog-max-len", nullptr, true},
+    {"acl-pubsub-default", nullptr, true},
 };
 
 int64_t MaxClients(CommandContext& ctx) {
@@ -107,6 +110,12 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = protocol::FormatKeyEventClasses(ctx.server->key_events().flags());
   else if (n == "tracking-table-max-keys")
     AppendU64(v, ctx.server->tracking().max_keys());
+  else if (n == "aclfile")
+    v = ctx.server->acl().aclfile();
+  else if (n == "acllog-max-len")
+    AppendI64(v, ctx.server->acl().log_max_len());
+  else if (n == "acl-pubsub-default")
+    v = ctx.server->acl().pubsub_default_all() ? "allchannels" : "resetchannels";
   return v;
 }
 
@@ -157,6 +166,29 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
       return false;
     }
     ctx.server->timeout_s.store(n, std::memory_order_relaxed);
+    return true;
+  }
+  if (name == "acllog-max-len") {
+    int64_t n;
+    if (!ParseStrictInt64(value, &n)) {
+      SetFailed(ctx, name, "argument couldn't be parsed into an integer");
+      return false;
+    }
+    if (n < 0 || n > INT32_MAX) {
+      SetFailed(ctx, name, "argument must be between 0 and 2147483647 inclusive");
+      return false;
+    }
+    ctx.server->acl().set_log_max_len(n);
+    return true;
+  }
+  if (name == "acl-pubsub-default") {
+    // Applies to users created (or `reset`) afterwards, as in Redis.
+    const std::string v = ToLower(value);
+    if (v != "allchannels" && v != "resetchannels") {
+      SetFailed(ctx, name, "argument(s) must be one of the following: allchannels, resetchannels");
+      return false;
+    }
+    ctx.server->acl().set_pubsub_default_all(v == "allchannels");
     return true;
   }
   if (name == "tracking-table-max-keys") {

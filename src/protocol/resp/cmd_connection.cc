@@ -54,14 +54,26 @@ void CmdReset(CommandContext& ctx) {
   ctx.session->DisableTracking();
   ctx.session->UnsubscribeAll();
   ctx.session->StopMonitor();
-  ctx.conn->Reset(ctx.server->auth_required());
+  acl::AclStore& store = ctx.server->acl();
+  const uint64_t epoch = store.epoch();
+  ctx.conn->Reset(store.Get("default"), epoch, store.default_open());
   ctx.w->set_proto(2);
   ctx.w->Simple("RESET");
 }
 
-bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view pass) {
-  if (user != "default") return false;
-  return ctx.server->CheckRequirepass(pass);
+// AUTH and HELLO AUTH: on success the connection runs as the user; a
+// failure is logged in ACL LOG (reason auth, object the command's name).
+bool Authenticate(CommandContext& ctx, std::string_view user, std::string_view pass) {
+  acl::AclStore& store = ctx.server->acl();
+  const uint64_t epoch = store.epoch();
+  std::shared_ptr<const acl::User> u = store.Authenticate(user, pass);
+  if (u == nullptr) {
+    store.AddLog(acl::Denied::kAuth, ctx.conn->txn().active() ? "multi" : "toplevel",
+                 ctx.argv[0], user, ctx.session->ClientInfoLine(), ctx.server->NowMs());
+    return false;
+  }
+  ctx.conn->identity().Authenticate(std::move(u), epoch);
+  return true;
 }
 
 void CmdAuth(CommandContext& ctx) {
@@ -71,17 +83,19 @@ void CmdAuth(CommandContext& ctx) {
   }
   std::string_view user = ctx.argc() == 3 ? ctx.argv[1] : "default";
   std::string_view pass = ctx.argv[ctx.argc() - 1];
-  if (ctx.argc() == 2 && !ctx.server->auth_required()) {
-    ctx.Error(
-        "ERR AUTH <password> called without any password configured for the default "
-        "user. Are you sure your configuration is correct?");
-    return;
+  if (ctx.argc() == 2) {
+    std::shared_ptr<const acl::User> d = ctx.server->acl().Get("default");
+    if (d->nopass()) {
+      ctx.Error(
+          "ERR AUTH <password> called without any password configured for the default "
+          "user. Are you sure your configuration is correct?");
+      return;
+    }
   }
-  if (!CheckPassword(ctx, user, pass)) {
+  if (!Authenticate(ctx, user, pass)) {
     ctx.Error("WRONGPASS invalid username-password pair or user is disabled.");
     return;
   }
-  ctx.conn->identity().Authenticate(user);
   ctx.w->Ok();
 }
 
@@ -101,16 +115,14 @@ void CmdHello(CommandContext& ctx) {
     proto = static_cast<int>(v);
     i = 2;
   }
-  std::string_view setname;
-  bool has_name = false;
+  std::string_view setname, auth_user, auth_pass;
+  bool has_name = false, has_auth = false;
   for (; i < ctx.argc(); ++i) {
     bool more = ctx.argc() - i - 1;
     if (EqualsIgnoreCase(ctx.argv[i], "auth") && ctx.argc() - i - 1 >= 2) {
-      if (!CheckPassword(ctx, ctx.argv[i + 1], ctx.argv[i + 2])) {
-        ctx.Error("WRONGPASS invalid username-password pair or user is disabled.");
-        return;
-      }
-      ctx.conn->identity().Authenticate(ctx.argv[i + 1]);
+      auth_user = ctx.argv[i + 1];  // the last AUTH wins, as in Redis
+      auth_pass = ctx.argv[i + 2];
+      has_auth = true;
       i += 2;
     } else if (EqualsIgnoreCase(ctx.argv[i], "setname") && more) {
       setname = ctx.argv[++i];
@@ -122,6 +134,10 @@ void CmdHello(CommandContext& ctx) {
       ctx.Error(m);
       return;
     }
+  }
+  if (has_auth && !Authenticate(ctx, auth_user, auth_pass)) {
+    ctx.Error("WRONGPASS invalid username-password pair or user is disabled.");
+    return;
   }
   if (!ctx.conn->identity().authenticated()) {
     ctx.Error(

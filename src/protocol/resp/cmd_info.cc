@@ -47,6 +47,7 @@ void CmdInfo(CommandContext& ctx) {
   uint64_t hits = 0, misses = 0, cmds = 0, conns = 0, errors = 0, in_bytes = 0;
   int64_t clients = 0, pubsub_clients = 0;
   std::vector<std::pair<uint64_t, uint64_t>> per_cmd(CommandTable::Get().size());
+  std::vector<uint64_t> rejected(CommandTable::Get().size());
   ctx.server->ForEachWorkerStats([&](const WorkerStats& w) {
     hits += w.keyspace_hits.load(std::memory_order_relaxed);
     misses += w.keyspace_misses.load(std::memory_order_relaxed);
@@ -59,6 +60,7 @@ void CmdInfo(CommandContext& ctx) {
     for (size_t i = 0; i < w.cmds.size() && i < per_cmd.size(); ++i) {
       per_cmd[i].first += w.cmds[i].calls.load(std::memory_order_relaxed);
       per_cmd[i].second += w.cmds[i].usec.load(std::memory_order_relaxed);
+      rejected[i] += w.cmds[i].rejected.load(std::memory_order_relaxed);
     }
   });
   int64_t now = ctx.engine->clock()->UnixSeconds();
@@ -161,6 +163,12 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "expired_keys",
              static_cast<int64_t>(ctx.engine->ExpiredTotal() -
                                   ctx.server->expired_keys_base.load(std::memory_order_relaxed)));
+    const acl::AclStore& acl = ctx.server->acl();
+    AddField(&s, "acl_access_denied_auth", static_cast<int64_t>(acl.denied(acl::Denied::kAuth)));
+    AddField(&s, "acl_access_denied_cmd", static_cast<int64_t>(acl.denied(acl::Denied::kCmd)));
+    AddField(&s, "acl_access_denied_key", static_cast<int64_t>(acl.denied(acl::Denied::kKey)));
+    AddField(&s, "acl_access_denied_channel",
+             static_cast<int64_t>(acl.denied(acl::Denied::kChannel)));
     const Tracking& tr = ctx.server->tracking();
     AddField(&s, "tracking_total_keys", static_cast<int64_t>(tr.total_keys()));
     AddField(&s, "tracking_total_items", static_cast<int64_t>(tr.total_items()));
@@ -173,16 +181,20 @@ void CmdInfo(CommandContext& ctx) {
     s += "# Commandstats\r\n";
     const auto& specs = CommandTable::Get().all();
     for (size_t i = 0; i < specs.size(); ++i) {
-      if (per_cmd[i].first == 0) continue;
+      if (per_cmd[i].first == 0 && rejected[i] == 0) continue;
       std::string v = "calls=";
       AppendU64(v, per_cmd[i].first);
       v += ",usec=";
       AppendU64(v, per_cmd[i].second);
       char buf[64];
       std::snprintf(buf, sizeof buf, ",usec_per_call=%.2f",
-                    static_cast<double>(per_cmd[i].second) / static_cast<double>(per_cmd[i].first));
+                    per_cmd[i].first == 0 ? 0.0
+                                          : static_cast<double>(per_cmd[i].second) /
+                                                static_cast<double>(per_cmd[i].first));
       v += buf;
-      v += ",rejected_calls=0,failed_calls=0";
+      v += ",rejected_calls=";
+      AppendU64(v, rejected[i]);
+      v += ",failed_calls=0";
       AddField(&s, std::string("cmdstat_") + specs[i].name, v);
     }
     s += "\r\n";

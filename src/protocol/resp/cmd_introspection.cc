@@ -12,6 +12,7 @@
 
 #include "common/str_append.h"
 #include "net/worker.h"
+#include "protocol/resp/acl_categories.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -52,8 +53,10 @@ void WriteCommandInfo(CommandContext& ctx, const CommandSpec& s) {
   ctx.w->Integer(s.first_key);
   ctx.w->Integer(s.last_key);
   ctx.w->Integer(s.step);
-  ctx.w->SetHeader(1);
-  ctx.w->Simple(std::string("@") + s.group);
+  const uint32_t cats = acl::CommandCategories::Get().of(static_cast<size_t>(s.id));
+  ctx.w->SetHeader(static_cast<size_t>(__builtin_popcount(cats)));
+  for (size_t i = 0; i < acl::kCategoryCount; ++i)
+    if (cats & (1u << i)) ctx.w->Simple(std::string("@") + std::string(acl::kCategoryNames[i]));
   ctx.w->SetHeader(0);
   ctx.w->ArrayHeader(0);
   ctx.w->ArrayHeader(0);

@@ -7,6 +7,7 @@
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
 #include "protocol/resp/command.h"
+#include "protocol/resp/acl_categories.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/server_commands.h"
@@ -44,19 +45,20 @@ void AppendRepr(std::string* out, std::string_view s) {
 // Admin subcommands of a container that is not admin itself (Redis's
 // CMD_ADMIN per subcommand): never shown to monitors.
 bool AdminSubcommand(const CommandSpec& spec, std::span<const std::string_view> argv) {
-  if (std::string_view(spec.name) != "client" || argv.size() < 2) return false;
-  static constexpr std::string_view kAdmin[] = {"kill", "list", "no-evict", "pause", "unblock",
-                                                "unpause"};
-  for (std::string_view a : kAdmin) {
-    if (EqualsIgnoreCase(argv[1], a)) return true;
-  }
-  return false;
+  if (argv.size() < 2) return false;
+  const int slot = HistogramSlots::Get().SlotOf(spec, argv);
+  if (slot < 0 || slot == spec.id) return false;
+  return (acl::CommandCategories::Get().of(static_cast<size_t>(slot)) & acl::kCatAdmin) != 0;
 }
 
 // Which arguments Redis redacts: AUTH's all; HELLO's after AUTH (user, pass).
 bool Redacted(const CommandSpec& spec, std::span<const std::string_view> argv, size_t i) {
   const std::string_view name = spec.name;
   if (name == "auth") return i >= 1;
+  if (name == "acl" && argv.size() >= 3 &&
+      (EqualsIgnoreCase(argv[1], "setuser") || EqualsIgnoreCase(argv[1], "deluser") ||
+       EqualsIgnoreCase(argv[1], "getuser")))
+    return i >= 2;
   if (name == "hello") {
     for (size_t j = 2; j < argv.size() && j < i; ++j) {
       if (EqualsIgnoreCase(argv[j], "auth")) return i <= j + 2;

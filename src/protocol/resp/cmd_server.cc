@@ -190,6 +190,7 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
   RegisterConnectionCommands(t);
   RegisterClientCommands(t);
   RegisterMonitorCommands(t);
+  RegisterAclCommands(t);
   add("swapdb", 3, kCmdWrite | kCmdFast | kCmdGlobal, CmdSwapDb, "server",
       "Swaps two Redis databases.", "4.0.0");
   add("dbsize", 1, kCmdReadonly | kCmdFast | kCmdGlobal, CmdDbSize, "server",

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/check.h"
+#include "protocol/resp/acl_user.h"
 #include "protocol/resp/watch_registry.h"
 
 namespace trove::resp {
@@ -50,23 +52,38 @@ class Identity {
   void SetLastCmd(const char* c) { last_cmd_ = c; }
   void SetProto(int p) { proto_ = p; }
   void SelectDb(int db) { db_ = db; }
-  void Authenticate(std::string_view user) {
-    user_.assign(user);
+  // The ACL user this connection runs as (the default user until AUTH),
+  // and the AclStore epoch it was looked up at (Session re-reads it when
+  // the store's epoch moves).
+  const std::shared_ptr<const acl::User>& acl_user() const { return acl_user_; }
+  uint64_t acl_epoch() const { return acl_epoch_; }
+  void SetAclUser(std::shared_ptr<const acl::User> u, uint64_t epoch) {
+    acl_user_ = std::move(u);
+    acl_epoch_ = epoch;
+    unrestricted_ = acl_user_ == nullptr || acl_user_->unrestricted();
+  }
+  // No ACL check needed: the user may run anything on anything.
+  bool unrestricted() const { return unrestricted_; }
+  void Authenticate(std::shared_ptr<const acl::User> u, uint64_t epoch) {
+    user_ = u->name();
+    SetAclUser(std::move(u), epoch);
     authenticated_ = true;
   }
-  void Deauthenticate(bool auth_required) {
+  // Back to the default user; authenticated when it is on and nopass.
+  void Deauthenticate(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
     user_ = "default";
-    authenticated_ = !auth_required;
+    SetAclUser(std::move(def), epoch);
+    authenticated_ = open;
   }
   // RESET: back to the state of a new connection (keeps id and address).
-  void Reset(bool auth_required) {
+  void Reset(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
     name_.clear();
     no_evict_ = false;
     no_touch_ = false;
     reply_ = Reply::kOn;
     proto_ = 2;
     db_ = 0;
-    Deauthenticate(auth_required);
+    Deauthenticate(std::move(def), epoch, open);
   }
 
  private:
@@ -77,6 +94,9 @@ class Identity {
   int db_ = 0;
   std::string user_ = "default";
   bool authenticated_ = true;
+  std::shared_ptr<const acl::User> acl_user_;  // null only in unit tests: no checks
+  uint64_t acl_epoch_ = 0;
+  bool unrestricted_ = true;
   std::string lib_name_;
   std::string lib_ver_;
   bool no_evict_ = false;
@@ -269,14 +289,14 @@ class ConnState {
 
   // RESET: discards MULTI, unwatches, unsubscribes, leaves tracking, back to
   // RESP2 / db 0 / default user.
-  void Reset(bool auth_required) {
+  void Reset(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
     DCHECK(OnOwnerThread());
     txn_.End();
     txn_.Unwatch();
     pubsub_.Clear();
     tracking_.Clear();
     blocked_.Clear();
-    identity_.Reset(auth_required);
+    identity_.Reset(std::move(def), epoch, open);
   }
 
   bool OnOwnerThread() const { return std::this_thread::get_id() == owner_; }

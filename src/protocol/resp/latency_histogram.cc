@@ -16,6 +16,9 @@ struct Container {
 
 const std::vector<Container>& Containers() {
   static const std::vector<Container> kContainers = {
+      {"acl",
+       {"cat", "deluser", "dryrun", "genpass", "getuser", "help", "list", "load", "log", "save",
+        "setuser", "users", "whoami"}},
       {"client",
        {"caching", "getname", "getredir", "help", "id", "info", "kill", "list", "no-evict",
         "no-touch", "pause", "reply", "setinfo", "setname", "tracking", "trackinginfo", "unblock",

@@ -58,6 +58,11 @@ class HistogramSlots {
   void SlotsNamed(std::string_view name, std::vector<int>* out) const;
   // Every slot in reply order: each command, then its subcommands.
   void AllSlots(std::vector<int>* out) const;
+  // Command id's subcommand slots [sub_begin, sub_end) (both -1 if it is
+  // not a container), and the first memcache|<cmd> slot.
+  int sub_begin(size_t id) const { return sub_begin_[id]; }
+  int sub_end(size_t id) const { return sub_end_[id]; }
+  int mc_begin() const { return mc_begin_; }
 
  private:
   HistogramSlots();

@@ -42,6 +42,10 @@ KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->key_events();
 }
 
+acl::AclStore* AclStoreOf(net::ProtocolFactory* resp_factory) {
+  return &static_cast<RespFactory*>(resp_factory)->server()->acl();
+}
+
 net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->port_limit();
 }

@@ -22,6 +22,7 @@ struct RespOptions {
   std::string requirepass;  // empty = default user without password
   int port = 6379;
   int64_t idle_timeout_s = 0;  // -o idle_timeout (CONFIG GET timeout)
+  std::string aclfile;         // --aclfile: ACL users, loaded at start-up
 };
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
@@ -40,6 +41,11 @@ KeyEvents* KeyEventsOf(net::ProtocolFactory* resp_factory);
 net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory);
 // CLIENT PAUSE's state, for the memcached port to obey.
 protocol::ClientPause* ClientPauseOf(net::ProtocolFactory* resp_factory);
+// The ACL users shared by both ports (acl_store.h).
+namespace acl {
+class AclStore;
+}
+acl::AclStore* AclStoreOf(net::ProtocolFactory* resp_factory);
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);
 
 }  // namespace trove::resp

@@ -20,6 +20,7 @@ RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
   tracking_.set_active_fn([this] { key_events_.TrackingChanged(); });
   start_unix_ = engine_->clock()->UnixSeconds();
   set_requirepass(opts.requirepass);
+  acl_->set_aclfile(opts.aclfile);
   opts_.requirepass.assign(opts_.requirepass.size(), '\0');  // not kept in clear
   opts_.requirepass.clear();
   timeout_s.store(opts.idle_timeout_s, std::memory_order_relaxed);
@@ -149,19 +150,6 @@ void RespServer::ResetStats() {
     s->error_replies.store(0, std::memory_order_relaxed);
   }
   expired_keys_base.store(engine_->ExpiredTotal(), std::memory_order_relaxed);
-}
-
-bool RespServer::CheckRequirepass(std::string_view pass) const {
-  const std::string candidate = Sha256Hex(pass);
-  MutexLock l(&mu_);
-  return requirepass_sha_.empty() || ConstantTimeEqual(candidate, requirepass_sha_);
-}
-
-void RespServer::set_requirepass(std::string_view p) {
-  std::string sha = p.empty() ? std::string() : Sha256Hex(p);
-  MutexLock l(&mu_);
-  requirepass_sha_ = std::move(sha);
-  auth_required_.store(!p.empty(), std::memory_order_relaxed);
 }
 
 }  // namespace trove::resp

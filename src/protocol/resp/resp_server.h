@@ -17,6 +17,7 @@
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
 #include "protocol/client_pause.h"
+#include "protocol/resp/acl_store.h"
 #include "protocol/resp/block_registry.h"
 #include "protocol/resp/command.h"
 #include "protocol/resp/latency_histogram.h"
@@ -58,7 +59,7 @@ struct WorkerStats {
 
 // Thread safety: the engine and services are thread-safe; config values are
 // atomics (relaxed: each is read independently, no ordering with data);
-// requirepass and the worker-stats table are guarded by mu_; the slow log
+// the worker-stats table is guarded by mu_; the slow log
 // and latency monitor lock themselves (leaf locks, never held with mu_).
 class RespServer final : public protocol::CommandLog {
  public:
@@ -76,11 +77,11 @@ class RespServer final : public protocol::CommandLog {
   void ForEachWorkerStats(const std::function<void(const WorkerStats&)>& fn) const EXCLUDES(mu_);
   void ResetStats() EXCLUDES(mu_);
 
-  // requirepass: only its SHA-256 is kept (never the password), and a
-  // candidate is compared digest to digest in constant time.
-  bool CheckRequirepass(std::string_view pass) const EXCLUDES(mu_);
-  void set_requirepass(std::string_view p) EXCLUDES(mu_);
-  bool auth_required() const { return auth_required_.load(std::memory_order_relaxed); }
+  // ACL users (acl_store.h); requirepass is the default user's password,
+  // kept only as its SHA-256.
+  acl::AclStore& acl() { return *acl_; }
+  void set_requirepass(std::string_view p) { acl_->SetRequirepass(p); }
+  bool auth_required() const { return !acl_->default_open(); }
 
   // Called by Session::Run after every command that ran, with its
   // duration (the one commandstats counts). The common path is a histogram
@@ -190,6 +191,7 @@ class RespServer final : public protocol::CommandLog {
   engine::Engine* engine_;
   net::ServerServices* services_;
   RespOptions opts_;
+  std::unique_ptr<acl::AclStore> acl_ = std::make_unique<acl::AclStore>();
   int64_t start_unix_;
   PubSubHub pubsub_;
   Tracking tracking_;  // before key_events_, which reports to it
@@ -209,8 +211,6 @@ class RespServer final : public protocol::CommandLog {
   // racing a CONFIG SET may use either value. Recomputed under mu_.
   std::atomic<uint64_t> record_above_us_{10000};
   mutable Mutex mu_{LockRank::kLeaf};
-  std::string requirepass_sha_ GUARDED_BY(mu_);  // hex; empty: no password
-  std::atomic<bool> auth_required_{false};
   std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);
   std::vector<engine::ThreadStats*> thread_stats_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Sink>> mc_sinks_ GUARDED_BY(mu_);

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "net/protocol_handler.h"
+#include "protocol/resp/acl_user.h"
 #include "protocol/resp/command.h"
 
 namespace trove::resp {
@@ -23,6 +25,12 @@ void SubArity(CommandContext& ctx);
 // CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO (cmd_tracking.cc):
 // false when `sub` (lower case) is none of them or has the wrong arity.
 bool ClientTrackingCommand(CommandContext& ctx, std::string_view sub);
+// A CLIENT LIST line (with its newline) for c (cmd_client.cc).
+void AppendClientLine(std::string* out, const net::ClientInfo& c);
+// The text after NOPERM (or DRYRUN's reply) for a denial (session_acl.cc);
+// verbose names the key or channel.
+std::string AclDeniedMessage(acl::Denied d, const std::string& user, std::string_view cmd,
+                             std::string_view object, bool verbose);
 // An INFO line "k:v\r\n".
 void AddField(std::string* s, std::string_view k, std::string_view v);
 void AddField(std::string* s, std::string_view k, int64_t v);
@@ -35,5 +43,6 @@ void RegisterConfigCommands(std::vector<CommandSpec>* t);
 void RegisterIntrospectionCommands(std::vector<CommandSpec>* t);
 void RegisterSlowlogCommands(std::vector<CommandSpec>* t);
 void RegisterMonitorCommands(std::vector<CommandSpec>* t);
+void RegisterAclCommands(std::vector<CommandSpec>* t);
 
 }  // namespace trove::resp

@@ -23,7 +23,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
           ? conn.id
           : static_cast<uint64_t>(server->next_client_id.fetch_add(1, std::memory_order_relaxed));
   conn_.identity().Init(id, conn.peer);
-  conn_.identity().Deauthenticate(server->auth_required());
+  ResetToDefaultUser();
   conn_.txn().AttachRegistry(&server->watches());
   server->live_clients().Add(id);
   parser_.set_max_bulk(
@@ -160,8 +160,14 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
     txn.MarkDirty();
     return;
   }
-  if (!conn_.identity().authenticated() && (spec->flags & kCmdNoAuth) == 0) {
+  Identity& who = conn_.identity();
+  if (who.acl_epoch() != server_->acl().epoch() && !RefreshAclUser()) return;
+  if (!who.authenticated() && (spec->flags & kCmdNoAuth) == 0) {
     w->Error("NOAUTH Authentication required.");
+    txn.MarkDirty();
+    return;
+  }
+  if (!who.unrestricted() && !AclAllows(*spec, slot, argv, w, /*in_exec=*/false)) {
     txn.MarkDirty();
     return;
   }
@@ -355,6 +361,12 @@ void Session::Exec(CommandContext& ctx) {
   int start_db = conn_.identity().db();
   for (size_t q = 0; q < queue.size(); ++q) {
     const CommandSpec& s = *specs[q];
+    // Redis checks each queued command again: the rules may have changed.
+    if (!conn_.identity().unrestricted() &&
+        !AclAllows(s, HistogramSlots::Get().SlotOf(s, argvs[q]), argvs[q], ctx.w,
+                   /*in_exec=*/true)) {
+      continue;
+    }
     bool db_changed = conn_.identity().db() != start_db;
     if ((s.flags & kCmdGlobal) != 0 || db_changed) {
       // Keyspace walks take stripes themselves; run them (and commands after

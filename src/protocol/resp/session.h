@@ -54,6 +54,14 @@ class Session final : public net::ProtocolHandler {
   void Execute(std::span<const std::string_view> argv, RespWriter* w);
 
   ConnState& conn() { return conn_; }
+  // ACL (session_acl.cc). Back to the default user (new connection, RESET).
+  void ResetToDefaultUser();
+  // After an ACL change, on this connection's worker: re-reads its user;
+  // true when the connection must close (its user was deleted or disabled,
+  // or it holds a subscription its user may no longer make).
+  bool AclRevoked();
+  // This connection's CLIENT LIST line, without the newline (ACL LOG).
+  std::string ClientInfoLine();
   RespServer* server() { return server_; }
   WorkerStats* stats() { return stats_; }
   void RequestClose() { close_ = true; }
@@ -145,6 +153,14 @@ class Session final : public net::ProtocolHandler {
   // stripes unless already held. `slot` is its HistogramSlots slot.
   void Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
            RespWriter* w, bool locked, bool in_exec);
+
+  // AclRevoked at the next command after an ACL change; false (and the
+  // connection closing) when revoked.
+  bool RefreshAclUser();
+  // The NOPERM check of a call by a restricted user: on denial writes the
+  // error (the EXEC form inside EXEC), logs it to ACL LOG, counts it.
+  bool AclAllows(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
+                 RespWriter* w, bool in_exec);
 
   // Runs spec.fn under the held stripes of keys[] (argv indexes idx[]); with
   // notifications on, compares each key before and after and queues the

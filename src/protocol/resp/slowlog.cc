@@ -41,6 +41,11 @@ void MarkRedacted(std::span<const std::string_view> argv, std::vector<bool>* red
         break;
       }
     }
+  } else if (EqualsIgnoreCase(cmd, "acl") && argv.size() >= 3 &&
+             (EqualsIgnoreCase(argv[1], "setuser") || EqualsIgnoreCase(argv[1], "deluser") ||
+              EqualsIgnoreCase(argv[1], "getuser"))) {
+    // Redis redacts the user names and rules (passwords among them).
+    for (size_t i = 2; i < argv.size(); ++i) (*red)[i] = true;
   } else if (EqualsIgnoreCase(cmd, "config") && argv.size() >= 2 &&
              EqualsIgnoreCase(argv[1], "set")) {
     for (size_t i = 2; i + 1 < argv.size(); i += 2)

@@ -1,0 +1,66 @@
+// ACL command categories (Redis 7's 21, in Redis's order) and the
+// categories of every command, subcommand and memcached-port command slot
+// (HistogramSlots). Immutable after first use; any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace trove::resp::acl {
+
+inline constexpr size_t kCategoryCount = 21;
+// Bit i of a category mask is kCategoryNames[i].
+inline constexpr std::string_view kCategoryNames[kCategoryCount] = {
+    "keyspace", "read",  "write",    "set",       "sortedset",  "list",        "hash",
+    "string",   "bitmap", "hyperloglog", "geo",  "stream",     "pubsub",      "admin",
+    "fast",     "slow",  "blocking", "dangerous", "connection", "transaction", "scripting"};
+
+enum CategoryBit : uint32_t {
+  kCatKeyspace = 1u << 0,
+  kCatRead = 1u << 1,
+  kCatWrite = 1u << 2,
+  kCatSet = 1u << 3,
+  kCatSortedSet = 1u << 4,
+  kCatList = 1u << 5,
+  kCatHash = 1u << 6,
+  kCatString = 1u << 7,
+  kCatPubsub = 1u << 12,
+  kCatAdmin = 1u << 13,
+  kCatFast = 1u << 14,
+  kCatSlow = 1u << 15,
+  kCatBlocking = 1u << 16,
+  kCatDangerous = 1u << 17,
+  kCatConnection = 1u << 18,
+  kCatTransaction = 1u << 19,
+  kCatScripting = 1u << 20,
+};
+
+// The mask of a category name (case-insensitive), 0 if unknown.
+uint32_t CategoryByName(std::string_view name);
+
+// Categories per HistogramSlots slot, and the slot tree the ACL rules walk:
+// a container's slot has its subcommands' slots as children.
+class CommandCategories {
+ public:
+  static const CommandCategories& Get();
+  size_t size() const { return cats_.size(); }
+  uint32_t of(size_t slot) const { return cats_[slot]; }
+  // The subcommand slots of a container slot ([begin, end), empty if none).
+  size_t sub_begin(size_t slot) const { return sub_begin_[slot]; }
+  size_t sub_end(size_t slot) const { return sub_end_[slot]; }
+  // The container of a subcommand slot, or -1.
+  int parent(size_t slot) const { return parent_[slot]; }
+  // A slot by full name ("get", "client|list", "memcache|get"),
+  // case-insensitive; -1 if none.
+  int Find(std::string_view fullname) const;
+
+ private:
+  CommandCategories();
+  std::vector<uint32_t> cats_;
+  std::vector<size_t> sub_begin_, sub_end_;
+  std::vector<int> parent_;
+};
+
+}  // namespace trove::resp::acl

@@ -87,21 +87,34 @@ Result<int> Connect(const Options& o) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (o.resp_tracking) {
-      // Still blocking: one command, its one-line reply.
-      static constexpr char kOn[] = "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n";
+    // Still blocking: one command, its one-line reply.
+    auto handshake = [fd](const std::string& cmd, const char* what) -> Status {
       std::string reply;
       char ch;
-      bool sent = write(fd, kOn, sizeof(kOn) - 1) == static_cast<ssize_t>(sizeof(kOn) - 1);
+      bool sent = write(fd, cmd.data(), cmd.size()) == static_cast<ssize_t>(cmd.size());
       while (sent && reply.size() < 256 && read(fd, &ch, 1) == 1) {
         reply.push_back(ch);
         if (ch == '\n') break;
       }
-      if (reply != "+OK\r\n") {
-        close(fd);
-        freeaddrinfo(res);
-        return Status::Invalid("CLIENT TRACKING on was refused: " + reply);
-      }
+      if (reply != "+OK\r\n") return Status::Invalid(std::string(what) + " was refused: " + reply);
+      return Status::Ok();
+    };
+    Status hs = Status::Ok();
+    if (!o.resp_auth.empty()) {
+      const size_t colon = o.resp_auth.find(':');
+      const std::string user = o.resp_auth.substr(0, colon);
+      const std::string pass = colon == std::string::npos ? "" : o.resp_auth.substr(colon + 1);
+      std::string cmd = "*3\r\n$4\r\nAUTH\r\n$" + std::to_string(user.size()) + "\r\n" + user +
+                        "\r\n$" + std::to_string(pass.size()) + "\r\n" + pass + "\r\n";
+      hs = handshake(cmd, "AUTH");
+    }
+    if (hs.ok() && o.resp_tracking) {
+      hs = handshake("*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n", "CLIENT TRACKING on");
+    }
+    if (!hs.ok()) {
+      close(fd);
+      freeaddrinfo(res);
+      return hs;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     freeaddrinfo(res);

@@ -50,6 +50,7 @@ enum LongOnly {
   kNoProgress,
   kSeed,
   kRespTracking,
+  kRespAuth,
   kPattern,
   kRatio,
   kRequests,
@@ -80,6 +81,7 @@ workload:
   -v, --value-size N|A-B   value bytes, fixed or a range (32)
       --multiget W         keys per get request (1)
       --prefill            set every key once (sequential) before the run
+      --resp-auth=U:P      RESP: every connection sends AUTH U P first
       --resp-tracking      RESP: every connection sends CLIENT TRACKING on
                            first (client-side caching's cost on the server)
 duration and rate:
@@ -151,6 +153,7 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       {"no-progress", no_argument, nullptr, kNoProgress},
       {"seed", required_argument, nullptr, kSeed},
       {"resp-tracking", no_argument, nullptr, kRespTracking},
+      {"resp-auth", required_argument, nullptr, kRespAuth},
       {nullptr, 0, nullptr, 0},
   };
   *help = false;
@@ -250,6 +253,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
           return Bad("key-prefix", a);
         }
         break;
+      case kRespAuth:
+        o->resp_auth = optarg;
+        break;
       case kRespTracking:
         o->resp_tracking = true;
         break;
@@ -299,6 +305,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
   }
   if (o->port == 0) o->port = o->protocol == Protocol::kResp ? 6379 : 11211;
   if (o->multiget > 1 && o->get_weight == 0) return Status::Invalid("--multiget needs gets");
+  if (!o->resp_auth.empty() && o->protocol != Protocol::kResp) {
+    return Status::Invalid("--resp-auth needs -P resp");
+  }
   if (o->resp_tracking && o->protocol != Protocol::kResp) {
     return Status::Invalid("--resp-tracking needs -P resp");
   }

@@ -38,6 +38,7 @@ struct Options {
   uint64_t seed = 1;
   double drain_s = 2;  // after the end, wait this long for outstanding replies
   bool resp_tracking = false;  // CLIENT TRACKING on for every connection
+  std::string resp_auth;       // "user:pass": every connection sends AUTH first
 
   int total_conns() const { return threads * conns_per_thread; }
 };

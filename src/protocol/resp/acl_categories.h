@@ -17,25 +17,25 @@ inline constexpr std::string_view kCategoryNames[kCategoryCount] = {
     "string",   "bitmap", "hyperloglog", "geo",  "stream",     "pubsub",      "admin",
     "fast",     "slow",  "blocking", "dangerous", "connection", "transaction", "scripting"};
 
-enum CategoryBit : uint32_t {
-  kCatKeyspace = 1u << 0,
-  kCatRead = 1u << 1,
-  kCatWrite = 1u << 2,
-  kCatSet = 1u << 3,
-  kCatSortedSet = 1u << 4,
-  kCatList = 1u << 5,
-  kCatHash = 1u << 6,
-  kCatString = 1u << 7,
-  kCatPubsub = 1u << 12,
-  kCatAdmin = 1u << 13,
-  kCatFast = 1u << 14,
-  kCatSlow = 1u << 15,
-  kCatBlocking = 1u << 16,
-  kCatDangerous = 1u << 17,
-  kCatConnection = 1u << 18,
-  kCatTransaction = 1u << 19,
-  kCatScripting = 1u << 20,
-};
+// Category masks (bit i is kCategoryNames[i]).
+inline constexpr uint32_t kCatKeyspace = 1u << 0;
+inline constexpr uint32_t kCatRead = 1u << 1;
+inline constexpr uint32_t kCatWrite = 1u << 2;
+inline constexpr uint32_t kCatSet = 1u << 3;
+inline constexpr uint32_t kCatSortedSet = 1u << 4;
+inline constexpr uint32_t kCatList = 1u << 5;
+inline constexpr uint32_t kCatHash = 1u << 6;
+inline constexpr uint32_t kCatString = 1u << 7;
+inline constexpr uint32_t kCatPubsub = 1u << 12;
+inline constexpr uint32_t kCatAdmin = 1u << 13;
+inline constexpr uint32_t kCatFast = 1u << 14;
+inline constexpr uint32_t kCatSlow = 1u << 15;
+inline constexpr uint32_t kCatBlocking = 1u << 16;
+inline constexpr uint32_t kCatDangerous = 1u << 17;
+inline constexpr uint32_t kCatConnection = 1u << 18;
+inline constexpr uint32_t kCatTransaction = 1u << 19;
+inline constexpr uint32_t kCatScripting = 1u << 20;
+
 
 // The mask of a category name (case-insensitive), 0 if unknown.
 uint32_t CategoryByName(std::string_view name);

@@ -42,32 +42,55 @@ bool StoreCommand(std::string_view n) {
                 "zdiffstore", "zrangestore"});
 }
 
+// Per command id, computed once: the permission of its keys, and how its
+// first keys differ (store commands, source/destination pairs, SET ... GET).
+struct KeyRule {
+  uint8_t base = kPermRead;
+  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet } kind = kPlain;
+};
+
+const std::vector<KeyRule>& Rules() {
+  static const std::vector<KeyRule>* rules = [] {
+    auto* v = new std::vector<KeyRule>();
+    for (const CommandSpec& spec : CommandTable::Get().all()) {
+      const std::string_view n = spec.name;
+      KeyRule r;
+      if (!(spec.flags & kCmdWrite)) {
+        r.base = NoAccess(n) ? 0 : kPermRead;
+      } else {
+        r.base = WriteOnly(n) ? kPermWrite : kPermAll;
+        if (StoreCommand(n)) r.kind = KeyRule::kStore;
+        if (In(n, {"rename", "renamenx", "lmove", "rpoplpush", "blmove", "brpoplpush", "smove"}))
+          r.kind = KeyRule::kSrcDst;
+        if (n == "copy") r.kind = KeyRule::kCopy;
+        if (n == "set") r.kind = KeyRule::kSet;
+      }
+      v->push_back(r);
+    }
+    return v;
+  }();
+  return *rules;
+}
+
 }  // namespace
 
 void KeyPerms(const CommandSpec& spec, std::span<const std::string_view> argv,
               std::span<const size_t> idx, std::vector<uint8_t>* perms) {
-  perms->assign(idx.size(), 0);
-  const std::string_view n = spec.name;
-  if (!(spec.flags & kCmdWrite)) {
-    const uint8_t p = NoAccess(n) ? 0 : kPermRead;
-    for (uint8_t& x : *perms) x = p;
-    return;
-  }
-  uint8_t p = WriteOnly(n) ? kPermWrite : kPermAll;
-  if (n == "set") {
+  const KeyRule& r = Rules()[static_cast<size_t>(spec.id)];
+  uint8_t p = r.base;
+  if (r.kind == KeyRule::kSet) {
     for (size_t i = 3; i < argv.size(); ++i)
       if (EqualsIgnoreCase(argv[i], "get")) p = kPermAll;
   }
-  for (uint8_t& x : *perms) x = p;
+  perms->assign(idx.size(), p);
   if (idx.size() < 2) return;
-  if (StoreCommand(n)) {
+  if (r.kind == KeyRule::kStore) {
     (*perms)[0] = kPermWrite;
     for (size_t j = 1; j < idx.size(); ++j) (*perms)[j] = kPermRead;
-  } else if (In(n, {"rename", "renamenx", "lmove", "rpoplpush", "blmove", "brpoplpush",
-                    "smove"})) {
+  } else if (r.kind == KeyRule::kSrcDst) {
     (*perms)[0] = kPermAll;
     (*perms)[1] = kPermWrite;
-  } else if (n == "copy") {
+  } else if (r.kind == KeyRule::kCopy) {
     (*perms)[0] = kPermRead;
     (*perms)[1] = kPermWrite;
   }

@@ -431,8 +431,11 @@ bool User::unrestricted() const {
 
 Denied User::Check(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
                    size_t* pos) const {
-  std::vector<size_t> idx;
-  std::vector<uint8_t> perms;
+  // Reused per thread: the check allocates nothing once warm.
+  thread_local std::vector<size_t> idx;
+  thread_local std::vector<uint8_t> perms;
+  idx.clear();
+  perms.clear();
   bool have_keys = false;
   Denied worst = Denied::kCmd;
   size_t worst_pos = 0;

@@ -100,6 +100,11 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
     auto auth = memcache::AuthTable::Load(cfg.auth_file);
     if (!auth.ok()) return auth.status();
     mc_opts.auth = std::move(auth.value());
+    // Each authfile user is also an ACL user (after --aclfile, whose rules
+    // for the same name win), so ACL rules apply on the memcached port.
+    resp::acl::AclStore* store = resp::AclStoreOf(s->resp_factory_.get());
+    for (const auto& [user, pass] : mc_opts.auth->entries()) store->AddMemcacheUser(user, pass);
+    mc_opts.access = store;
   }
   if (cfg.read_buf_mem_limit > 0) {  // -o read_buf_mem_limit
     s->responses_ = std::make_shared<memcache::ResponseBudget>(cfg.read_buf_mem_limit,

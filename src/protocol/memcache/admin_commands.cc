@@ -106,6 +106,7 @@ uint32_t MemcacheHandler::SlabClassFor(size_t total) const {
 }
 
 void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
+  if (!Permit(protocol::kMcStats, {}, 0, w)) return;
   net::ServerServices* sv = ctx_->services;
   if (pl.count == 1) {
     // The server's, the engine's and the logger's counters, printed in

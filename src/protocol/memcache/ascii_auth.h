@@ -25,6 +25,8 @@ class AuthTable {
 
   // Constant-time comparison of every entry (memcached's safe_memcmp).
   bool Check(std::string_view user, std::string_view pass) const;
+  // The "user:password" entries (start-up only: they become ACL users).
+  const std::vector<std::pair<std::string, std::string>>& entries() const { return entries_; }
 
   std::atomic<uint64_t> auth_cmds{0};    // stats auth_cmds
   std::atomic<uint64_t> auth_errors{0};  // stats auth_errors

@@ -95,6 +95,7 @@ size_t MemcacheHandler::Authenticate(const char* data, size_t len, ReplyWriter& 
   auth.auth_cmds.fetch_add(1, std::memory_order_relaxed);
   if (auth.Check(token.substr(0, sp), token.substr(sp + 1))) {
     authed_ = true;
+    SetAclUser(token.substr(0, sp));
     w.Word("STORED");
   } else {
     auth.auth_errors.fetch_add(1, std::memory_order_relaxed);
@@ -448,24 +449,30 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   } else if (Is(cmd, "quit")) {
     close_ = true;
   } else if (Is(cmd, "verbosity")) {
+    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
     if (nt < 3) {
       w.ClientError(kBadFormat);
     } else {
       Verbosity(pl, w);
     }
   } else if (Is(cmd, "cache_memlimit")) {
+    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
     if (nt != 3 && nt != 4) {
       w.Error();
     } else {
       CacheMemlimit(pl, w);
     }
   } else if (Is(cmd, "shutdown")) {
+    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
     Shutdown(pl, w);
   } else if (Is(cmd, "slabs")) {
+    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
     Slabs(pl, w);
   } else if (Is(cmd, "lru_crawler")) {
+    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
     LruCrawler(pl, w);
   } else if (Is(cmd, "watch")) {
+    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
     Watch(pl, w);
   } else {
     Unknown(pl, w);

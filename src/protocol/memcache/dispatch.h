@@ -237,6 +237,21 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool authed_ = true;
   size_t auth_need_ = 0;  // bytes of the token (and CRLF) still to come; 0: reading the line
   size_t Authenticate(const char* data, size_t len, ReplyWriter& w);
+  // Per-user permissions after -Y authentication (user_access.cc): the ACL
+  // user of the authfile name, re-resolved when the ACL changes. acl_open_
+  // (no user or an unrestricted one) makes every check one branch.
+  std::shared_ptr<const void> acl_user_;
+  std::string acl_name_;
+  uint64_t acl_epoch_ = 0;
+  bool acl_open_ = true;
+  void SetAclUser(std::string_view name);
+  // True when command c may run on key (empty: none) needing `need`
+  // (1 read, 2 write); else writes SERVER_ERROR NOPERM ... (or closes the
+  // connection when its user was deleted or disabled).
+  bool Permit(protocol::McCmd c, std::string_view key, uint8_t need, ReplyWriter& w) {
+    return acl_open_ || PermitSlow(c, key, need, w);
+  }
+  bool PermitSlow(protocol::McCmd c, std::string_view key, uint8_t need, ReplyWriter& w);
   uint32_t ke_mask_ = 0;   // KeyEventSink::enabled() at the start of this OnData
   uint64_t watcher_id_ = 0;  // != 0: a `watch` connection (reads nothing more)
   protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead

@@ -11,6 +11,7 @@
 #include "net/protocol_handler.h"
 #include "protocol/client_pause.h"
 #include "protocol/command_log.h"
+#include "protocol/user_access.h"
 #include "protocol/key_events.h"
 #include "protocol/memcache/ascii_auth.h"
 #include "protocol/memcache/response_budget.h"
@@ -18,6 +19,9 @@
 namespace trove::memcache {
 
 struct ProtocolOptions {
+  // With -Y: the ACL users whose permissions apply once a connection has
+  // authenticated (resp::acl::AclStore); null = no per-user checks.
+  protocol::UserAccess* access = nullptr;
   std::string version = "1.6.45-trove";   // "version" reply and stats version
   int reqs_per_event = 20;                 // -R: requests handled per read event
   bool cas_enabled = true;                 // -C turns off

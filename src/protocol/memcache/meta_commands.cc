@@ -81,6 +81,7 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError(kFlagsTooLong);
     return;
   }
+  if (!Permit(protocol::kMcMg, pl.tokens[1], 1, w)) return;
   MetaFlags f;
   if (const char* err = ParseMetaFlags(pl, 2, key_buf_, &f)) {
     w.ClientError(err);
@@ -187,6 +188,7 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     w.ClientError(kFlagsTooLong);
     return line_len + Swallow(total, after_len);
   }
+  if (!Permit(protocol::kMcMs, pl.tokens[1], 2, w)) return line_len + Swallow(total, after_len);
   // From here on an error swallows the value, which memcached can size now.
   MetaFlags f;
   const char* err = ParseMetaFlags(pl, 3, key_buf_, &f);
@@ -329,6 +331,7 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError(kFlagsTooLong);
     return;
   }
+  if (!Permit(protocol::kMcMd, pl.tokens[1], 2, w)) return;
   MetaFlags f;
   if (const char* err = ParseMetaFlags(pl, 2, key_buf_, &f)) {
     w.ClientError(err);  // "invalid flag" / "duplicate flag", as mg and ms (1.6.45)
@@ -381,6 +384,7 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError(kFlagsTooLong);
     return;
   }
+  if (!Permit(protocol::kMcMa, pl.tokens[1], 3, w)) return;
   MetaFlags f;
   if (ParseMetaFlags(pl, 2, key_buf_, &f) != nullptr) {
     w.ClientError("invalid or duplicate flag");

@@ -32,6 +32,14 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
       }
     }
   }
+  if (!acl_open_) {  // every key is checked before any value is written
+    const protocol::McCmd c = touch ? (with_cas ? protocol::kMcGats : protocol::kMcGat)
+                                    : (with_cas ? protocol::kMcGets : protocol::kMcGet);
+    WordIterator check = it;
+    while (check.Next(&key)) {
+      if (!Permit(c, key, touch ? 3 : 1, w)) return;
+    }
+  }
   // -o read_buf_mem_limit: one reply per key, reserved up front (memcached
   // fails at the key that finds no response object and answers only this).
   if (ctx_->opts.responses != nullptr) {
@@ -134,6 +142,7 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
     if (mode == engine::StoreMode::kSet) (void)engine_->Delete(key, engine::DeleteArgs{}, ts_);
     return line_len + Swallow(total, after_len);
   }
+  if (!Permit(last_cmd_, key, 2, w)) return line_len + Swallow(total, after_len);
   engine::StoreArgs args;
   args.mode = mode;
   if (mode == engine::StoreMode::kCas) args.compare_cas = cas;
@@ -188,6 +197,7 @@ void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
     w.ClientError(kBadFormat);
     return;
   }
+  if (!Permit(incr ? protocol::kMcIncr : protocol::kMcDecr, key, 3, w)) return;
   engine::ArithArgs args;
   args.incr = incr;
   if (!ParseUint(pl.tokens[2], &args.delta)) {
@@ -225,6 +235,7 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError(kBadFormat);
     return;
   }
+  if (!Permit(protocol::kMcDelete, key, 2, w)) return;
   // `watch deletions` shows the deleted item's class and size.
   const bool log = Watching(net::kLogDeletions);
   const ItemShape old = log ? ShapeOf(engine_->Peek(key, ts_)) : ItemShape{};
@@ -256,6 +267,7 @@ void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
     w.ClientError("invalid exptime argument");
     return;
   }
+  if (!Permit(protocol::kMcTouch, key, 2, w)) return;
   const bool touched = engine_->Touch(key, exptime, ts_);
   w.Word(touched ? "TOUCHED" : "NOT_FOUND");
   if (touched) {
@@ -267,6 +279,7 @@ void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
 void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
   bool noreply = pl.noreply();
   w.set_quiet(noreply);
+  if (!Permit(protocol::kMcFlushAll, {}, 0, w)) return;
   if (!ctx_->opts.flush_enabled) {  // -F, memcached's reply
     w.ClientError("flush_all not allowed");
     return;

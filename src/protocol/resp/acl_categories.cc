@@ -87,7 +87,8 @@ uint32_t MemcacheCategories(std::string_view c) {
   if (c == "flush_all") return kCatWrite | kCatKeyspace | kCatSlow | kCatDangerous;
   if (c == "stats") return kCatAdmin | kCatSlow | kCatDangerous;
   if (In(c, {"version", "mn", "me"})) return kCatConnection | kCatFast;
-  return kCatSlow;
+  // "other": verbosity, cache_memlimit, shutdown, slabs, lru_crawler, watch.
+  return kCatAdmin | kCatSlow | kCatDangerous;
 }
 
 }  // namespace

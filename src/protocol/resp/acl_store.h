@@ -13,6 +13,7 @@
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
+#include "protocol/user_access.h"
 #include "protocol/resp/acl_user.h"
 
 namespace trove::resp::acl {
@@ -39,13 +40,21 @@ struct LogEntry {
 // lands between two commands.
 // Invariants: 1. "default" always exists. 2. every user name is free of
 // spaces and NULs. 3. epoch_ grows on every change that can alter a check.
-class AclStore {
+class AclStore final : public protocol::UserAccess {
  public:
   AclStore();
 
+  // protocol::UserAccess, for the memcached port (acl_memcache.cc).
+  uint64_t epoch() const override { return epoch_.load(std::memory_order_relaxed); }
+  std::shared_ptr<const void> FindUser(std::string_view name, bool* unrestricted) const override;
+  std::string CheckMemcache(const void* user, protocol::McCmd c, std::string_view key,
+                            uint8_t need) const override;
+  // memcached -Y: each authfile user becomes an ACL user of the same name
+  // and password with every permission, unless the ACL already has it.
+  void AddMemcacheUser(std::string_view name, std::string_view password) EXCLUDES(mu_);
+
   std::shared_ptr<const User> Get(std::string_view name) const EXCLUDES(mu_);
   std::vector<std::shared_ptr<const User>> All() const EXCLUDES(mu_);  // by name
-  uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
   // New connections start authenticated (the default user is on and nopass).
   bool default_open() const { return default_open_.load(std::memory_order_relaxed); }
 

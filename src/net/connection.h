@@ -26,6 +26,9 @@ struct PortLimit {
   std::atomic<size_t> max{SIZE_MAX};
   std::atomic<uint64_t> curr{0};      // open connections of this port
   std::atomic<uint64_t> rejected{0};  // refused for the limit
+  // The admin port's: its connections are exempt from rate limits. Set
+  // before the port listens, read-only afterwards.
+  bool privileged = false;
 };
 
 struct NewConn {

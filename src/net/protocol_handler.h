@@ -104,6 +104,7 @@ struct ConnInfoView {
   bool is_unix = false;
   std::string peer;                // "ip:port" or unix path
   ConnControl* control = nullptr;  // the connection itself; see ConnControl
+  bool privileged = false;         // accepted on the admin port (PortLimit::privileged)
 };
 
 // One connection as CLIENT LIST shows it (Redis 7.2's fields). net/ fills the

@@ -240,6 +240,7 @@ void Worker::AcceptNew() {
     view.fd = c->fd;
     view.is_unix = c->is_unix;
     view.peer = c->peer;
+    view.privileged = nc.own_limit != nullptr && nc.own_limit->privileged;
     c->handler = nc.factory->Create(opts_.id, view);
     if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);

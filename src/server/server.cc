@@ -264,6 +264,7 @@ Status Server::Bind() {
                              (ls.ok() ? std::string() : ": " + std::string(ls.status().message())));
     }
     admin_port_ = ls.value()[0].port;
+    admin_limit_.privileged = true;  // exempt from rate limits too
     net_->AddListeners(std::move(ls.value()), resp_factory_.get(), "", &admin_limit_);
   }
   return Status::Ok();

@@ -78,9 +78,28 @@ void AclStore::Changed() {
   default_open_.store(d.nopass() && d.enabled(), std::memory_order_relaxed);
 }
 
-void AclStore::Publish(std::string name, std::shared_ptr<const User> u) {
+void AclStore::AttachBuckets(const std::string& name, User* u) {
+  if (!u->rate_limited()) return;
+  std::shared_ptr<RateBuckets>& b = buckets_[name];
+  if (b == nullptr) b = std::make_shared<RateBuckets>();
+  u->set_buckets(b);
+}
+
+void AclStore::Publish(std::string name, std::shared_ptr<User> u) {
+  AttachBuckets(name, u.get());
   users_[std::move(name)] = std::move(u);
   Changed();
+}
+
+std::vector<AclStore::RateRejections> AclStore::RateRejected() const {
+  MutexLock l(&mu_);
+  std::vector<RateRejections> v;
+  for (const auto& [n, b] : buckets_) {
+    RateRejections r{n, b->rejected_cps.load(std::memory_order_relaxed),
+                     b->rejected_bps.load(std::memory_order_relaxed)};
+    if (r.cps + r.bps > 0) v.push_back(std::move(r));
+  }
+  return v;
 }
 
 std::string AclStore::SetUser(std::string_view name, std::span<const std::string_view> rules) {
@@ -98,7 +117,7 @@ std::string AclStore::SetUser(std::string_view name, std::span<const std::string
     std::string err = staged.Apply(r, pubsub_all);
     if (!err.empty()) return "ERR Error in ACL SETUSER modifier '" + r + "': " + err;
   }
-  Publish(std::string(name), std::make_shared<const User>(std::move(staged)));
+  Publish(std::string(name), std::make_shared<User>(std::move(staged)));
   return "";
 }
 
@@ -110,6 +129,7 @@ size_t AclStore::DelUsers(std::span<const std::string_view> names) {
     auto it = users_.find(name);
     if (it == users_.end()) continue;
     users_.erase(it);
+    if (auto b = buckets_.find(name); b != buckets_.end()) buckets_.erase(b);
     ++n;
   }
   if (n > 0) Changed();
@@ -135,7 +155,7 @@ void AclStore::SetRequirepass(std::string_view pass) {
     d.Apply(op, true);
     std::fill(op.begin(), op.end(), '\0');  // the clear text does not linger
   }
-  Publish("default", std::make_shared<const User>(std::move(d)));
+  Publish("default", std::make_shared<User>(std::move(d)));
 }
 
 void AclStore::set_aclfile(std::string path) {
@@ -229,7 +249,10 @@ std::string AclStore::LoadFile() {
   if (!users.count("default")) users["default"] = MakeDefaultUser();
   MutexLock l(&mu_);
   users_.clear();
-  for (auto& [n, u] : users) users_.emplace(n, std::move(u));
+  for (auto& [n, u] : users) {
+    AttachBuckets(n, u.get());
+    users_.emplace(n, std::move(u));
+  }
   Changed();
   return "";
 }

@@ -92,17 +92,26 @@ class AclStore final : public protocol::UserAccess {
   void ResetLog() EXCLUDES(mu_);
   void set_log_max_len(int64_t n) EXCLUDES(mu_);
   int64_t log_max_len() const { return log_max_.load(std::memory_order_relaxed); }
+  // INFO: the rate-limit rejections of each user that has counted any.
+  struct RateRejections {
+    std::string user;
+    uint64_t cps = 0, bps = 0;
+  };
+  std::vector<RateRejections> RateRejected() const EXCLUDES(mu_);
   // INFO acl_access_denied_{auth,cmd,key,channel}.
   uint64_t denied(Denied d) const {
     return denied_[static_cast<size_t>(d)].load(std::memory_order_relaxed);
   }
 
  private:
-  void Publish(std::string name, std::shared_ptr<const User> u) REQUIRES(mu_);
+  void Publish(std::string name, std::shared_ptr<User> u) REQUIRES(mu_);
+  // Gives a rate-limited user its buckets (kept by name across changes).
+  void AttachBuckets(const std::string& name, User* u) REQUIRES(mu_);
   void Changed() REQUIRES(mu_);
 
   mutable Mutex mu_{LockRank::kLeaf};
   std::map<std::string, std::shared_ptr<const User>, std::less<>> users_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<RateBuckets>, std::less<>> buckets_ GUARDED_BY(mu_);
   std::string aclfile_ GUARDED_BY(mu_);
   std::vector<LogEntry> log_ GUARDED_BY(mu_);  // newest first
   int64_t next_entry_id_ GUARDED_BY(mu_) = 0;

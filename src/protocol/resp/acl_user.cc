@@ -387,6 +387,18 @@ std::string User::Apply(std::string_view op, bool all_channels_default) {
       if (!err.empty()) return err;
     }
     selectors_.push_back(std::move(s));
+  } else if (EqualsIgnoreCase(op, "resetratelimit")) {
+    cps_ = bps_ = 0;
+  } else if (op.size() > 14 && EqualsIgnoreCase(op.substr(0, 10), "ratelimit:") &&
+             (EqualsIgnoreCase(op.substr(10, 4), "cps=") ||
+              EqualsIgnoreCase(op.substr(10, 4), "bps="))) {
+    // Trove's (FrogDB's) rule; 0 removes that limit.
+    uint64_t v = 0;
+    for (char c : op.substr(14)) {
+      if (c < '0' || c > '9' || v > UINT64_MAX / 10 - 10) return kErrSyntax;
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    (EqualsIgnoreCase(op.substr(10, 1), "c") ? cps_ : bps_) = v;
   } else if (EqualsIgnoreCase(op, "clearselectors")) {
     selectors_.resize(1, Selector(all_channels_default));
   } else if (EqualsIgnoreCase(op, "reset")) {
@@ -398,6 +410,7 @@ std::string User::Apply(std::string_view op, bool all_channels_default) {
     Apply("sanitize-payload", all_channels_default);
     Apply("clearselectors", all_channels_default);
     Apply("-@all", all_channels_default);
+    Apply("resetratelimit", all_channels_default);
   } else {
     return selectors_[0].Apply(op);
   }
@@ -411,6 +424,8 @@ std::string User::Describe() const {
     s += ' ';
   }
   for (const std::string& h : passwords_) s += "#" + h + " ";
+  if (cps_ > 0) s += "ratelimit:cps=" + std::to_string(cps_) + " ";
+  if (bps_ > 0) s += "ratelimit:bps=" + std::to_string(bps_) + " ";
   s += selectors_[0].Describe();
   for (size_t i = 1; i < selectors_.size(); ++i) s += " (" + selectors_[i].Describe() + ")";
   return s;

@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "protocol/resp/rate_limit.h"
 
 namespace trove::resp {
 struct CommandSpec;  // command.h (which includes this header through conn_state.h)
@@ -107,6 +110,14 @@ class User {
   // state): the per-command check is then skipped.
   bool unrestricted() const;
 
+  // ratelimit:cps=N / ratelimit:bps=N (0: none) and the user's buckets,
+  // which the store keeps by name across SETUSER (set before publishing).
+  uint64_t cps() const { return cps_; }
+  uint64_t bps() const { return bps_; }
+  bool rate_limited() const { return cps_ > 0 || bps_ > 0; }
+  const std::shared_ptr<RateBuckets>& buckets() const { return buckets_; }
+  void set_buckets(std::shared_ptr<RateBuckets> b) { buckets_ = std::move(b); }
+
   // Every selector is tried; the first that allows the call wins.
   Denied Check(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
                size_t* pos) const;
@@ -119,6 +130,9 @@ class User {
   bool skip_sanitize_ = false;
   std::vector<std::string> passwords_;  // lower-case hex SHA-256, no duplicates
   std::vector<Selector> selectors_;     // [0] is the root selector
+  uint64_t cps_ = 0;
+  uint64_t bps_ = 0;
+  std::shared_ptr<RateBuckets> buckets_;  // null unless rate_limited()
 };
 
 // Redis's isspace-or-NUL rule for user names and patterns.

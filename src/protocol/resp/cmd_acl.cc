@@ -96,7 +96,7 @@ void GetUser(CommandContext& ctx) {
     return;
   }
   RespWriter* w = ctx.w;
-  w->MapHeader(6);
+  w->MapHeader(u->rate_limited() ? 7 : 6);
   w->Bulk("flags");
   std::vector<std::string_view> flags = u->Flags();
   w->SetHeader(flags.size());
@@ -104,6 +104,13 @@ void GetUser(CommandContext& ctx) {
   w->Bulk("passwords");
   w->ArrayHeader(u->password_hashes().size());
   for (const std::string& h : u->password_hashes()) w->Bulk(h);
+  if (u->rate_limited()) {  // Trove's: only for a user that has a limit
+    w->Bulk("ratelimit");
+    std::string r;
+    if (u->cps() > 0) r += "ratelimit:cps=" + std::to_string(u->cps());
+    if (u->bps() > 0) r += std::string(r.empty() ? "" : " ") + "ratelimit:bps=" + std::to_string(u->bps());
+    w->Bulk(r);
+  }
   DescribeSelector(w, u->root());
   w->Bulk("selectors");
   w->ArrayHeader(u->selectors().size() - 1);

@@ -169,6 +169,11 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "acl_access_denied_key", static_cast<int64_t>(acl.denied(acl::Denied::kKey)));
     AddField(&s, "acl_access_denied_channel",
              static_cast<int64_t>(acl.denied(acl::Denied::kChannel)));
+    // Trove's: rate-limit refusals per user, both protocols.
+    for (const auto& r : acl.RateRejected()) {
+      AddField(&s, "ratelimit_rejected_" + r.user,
+               "cps=" + std::to_string(r.cps) + ",bps=" + std::to_string(r.bps));
+    }
     const Tracking& tr = ctx.server->tracking();
     AddField(&s, "tracking_total_keys", static_cast<int64_t>(tr.total_keys()));
     AddField(&s, "tracking_total_items", static_cast<int64_t>(tr.total_items()));

@@ -34,6 +34,7 @@ enum CmdFlag : uint32_t {
   kCmdMovableKeys = 1u << 11,
   kCmdPubsub = 1u << 12,
   kCmdPubsubOk = 1u << 13,  // allowed in RESP2 subscribed mode (SUBSCRIBE..., PING, QUIT, RESET)
+  kCmdRateExempt = 1u << 14,  // never rate-limited (AUTH HELLO PING QUIT RESET MULTI EXEC DISCARD)
 };
 
 struct CommandContext;

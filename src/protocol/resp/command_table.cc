@@ -51,6 +51,11 @@ CommandTable::CommandTable() {
     for (std::string_view n : kReadsKeys) {
       if (n == s.name) s.reads_keys = true;
     }
+    static constexpr std::string_view kRateExempt[] = {"auth",  "hello", "ping",   "quit",
+                                                       "reset", "multi", "exec", "discard"};
+    for (std::string_view n : kRateExempt) {
+      if (n == s.name) s.flags |= kCmdRateExempt;
+    }
     by_name_.emplace(s.name, i);
   }
 }

@@ -61,9 +61,12 @@ class Identity {
     acl_user_ = std::move(u);
     acl_epoch_ = epoch;
     unrestricted_ = acl_user_ == nullptr || acl_user_->unrestricted();
+    rate_limited_ = acl_user_ != nullptr && acl_user_->rate_limited();
   }
   // No ACL check needed: the user may run anything on anything.
   bool unrestricted() const { return unrestricted_; }
+  // Its user has ratelimit:cps / ratelimit:bps.
+  bool rate_limited() const { return rate_limited_; }
   void Authenticate(std::shared_ptr<const acl::User> u, uint64_t epoch) {
     user_ = u->name();
     SetAclUser(std::move(u), epoch);
@@ -97,6 +100,7 @@ class Identity {
   std::shared_ptr<const acl::User> acl_user_;  // null only in unit tests: no checks
   uint64_t acl_epoch_ = 0;
   bool unrestricted_ = true;
+  bool rate_limited_ = false;
   std::string lib_name_;
   std::string lib_ver_;
   bool no_evict_ = false;

@@ -17,7 +17,8 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
       control_(conn.control),
       worker_id_(worker_id),
       ts_(server->ThreadStatsFor(worker_id)),
-      stats_(server->StatsFor(worker_id)) {
+      stats_(server->StatsFor(worker_id)),
+      admin_(conn.privileged) {
   uint64_t id =
       conn.id != 0
           ? conn.id
@@ -35,6 +36,7 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
 }
 
 Session::~Session() {
+  ReleaseLease();
   if (conn_.tracking().on) DisableTracking();
   server_->live_clients().Remove(conn_.identity().id());
   if (pause_waiting_) LeavePause();
@@ -170,6 +172,14 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   if (!who.unrestricted() && !AclAllows(*spec, slot, argv, w, /*in_exec=*/false)) {
     txn.MarkDirty();
     return;
+  }
+  // Rate limits: checked before the command runs; queued commands are
+  // charged at EXEC as one batch; AUTH HELLO PING QUIT RESET and MULTI /
+  // EXEC / DISCARD themselves are never charged.
+  if (who.rate_limited() && !admin_ && !txn.active() && (spec->flags & kCmdRateExempt) == 0) {
+    uint64_t bytes = 0;
+    for (std::string_view a : argv) bytes += a.size();
+    if (!RateAllows(1, bytes, w)) return;
   }
   if (conn_.in_pubsub() && conn_.identity().proto() == 2 && (spec->flags & kCmdPubsubOk) == 0) {
     // Redis names the command by its full name ("pubsub|numsub"); an
@@ -323,6 +333,20 @@ void Session::Exec(CommandContext& ctx) {
   // (ascending stripes inside KeyLockSet), so no other worker sees a partial
   // transaction and the WATCH check is atomic with the execution.
   const CommandTable& table = CommandTable::Get();
+  if (conn_.identity().rate_limited() && !admin_) {
+    uint64_t n = 0, bytes = 0;
+    for (const std::vector<std::string>& q : txn.queued()) {
+      const CommandSpec* s = table.Find(q[0]);
+      if (s != nullptr && (s->flags & kCmdRateExempt) != 0) continue;
+      ++n;
+      for (const std::string& a : q) bytes += a.size();
+    }
+    if (n > 0 && !RateAllows(n, bytes, ctx.w)) {  // the whole transaction or nothing
+      txn.End();
+      txn.Unwatch();
+      return;
+    }
+  }
   std::vector<std::vector<std::string>> queue = txn.queued();
   std::vector<const CommandSpec*> specs;
   std::vector<std::string> keys;

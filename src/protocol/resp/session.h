@@ -161,6 +161,11 @@ class Session final : public net::ProtocolHandler {
   // error (the EXEC form inside EXEC), logs it to ACL LOG, counts it.
   bool AclAllows(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
                  RespWriter* w, bool in_exec);
+  // The user's rate limits (session_acl.cc): takes `cmds` commands and
+  // `bytes` request bytes from the lease or the user's buckets; on refusal
+  // writes Redis-style "ERR rate limit exceeded: ..." and consumes nothing.
+  bool RateAllows(uint64_t cmds, uint64_t bytes, RespWriter* w);
+  void ReleaseLease();
 
   // Runs spec.fn under the held stripes of keys[] (argv indexes idx[]); with
   // notifications on, compares each key before and after and queues the
@@ -239,6 +244,9 @@ class Session final : public net::ProtocolHandler {
   bool just_blocked_ = false;                // Run: the command blocked, count it later
   net::Timer block_timer_{[this] { OnBlockTimeout(); }};
   bool pause_waiting_ = false;  // in its worker's paused_conns
+  const bool admin_;            // on the admin port: never rate-limited
+  acl::RateLease lease_;        // tokens taken from lease_buckets_, not yet spent
+  std::shared_ptr<acl::RateBuckets> lease_buckets_;
   net::Timer pause_timer_{[this] { control_->Resume(); }};
 };
 

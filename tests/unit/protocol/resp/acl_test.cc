@@ -245,6 +245,8 @@ TEST(AclStoreConcurrency, ReadersRaceSetUser) {
       }
     });
   }
+  // On a loaded machine the readers may start late: race them for real.
+  while (checks.load() < 50) std::this_thread::yield();
   for (int i = 0; i < 300; ++i) {
     std::vector<std::string_view> r = {i % 2 ? "-get" : "+get", ">p"};
     ASSERT_EQ(s.SetUser("u", r), "");

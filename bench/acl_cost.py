@@ -8,7 +8,9 @@ a channel pattern and a command rule (`~key:* ~other:* %R~ro:* &news.* +@all
 -@dangerous`), against Trove (-t 1) and redis-server in the same run, servers
 pinned to the server core and the generator to the other, as bench/compare
 does. Every command then checks its command bit and matches its key against
-the patterns. Reports medians of --runs paired runs: ops/s, server CPU µs/op
+the patterns; on Trove the user also has rate limits far above the load
+(ratelimit:cps=1e9 ratelimit:bps=1e11), so every command also takes a token
+from its connection's lease. Reports medians of --runs paired runs: ops/s, server CPU µs/op
 and the acl/default ratio per server.
 
   bench/acl_cost.py [--runs 3] [--duration 4] [--trove build/release/src/server/trove]
@@ -29,6 +31,9 @@ W5 = ["-P", "resp", "-c", "50", "-d", "16", "--ratio", "1:10", "-v", "32"]
 KEYS = 100000
 RULES = ["on", ">benchpw", "~key:*", "~other:*", "%R~ro:*", "resetchannels", "&news.*", "+@all",
          "-@dangerous"]
+# Trove also gets rate limits far above the load (Redis has none): every
+# command then also spends a token of its lease.
+TROVE_RULES = RULES + ["ratelimit:cps=1000000000", "ratelimit:bps=100000000000"]
 
 
 def main():
@@ -51,7 +56,8 @@ def main():
     try:
         for s in servers:
             runner.prefill(s.port_for("resp"), "resp", "key:", 32)
-            redis.Redis(port=s.port_for("resp")).execute_command("ACL", "SETUSER", "bench", *RULES)
+            rules = TROVE_RULES if isinstance(s, lib.TroveServer) else RULES
+            redis.Redis(port=s.port_for("resp")).execute_command("ACL", "SETUSER", "bench", *rules)
         for run in range(a.runs):
             for s in servers:
                 for mode in ("default", "acl"):

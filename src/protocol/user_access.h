@@ -28,6 +28,9 @@ class UserAccess {
   // text after "NOPERM ".
   virtual std::string CheckMemcache(const void* user, McCmd c, std::string_view key,
                                     uint8_t need) const = 0;
+  // The user's rate limits: charges one request of `bytes` bytes; "" or the
+  // text after "SERVER_ERROR " (nothing is consumed then).
+  virtual std::string ChargeMemcache(const void* user, uint64_t bytes) const = 0;
 };
 
 }  // namespace trove::protocol

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/sha256.h"
+
 namespace trove::memcache {
 namespace {
 
@@ -41,18 +43,20 @@ Result<std::shared_ptr<AuthTable>> AuthTable::Load(const std::string& path) {
       return Status::Invalid("Authfile [" + path +
                              "] has a malformed entry. Should be 'user:password'");
     }
+    // Only the password's SHA-256 is kept (hex, as ACL users keep theirs).
     t->entries_.emplace_back(std::string(line.substr(0, colon)),
-                             std::string(line.substr(colon + 1)));
+                             Sha256Hex(line.substr(colon + 1)));
     pos = end + 1;
   }
   return t;
 }
 
 bool AuthTable::Check(std::string_view user, std::string_view pass) const {
+  const std::string digest = Sha256Hex(pass);
   bool ok = false;
   for (const auto& [u, p] : entries_) {
     // Every entry is compared, so the time does not tell which user matched.
-    const bool match = SafeEqual(user, u) & SafeEqual(pass, p);
+    const bool match = SafeEqual(user, u) & SafeEqual(digest, p);
     ok = ok || match;
   }
   return ok;

@@ -23,9 +23,11 @@ class AuthTable {
   // without ':' is an error. The messages are memcached's.
   static Result<std::shared_ptr<AuthTable>> Load(const std::string& path);
 
-  // Constant-time comparison of every entry (memcached's safe_memcmp).
+  // Constant-time comparison of every entry (memcached's safe_memcmp), of
+  // the candidate password's digest.
   bool Check(std::string_view user, std::string_view pass) const;
-  // The "user:password" entries (start-up only: they become ACL users).
+  // The entries as (user, hex SHA-256 of the password): only digests are
+  // kept. Start-up reads them to make the ACL users.
   const std::vector<std::pair<std::string, std::string>>& entries() const { return entries_; }
 
   std::atomic<uint64_t> auth_cmds{0};    // stats auth_cmds

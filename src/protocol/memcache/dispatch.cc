@@ -321,6 +321,10 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   std::string_view cmd = line.substr(s, e - s);
   // The branches below name what they run for SLOWLOG / LATENCY HISTOGRAM.
   last_cmd_ = protocol::kMcOther;
+  if (!acl_open_) {  // a restricted or rate-limited -Y user
+    acl_charged_ = false;
+    req_bytes_ = lr.consumed;
+  }
   if (cmd.size() < 2) {
     w.Error();
     return lr.consumed;

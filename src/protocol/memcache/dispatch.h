@@ -244,6 +244,8 @@ class MemcacheHandler final : public net::ProtocolHandler {
   std::string acl_name_;
   uint64_t acl_epoch_ = 0;
   bool acl_open_ = true;
+  bool acl_charged_ = false;  // this request has paid its rate-limit token
+  uint64_t req_bytes_ = 0;    // this request's bytes (line, and value for storage)
   void SetAclUser(std::string_view name);
   // True when command c may run on key (empty: none) needing `need`
   // (1 read, 2 write); else writes SERVER_ERROR NOPERM ... (or closes the

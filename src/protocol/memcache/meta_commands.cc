@@ -188,6 +188,7 @@ size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const cha
     w.ClientError(kFlagsTooLong);
     return line_len + Swallow(total, after_len);
   }
+  if (!acl_open_) req_bytes_ += total;
   if (!Permit(protocol::kMcMs, pl.tokens[1], 2, w)) return line_len + Swallow(total, after_len);
   // From here on an error swallows the value, which memcached can size now.
   MetaFlags f;

@@ -142,6 +142,7 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
     if (mode == engine::StoreMode::kSet) (void)engine_->Delete(key, engine::DeleteArgs{}, ts_);
     return line_len + Swallow(total, after_len);
   }
+  if (!acl_open_) req_bytes_ += total;  // the value counts toward bytes per second
   if (!Permit(last_cmd_, key, 2, w)) return line_len + Swallow(total, after_len);
   engine::StoreArgs args;
   args.mode = mode;

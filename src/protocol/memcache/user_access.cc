@@ -29,9 +29,19 @@ bool MemcacheHandler::PermitSlow(protocol::McCmd c, std::string_view key, uint8_
     if (acl_open_) return true;
   }
   std::string err = access->CheckMemcache(acl_user_.get(), c, key, need);
-  if (err.empty()) return true;
-  w.ServerError("NOPERM " + err);
-  return false;
+  if (!err.empty()) {
+    w.ServerError("NOPERM " + err);
+    return false;
+  }
+  if (!acl_charged_) {  // once per request (a multiget checks every key)
+    err = access->ChargeMemcache(acl_user_.get(), req_bytes_);
+    if (!err.empty()) {
+      w.ServerError(err);
+      return false;
+    }
+    acl_charged_ = true;
+  }
+  return true;
 }
 
 }  // namespace trove::memcache

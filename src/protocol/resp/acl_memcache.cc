@@ -5,12 +5,21 @@
 #include "protocol/resp/acl_store.h"
 #include "protocol/resp/latency_histogram.h"
 
+#include <chrono>
+
 namespace trove::resp::acl {
+namespace {
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
 
 std::shared_ptr<const void> AclStore::FindUser(std::string_view name, bool* unrestricted) const {
   std::shared_ptr<const User> u = Get(name);
   if (u == nullptr || !u->enabled()) return nullptr;
-  *unrestricted = u->unrestricted();
+  *unrestricted = u->unrestricted() && !u->rate_limited();
   return u;
 }
 
@@ -32,13 +41,24 @@ std::string AclStore::CheckMemcache(const void* user, protocol::McCmd c, std::st
   return "No permissions to access a key";
 }
 
-void AclStore::AddMemcacheUser(std::string_view name, std::string_view password) {
+std::string AclStore::ChargeMemcache(const void* user, uint64_t bytes) const {
+  const User& u = *static_cast<const User*>(user);
+  if (!u.rate_limited()) return "";
+  // No lease on this port: every request of a limited user visits the
+  // buckets (its leaf lock), so the limit is exact.
+  uint64_t got_c = 0, got_b = 0;
+  const RateResult r = u.buckets()->Acquire(1, bytes, u.cps(), u.bps(), SteadyNanos(), 0, 0,
+                                            &got_c, &got_b);
+  if (r == RateResult::kOk) return "";
+  return r == RateResult::kCommands ? "rate limit exceeded: commands per second"
+                                    : "rate limit exceeded: bytes per second";
+}
+
+void AclStore::AddMemcacheUser(std::string_view name, std::string_view password_sha256) {
   if (Get(name) != nullptr) return;  // defined by the ACL file: its rules stand
-  std::string pw = ">";
-  pw.append(password);
+  const std::string pw = "#" + std::string(password_sha256);
   std::vector<std::string_view> rules = {"on", pw, "~*", "&*", "+@all"};
   SetUser(name, rules);
-  std::fill(pw.begin(), pw.end(), '\0');
 }
 
 }  // namespace trove::resp::acl

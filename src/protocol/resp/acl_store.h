@@ -49,9 +49,11 @@ class AclStore final : public protocol::UserAccess {
   std::shared_ptr<const void> FindUser(std::string_view name, bool* unrestricted) const override;
   std::string CheckMemcache(const void* user, protocol::McCmd c, std::string_view key,
                             uint8_t need) const override;
+  std::string ChargeMemcache(const void* user, uint64_t bytes) const override;
   // memcached -Y: each authfile user becomes an ACL user of the same name
-  // and password with every permission, unless the ACL already has it.
-  void AddMemcacheUser(std::string_view name, std::string_view password) EXCLUDES(mu_);
+  // and password (given as its hex SHA-256) with every permission, unless
+  // the ACL already has it.
+  void AddMemcacheUser(std::string_view name, std::string_view password_sha256) EXCLUDES(mu_);
 
   std::shared_ptr<const User> Get(std::string_view name) const EXCLUDES(mu_);
   std::vector<std::shared_ptr<const User>> All() const EXCLUDES(mu_);  // by name

@@ -6,7 +6,7 @@ memcached protocol)."""
 import pytest
 import redis
 
-from conftest import resp_target
+from conftest import RawConn, resp_target
 from harness.client import Conn
 
 pytestmark = pytest.mark.skipif(resp_target() != "trove", reason="Trove's memcached port")
@@ -19,10 +19,11 @@ def auth(c, user, pw):
 
 @pytest.fixture
 def srv(make_server, tmp_path):
-    (tmp_path / "auth").write_text("full:fullpw\nreader:readpw\nlimited:limpw\n")
+    (tmp_path / "auth").write_text("full:fullpw\nreader:readpw\nlimited:limpw\nslow:slowpw\n")
     (tmp_path / "users.acl").write_text(
         "user reader on >readpw -@all +@read ~*\n"
-        "user limited on >limpw +@all -@dangerous ~app:*\n")
+        "user limited on >limpw +@all -@dangerous ~app:*\n"
+        "user slow on >slowpw +@all ~* &* ratelimit:cps=3\n")
     return make_server("-Y", str(tmp_path / "auth"), "--resp-port", "0",
                        "--aclfile", str(tmp_path / "users.acl"))
 
@@ -30,7 +31,7 @@ def srv(make_server, tmp_path):
 def test_authfile_users_are_acl_users(srv):
     rd = redis.Redis(port=srv.resp_port, decode_responses=True)
     users = rd.execute_command("ACL", "USERS")
-    assert sorted(users) == ["default", "full", "limited", "reader"]
+    assert sorted(users) == ["default", "full", "limited", "reader", "slow"]
     line = [l for l in rd.execute_command("ACL", "LIST") if l.startswith("user full ")][0]
     assert line.startswith("user full on sanitize-payload #") and line.endswith("~* &* +@all")
     # The same password works on the RESP port.
@@ -80,3 +81,18 @@ def test_key_patterns_apply_to_memcached_commands(srv):
     rd.execute_command("ACL", "DELUSER", "limited")
     c.send(b"get app:1\r\n")
     c.expect_closed()
+
+
+def test_rate_limits_apply_on_both_ports_with_one_bucket(srv):
+    c = Conn.to(srv)
+    assert auth(c, "slow", "slowpw") == b"STORED\r\n"
+    assert c.rt(b"get a b c\r\n") == b"END\r\n"  # a multiget is one request
+    assert c.call(b"set a 0 0 1\r\nv\r\n") == b"STORED\r\n"
+    # The refused set's value is swallowed, and nothing is stored.
+    assert c.call(b"set b 0 0 1\r\nv\r\n") == b"STORED\r\n"
+    assert c.call(b"set c 0 0 1\r\nv\r\n") == \
+        b"SERVER_ERROR rate limit exceeded: commands per second\r\n"
+    assert c.call(b"version\r\n").startswith(b"VERSION ")  # never charged
+    r = RawConn(srv.resp_port)
+    assert r.cmd("AUTH", "slow", "slowpw") == b"+OK\r\n"
+    assert r.cmd("GET", "c") == b"-ERR rate limit exceeded: commands per second\r\n"

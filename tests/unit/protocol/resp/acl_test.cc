@@ -224,6 +224,43 @@ TEST(AclStore, LogMergesSimilarEntriesAndTrims) {
   EXPECT_TRUE(s.LogEntries(10).empty());
 }
 
+TEST(RateBuckets, BurstRefillCapAndAllOrNothing) {
+  RateBuckets b;
+  uint64_t gc = 0, gb = 0;
+  const int64_t s = 1'000'000'000;
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(b.Acquire(1, 0, 10, 0, s, 0, 0, &gc, &gb), RateResult::kOk);
+  EXPECT_EQ(b.Acquire(1, 0, 10, 0, s, 0, 0, &gc, &gb), RateResult::kCommands);
+  // Half a second refills half a second's worth.
+  EXPECT_EQ(b.Acquire(5, 0, 10, 0, s + s / 2, 0, 0, &gc, &gb), RateResult::kOk);
+  EXPECT_EQ(b.Acquire(1, 0, 10, 0, s + s / 2, 0, 0, &gc, &gb), RateResult::kCommands);
+  // Ten idle seconds still leave only one second's worth.
+  EXPECT_EQ(b.Acquire(11, 0, 10, 0, 12 * s, 0, 0, &gc, &gb), RateResult::kCommands);
+  EXPECT_EQ(b.Acquire(10, 0, 10, 0, 12 * s, 0, 0, &gc, &gb), RateResult::kOk);
+  EXPECT_EQ(b.rejected_cps.load(), 3u);
+  // A refusal on bytes consumes no command token; a lease takes extras.
+  RateBuckets c;
+  EXPECT_EQ(c.Acquire(1, 500, 100, 100, s, 0, 0, &gc, &gb), RateResult::kBytes);
+  EXPECT_EQ(c.Acquire(1, 10, 100, 100, s, 20, 30, &gc, &gb), RateResult::kOk);
+  EXPECT_EQ(gc, 20u);
+  EXPECT_EQ(gb, 30u);
+  c.Release(20, 30, 100, 100);
+  EXPECT_EQ(c.Acquire(99, 90, 100, 100, s, 0, 0, &gc, &gb), RateResult::kOk);
+  EXPECT_EQ(c.Acquire(1, 0, 100, 100, s, 0, 0, &gc, &gb), RateResult::kCommands);
+}
+
+TEST(AclUser, RateLimitRules) {
+  User u = Make({"ratelimit:cps=10", "ratelimit:bps=2000"});
+  EXPECT_TRUE(u.rate_limited());
+  EXPECT_EQ(u.cps(), 10u);
+  EXPECT_EQ(u.bps(), 2000u);
+  EXPECT_NE(u.Describe().find("ratelimit:cps=10 ratelimit:bps=2000 "), std::string::npos);
+  EXPECT_EQ(u.Apply("ratelimit:cps=x", false), "Syntax error");
+  EXPECT_EQ(u.Apply("ratelimit:cps=0", false), "");
+  EXPECT_EQ(u.cps(), 0u);
+  u.Apply("resetratelimit", false);
+  EXPECT_FALSE(u.rate_limited());
+}
+
 // Readers resolve users and check commands while another thread rewrites
 // them: every User seen is a complete, immutable version (TSan: no race).
 TEST(AclStoreConcurrency, ReadersRaceSetUser) {

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "protocol/command_log.h"
 
@@ -31,6 +33,9 @@ class UserAccess {
   // The user's rate limits: charges one request of `bytes` bytes; "" or the
   // text after "SERVER_ERROR " (nothing is consumed then).
   virtual std::string ChargeMemcache(const void* user, uint64_t bytes) const = 0;
+  // `stats`: ("ratelimit_rejected_<user>_cps" / "..._bps", count) for every
+  // user with refusals (both ports counted).
+  virtual void RateRejectedStats(std::vector<std::pair<std::string, std::string>>* out) const = 0;
 };
 
 }  // namespace trove::protocol

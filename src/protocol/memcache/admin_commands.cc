@@ -134,6 +134,8 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
         if (k == "auth_errors") v = std::to_string(ctx_->opts.auth->auth_errors.load());
       }
     }
+    // Trove's: the per-user rate-limit refusals, after memcached's fields.
+    if (ctx_->opts.access != nullptr) ctx_->opts.access->RateRejectedStats(&all);
     WriteStatsInMemcachedOrder(all, w);
     w.Word("END");
     return;

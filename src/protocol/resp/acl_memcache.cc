@@ -54,6 +54,13 @@ std::string AclStore::ChargeMemcache(const void* user, uint64_t bytes) const {
                                     : "rate limit exceeded: bytes per second";
 }
 
+void AclStore::RateRejectedStats(std::vector<std::pair<std::string, std::string>>* out) const {
+  for (const RateRejections& r : RateRejected()) {
+    out->emplace_back("ratelimit_rejected_" + r.user + "_cps", std::to_string(r.cps));
+    out->emplace_back("ratelimit_rejected_" + r.user + "_bps", std::to_string(r.bps));
+  }
+}
+
 void AclStore::AddMemcacheUser(std::string_view name, std::string_view password_sha256) {
   if (Get(name) != nullptr) return;  // defined by the ACL file: its rules stand
   const std::string pw = "#" + std::string(password_sha256);

@@ -50,6 +50,7 @@ class AclStore final : public protocol::UserAccess {
   std::string CheckMemcache(const void* user, protocol::McCmd c, std::string_view key,
                             uint8_t need) const override;
   std::string ChargeMemcache(const void* user, uint64_t bytes) const override;
+  void RateRejectedStats(std::vector<std::pair<std::string, std::string>>* out) const override;
   // memcached -Y: each authfile user becomes an ACL user of the same name
   // and password (given as its hex SHA-256) with every permission, unless
   // the ACL already has it.

@@ -96,3 +96,11 @@ def test_rate_limits_apply_on_both_ports_with_one_bucket(srv):
     r = RawConn(srv.resp_port)
     assert r.cmd("AUTH", "slow", "slowpw") == b"+OK\r\n"
     assert r.cmd("GET", "c") == b"-ERR rate limit exceeded: commands per second\r\n"
+    # Both ports' refusals are counted per user, in INFO and in stats.
+    full = Conn.to(srv)
+    assert auth(full, "full", "fullpw") == b"STORED\r\n"
+    stats = full.stats()
+    assert stats["ratelimit_rejected_slow_cps"] == "2"
+    assert stats["ratelimit_rejected_slow_bps"] == "0"
+    info = redis.Redis(port=srv.resp_port, decode_responses=True).info("stats")
+    assert info["ratelimit_rejected_slow"] == {"cps": 2, "bps": 0}

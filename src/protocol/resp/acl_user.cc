@@ -358,26 +358,21 @@ std::string User::Apply(std::string_view op, bool all_channels_default) {
   } else if (EqualsIgnoreCase(op, "resetpass")) {
     nopass_ = false;
     passwords_.clear();
-  } else if (op[0] == '>' || op[0] == '#') {
+  } else if (op[0] == '>' || op[0] == '#' || op[0] == '<' || op[0] == '!') {
+    // > and < name a clear password, # and ! its hex SHA-256.
     std::string h;
-    if (op[0] == '>') {
-      h = Sha256Hex(op.substr(1));
-    } else {
-      if (!ValidHash(op.substr(1))) return kErrBadHash;
-      h.assign(op.substr(1));
-    }
-    if (std::find(passwords_.begin(), passwords_.end(), h) == passwords_.end())
-      passwords_.push_back(std::move(h));
-    nopass_ = false;
-  } else if (op[0] == '<' || op[0] == '!') {
-    std::string h;
-    if (op[0] == '<') {
+    if (op[0] == '>' || op[0] == '<') {
       h = Sha256Hex(op.substr(1));
     } else {
       if (!ValidHash(op.substr(1))) return kErrBadHash;
       h.assign(op.substr(1));
     }
     auto it = std::find(passwords_.begin(), passwords_.end(), h);
+    if (op[0] == '>' || op[0] == '#') {
+      if (it == passwords_.end()) passwords_.push_back(std::move(h));
+      nopass_ = false;
+      return "";
+    }
     if (it == passwords_.end()) return kErrNoSuchPassword;
     passwords_.erase(it);
   } else if (op[0] == '(' && op.back() == ')') {

@@ -154,8 +154,9 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     }
     return true;
   }
-  if (name == "timeout") {
-    // The RESP port's own (Redis's range); memcached's -o idle_timeout stays.
+  if (name == "timeout" || name == "acllog-max-len") {
+    // Redis's ranges. `timeout` is the RESP port's own; memcached's
+    // -o idle_timeout stays.
     int64_t n;
     if (!ParseStrictInt64(value, &n)) {
       SetFailed(ctx, name, "argument couldn't be parsed into an integer");
@@ -165,20 +166,11 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
       SetFailed(ctx, name, "argument must be between 0 and 2147483647 inclusive");
       return false;
     }
-    ctx.server->timeout_s.store(n, std::memory_order_relaxed);
-    return true;
-  }
-  if (name == "acllog-max-len") {
-    int64_t n;
-    if (!ParseStrictInt64(value, &n)) {
-      SetFailed(ctx, name, "argument couldn't be parsed into an integer");
-      return false;
+    if (name == "timeout") {
+      ctx.server->timeout_s.store(n, std::memory_order_relaxed);
+    } else {
+      ctx.server->acl().set_log_max_len(n);
     }
-    if (n < 0 || n > INT32_MAX) {
-      SetFailed(ctx, name, "argument must be between 0 and 2147483647 inclusive");
-      return false;
-    }
-    ctx.server->acl().set_log_max_len(n);
     return true;
   }
   if (name == "acl-pubsub-default") {

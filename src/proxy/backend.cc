@@ -26,6 +26,24 @@ std::atomic<bool> g_shutdown{false};
 
 int64_t Ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000.0)); }
 
+// The bytes of a text get reply's VALUE blocks that have fully arrived:
+// memcached's parser has consumed them when a reply times out waiting for
+// its END, so its log shows only what follows.
+size_t ConsumedValues(std::string_view rbuf) {
+  size_t off = 0;
+  while (off < rbuf.size()) {
+    memcache::ReplyElement e;
+    size_t used = 0;
+    if (memcache::ParseReplyElement(rbuf.data() + off, rbuf.size() - off, &e, &used) !=
+            memcache::ReplyStatus::kOk ||
+        e.kind != memcache::ReplyKind::kValue) {
+      break;
+    }
+    off += used;
+  }
+  return off;
+}
+
 }  // namespace
 
 void RunOn(net::EventLoop* loop, net::Task fn) {
@@ -188,7 +206,8 @@ void Backend::Reset(Conn* c, const char* err) {
     body += err;
     body += " name=" + spec_->host + " port=" + spec_->port + " label=" + spec_->label +
             " depth=" + std::to_string(depth) + " rbuf=";
-    memcache::UriEncode(std::string_view(c->rbuf).substr(0, kMaxRbufLog), &body);
+    const std::string_view rest = std::string_view(c->rbuf).substr(ConsumedValues(c->rbuf));
+    memcache::UriEncode(rest.substr(0, kMaxRbufLog), &body);
     shared_->Log(net::kLogProxyevents, body);
   }
   Close(c);

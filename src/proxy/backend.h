@@ -37,6 +37,9 @@ struct BackendOp {
   // Runs once, on `origin`'s thread.
   net::EventLoop* origin = nullptr;
   std::function<void(BackendOp*)> done;
+  // The slot and handle waiting for this op (null once the slot is gone).
+  void* owner = nullptr;
+  size_t handle = 0;
 };
 using OpPtr = std::shared_ptr<BackendOp>;
 

@@ -50,8 +50,9 @@ constexpr NamedInt kConstants[] = {
     {"MCMC_CODE_NOT_STORED", 14}, {"MCMC_CODE_OK", 15}, {"MCMC_CODE_NOP", 16},
     {"MCMC_CODE_END", 17}, {"MCMC_CODE_ERROR", 21}, {"MCMC_CODE_CLIENT_ERROR", 22},
     {"MCMC_CODE_SERVER_ERROR", 23},
-    // result classes (rctx:result)
-    {"RES_GOOD", 0}, {"RES_OK", 1}, {"RES_ANY", 2},
+    // result classes (rctx:result) and wait modes (memcached's values)
+    {"RES_GOOD", 1 << 3}, {"RES_OK", 1 << 4}, {"RES_ANY", 1 << 5},
+    {"WAIT_ANY", 1}, {"WAIT_OK", 2}, {"WAIT_GOOD", 3}, {"WAIT_FASTGOOD", 4},
 };
 
 }  // namespace
@@ -66,6 +67,8 @@ lua_State* NewVm(VmContext* ctx) {
     lua_pushinteger(L, c.v);
     lua_setfield(L, -2, c.name);
   }
+  lua_pushboolean(L, 1);
+  lua_setfield(L, -2, "WAIT_RESUME");
   OpenConfigFunctions(L);
   OpenWorkerFunctions(L);
   lua_setglobal(L, "mcp");

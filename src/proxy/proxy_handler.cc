@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "protocol/memcache/text_parser.h"
+#include "proxy/request.h"
 #include "proxy/worker.h"
 
 namespace trove::proxy {
@@ -40,7 +41,7 @@ class ProxyHandler final : public net::ProtocolHandler {
   void DescribeClient(net::ClientInfo* info) const override { inner_->DescribeClient(info); }
   void OnHousekeeping() override { inner_->OnHousekeeping(); }
   void OnOutputDrained() override { inner_->OnOutputDrained(); }
-  bool WantsClose() const override { return inner_->WantsClose(); }
+  bool WantsClose() const override { return close_ || inner_->WantsClose(); }
   bool CloseIsError() const override { return inner_->CloseIsError(); }
   size_t BytesWanted() const override { return wanted_ != 0 ? wanted_ : inner_->BytesWanted(); }
   bool IsWatcher() const override { return inner_->IsWatcher(); }
@@ -51,7 +52,7 @@ class ProxyHandler final : public net::ProtocolHandler {
     if (passthrough_ || w_ == nullptr || control_ == nullptr) return inner_->OnData(data, len, out);
     in_data_ = true;
     size_t off = 0;
-    while (off < len && !inner_->WantsClose()) {
+    while (off < len && !WantsClose()) {
       const char* p = data + off;
       const size_t n = len - off;
       const void* nl = std::memchr(p, '\n', n);
@@ -63,56 +64,54 @@ class ProxyHandler final : public net::ProtocolHandler {
       size_t line_len = line_end;
       if (line_len > 0 && p[line_len - 1] == '\r') --line_len;
       const std::string_view line(p, line_len);
-      const int cmd = CmdOf(memcache::NthWord(line, 0));
+      const size_t eol = line_end + 1 - line_len;
+      ReqInfo info;
+      const int parsed = ParseRequest(line, line_end + 1, &info);
+      if (parsed == -1) {
+        // memcached's proxy: a known command with bad tokens; the
+        // connection stays.
+        off += line_end + 1;
+        Reply("CLIENT_ERROR parsing request\r\n");
+        continue;
+      }
       size_t req_len = line_end + 1;
-      bool framed = true;
-      if (const int t = ValueLengthToken(cmd); t >= 0) {
-        size_t vlen = 0;
-        if (memcache::ParseValueLength(memcache::NthWord(line, static_cast<size_t>(t)), &vlen)) {
-          req_len += vlen + 2;
-          if (n < req_len) {
-            wanted_ = req_len;
-            break;
-          }
-        } else {
-          framed = false;  // the local parser gives the error
+      if (parsed == 0 && info.has_value) {
+        req_len += info.vlen + 2;
+        if (n < req_len) {
+          wanted_ = req_len;
+          break;
         }
       }
-      const int hook = cmd != 0 && framed ? w_->HookFor(*tag_, cmd) : LUA_NOREF;
+      const int hook = parsed == 0 && info.cmd != 0 ? w_->HookFor(*tag_, info.cmd) : LUA_NOREF;
       if (hook != LUA_NOREF) {
         if (st_->size() >= kMaxPending) {
           Pause();
           break;
         }
+        if (info.get_type && info.ntokens > info.key_token + 1) {
+          if (!StartMultiget(hook, line, info)) break;
+          off += req_len;
+          continue;
+        }
+        if (line_end + 1 >= kRequestMaxLen) {
+          Reply("CLIENT_ERROR request too long\r\n");
+          close_ = true;
+          off += req_len;
+          break;
+        }
+        if (info.has_value && std::string_view(p + req_len - 2, 2) != "\r\n") {
+          Reply("CLIENT_ERROR bad data chunk\r\n");
+          off += req_len;
+          continue;
+        }
         RequestView r;
         r.bytes = std::string_view(p, req_len);
-        r.cmd = cmd;
-        r.cfd = fd_;
         r.line_len = line_len;
-        const std::string_view key = memcache::NthWord(line, 1);
-        r.key_off = key.empty() ? line_len : static_cast<size_t>(key.data() - line.data());
-        r.key_len = key.size();
-        State* st = st_;
-        const uint64_t seq = st->Push();
-        ++st->refs;
+        r.eol_len = eol;
+        r.info = info;
+        r.cfd = fd_;
+        Start(hook, r);
         off += req_len;
-        // Two words: the std::function holds them without a heap allocation.
-        w_->StartRequest(hook, r, [st, seq](std::string_view bytes) {
-          if (ProxyHandler* h = st->h) {
-            if (seq == st->head) {
-              // The head of the queue: straight to the client, no copy.
-              h->control_->output().Append(bytes);
-              st->Pop();
-              h->wrote_ = true;
-            } else {
-              Entry& e = st->At(seq);
-              e.bytes.assign(bytes);
-              e.done = true;
-            }
-            h->Drain();
-          }
-          State::Unref(st);
-        });
         continue;
       }
       // Served here, after every route before it has answered.
@@ -169,6 +168,75 @@ class ProxyHandler final : public net::ProtocolHandler {
     }
   };
 
+  // Starts one routed request; its reply takes the next place in order.
+  void Start(int hook, const RequestView& r) {
+    State* st = st_;
+    const uint64_t seq = st->Push();
+    ++st->refs;
+    // Two words: the std::function holds them without a heap allocation.
+    w_->StartRequest(hook, r, [st, seq](std::string_view bytes) {
+      if (ProxyHandler* h = st->h) {
+        if (seq == st->head) {
+          // The head of the queue: straight to the client, no copy.
+          h->control_->output().Append(bytes);
+          st->Pop();
+          h->wrote_ = true;
+        } else {
+          Entry& e = st->At(seq);
+          e.bytes.assign(bytes);
+          e.done = true;
+        }
+        h->Drain();
+      }
+      State::Unref(st);
+    });
+  }
+
+  // A reply of our own, in its place after the routed ones before it.
+  void Reply(std::string_view bytes) {
+    const uint64_t seq = st_->Push();
+    Entry& e = st_->At(seq);
+    e.bytes.assign(bytes);
+    e.done = true;
+  }
+
+  // memcached's ASCII multiget emulation: one request per key ("get k"),
+  // each reply without its END, then one END.
+  bool StartMultiget(int hook, std::string_view line, const ReqInfo& info) {
+    if (info.key_off > kMaxCmdPrefix) {
+      Reply("CLIENT_ERROR malformed request\r\n");
+      return true;
+    }
+    std::string& sub = multiget_buf_;
+    size_t i = info.key_off;
+    while (i < line.size()) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      if (i >= line.size()) break;
+      const size_t s = i;
+      while (i < line.size() && line[i] != ' ') ++i;
+      const std::string_view key = line.substr(s, i - s);
+      if (key.size() > kMaxKeyLength) {
+        Reply("CLIENT_ERROR key too long\r\n");
+        continue;
+      }
+      sub.assign(line.substr(0, info.key_off)).append(key).append("\r\n");
+      RequestView r;
+      r.bytes = sub;
+      r.line_len = sub.size() - 2;
+      r.eol_len = 2;
+      r.info = info;
+      r.info.key_off = info.key_off;
+      r.info.key_len = key.size();
+      r.info.ntokens = static_cast<uint16_t>(info.key_token + 1);
+      r.info.noreply = false;
+      r.cfd = fd_;
+      r.multiget = true;
+      Start(hook, r);
+    }
+    Reply("END\r\n");
+    return true;
+  }
+
   void Pause() {
     paused_ = true;
     control_->Suspend();
@@ -201,6 +269,8 @@ class ProxyHandler final : public net::ProtocolHandler {
   bool paused_ = false;
   bool in_data_ = false;
   bool wrote_ = false;  // a reply went straight to the output (Drain tells the loop)
+  bool close_ = false;  // CLIENT_ERROR request too long: memcached closes
+  std::string multiget_buf_;  // one split key's request line
 };
 
 class ProxyFactory final : public net::ProtocolFactory {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "proxy/routelib_src.h"
 #include "proxy/worker.h"
 
 namespace trove::proxy {
@@ -41,8 +42,10 @@ bool ProxyRuntime::ReadFiles(std::vector<std::pair<std::string, std::string>>* c
                              std::string* err) {
   for (const std::string& f : opts_.files) {
     if (f == "routelib") {
-      *err = "the built-in routelib is not available in Trove yet";
-      return false;
+      // The routelib Trove ships (src/proxy/routelib); it runs the file
+      // named by proxy_arg.
+      chunks->emplace_back("routelib", std::string(kRoutelibSource, sizeof(kRoutelibSource) - 1));
+      continue;
     }
     std::ifstream in(f, std::ios::binary);
     if (!in) {

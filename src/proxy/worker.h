@@ -7,7 +7,9 @@
 //
 // Invariants:
 //  1. Every started request finishes exactly once (Finish called with its
-//     reply bytes), whether its client is still there or not.
+//     reply bytes, or empty for a reply the client must not see), whether
+//     its client is still there or not; its slot is freed only when every
+//     backend request it made has come back (rctx.h).
 //  2. Backends submitted to in a turn are flushed in the same turn: client
 //     input and completions arm a zero-delay timer, which the loop runs
 //     after the turn's epoll batch (one write per backend per turn).
@@ -32,6 +34,8 @@
 #include "proxy/backend.h"
 #include "proxy/lua_vm.h"
 #include "proxy/proxy_types.h"
+#include "proxy/rctx.h"
+#include "proxy/request.h"
 
 namespace trove::proxy {
 
@@ -47,69 +51,19 @@ struct WorkerPool {
 // A client's request as the connection found it (its bytes in the read
 // buffer, valid for the StartRequest call).
 struct RequestView {
-  std::string_view bytes;  // line (with its CRLF) and value block
-  int cmd = 0;
-  size_t line_len = 0;  // without CRLF
-  size_t key_off = 0, key_len = 0;
+  std::string_view bytes;  // line (with its EOL) and value block
+  size_t line_len = 0;     // without EOL
+  size_t eol_len = 2;
+  ReqInfo info;
   int cfd = 0;
+  bool multiget = false;  // one key of a split text multiget: its END is dropped
 };
 
-// The request userdata (mcp.request): the client's exact bytes.
-struct RequestUd {
-  std::string bytes;  // line (with its CRLF) and value block
-  int cmd = 0;
-  size_t line_len = 0;  // without CRLF
-  size_t key_off = 0, key_len = 0;
-  int cfd = 0;  // the client's socket (proxyreqs lines)
-  std::string_view line() const { return std::string_view(bytes).substr(0, line_len); }
-  std::string_view key() const { return std::string_view(bytes).substr(key_off, key_len); }
-  // Refills this object (bytes keeps its capacity).
-  void Assign(const RequestView& v) {
-    bytes.assign(v.bytes);
-    cmd = v.cmd;
-    line_len = v.line_len;
-    key_off = v.key_off;
-    key_len = v.key_len;
-    cfd = v.cfd;
-  }
-};
-
-// The response userdata (mcp.response).
-struct ResponseUd {
-  std::string bytes;
-  memcache::ParsedReply parsed;
-  bool failed = false;
-  int cmd = 0;  // the request's command (r:hit() for mg)
-  int64_t elapsed_us = 0;
-};
-
-// mcp.funcgen_new(): uservalue 1 is { handles = {pool proxies}, gen = f,
-// arg = a }, uservalue 2 the free list of idle slots (an array of rctx).
-struct FuncgenUd {
-  ProxyWorker* worker = nullptr;
-  std::string name;
-  bool ready = false;
-  int64_t slots = 0;
-};
-// A slot (mcp.rctx): uservalue 1 is its handler function, uservalue 2 its
-// funcgen (a slot in flight keeps its funcgen alive across a reload).
-// As in memcached, a slot owns one request object and one response object
-// per handle, reused by every request the slot runs: a route must not keep
-// them past its request. They are held by registry refs, which __gc drops
-// (they reference nothing, so the refs make no cycle).
-struct RctxUd {
-  ProxyWorker* worker = nullptr;
-  std::vector<std::shared_ptr<WorkerPool>> pools;  // by handle - 1
-  RequestUd* req = nullptr;
-  int req_ref = LUA_NOREF;
-  std::vector<std::pair<ResponseUd*, int>> res;  // by handle - 1, made on first use
-};
 // A pool as a worker VM holds it.
 struct PoolProxyUd {
   std::shared_ptr<WorkerPool> pool;
 };
 
-struct Run;
 // Delivers a finished request's reply bytes to its client (or drops them
 // when the client is gone). The bytes are valid only during the call.
 using FinishFn = std::function<void(std::string_view)>;
@@ -153,12 +107,20 @@ class ProxyWorker {
 
   // --- for the mcp functions ---
   void PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec);
-  // rctx:enqueue_and_wait from coroutine L: queues req for its backend in
-  // the handle's pool; the caller (Lua) then yields until the reply.
-  int Enqueue(lua_State* L, RctxUd* rc, lua_Integer handle, const RequestUd& req);
   // Makes a new slot of the funcgen at `fg_idx` (gen(rctx, arg) gives its
-  // handler) and pushes its rctx; raises a Lua error on failure.
+  // handler) and pushes its rctx; raises a Lua error on failure. Child
+  // funcgen handles get their pinned slots here.
   void NewSlot(lua_State* L, int fg_idx);
+  // --- for the rctx methods (rctx_lib.cc); L is the slot's coroutine ---
+  // Queues request (at req_idx) on handle hi (0-based) of rc.
+  void Enqueue(lua_State* L, Rctx* rc, size_t hi, int req_idx);
+  // Sets the wait the coroutine is about to yield for (it yields from Lua).
+  void PrepareWait(lua_State* L, Rctx* rc, WaitMode mode, int count, size_t handle, int timeout_idx);
+  // A slot's userdata is being collected.
+  void ForgetSlot(Rctx* rc);
+  // A wait's timer fired; a backend op came back (both on this thread).
+  void OnTimeout(Rctx* rc);
+  void OnOpDone(BackendOp* op);
   // The table mcp.attach writes into during mcp_config_routes (registry ref).
   int pending_hooks_ref() const { return pending_hooks_ref_; }
   void CountFuncgen(const std::string& name, int64_t funcs, int64_t slots);
@@ -182,14 +144,41 @@ class ProxyWorker {
   std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> FuncgenCounts() const;
 
  private:
-  void Resume(Run* run, int nargs);
-  void FinishRun(Run* run, std::string_view out);
-  void OnOpDone(Run* run, BackendOp* op);
-  // A Run (with a reusable coroutine) from the pool; back with ReleaseRun.
-  Run* AcquireRun();
-  void ReleaseRun(Run* run, bool keep_coroutine);
+  // Runs rc's coroutine from its current stack (nargs values pushed) until
+  // it waits for something that has not happened yet, or returns.
+  void Drive(Rctx* rc, int nargs);
+  // The coroutine returned (st LUA_OK) or failed: top-level slots answer
+  // their client, children hand their result to the parent.
+  void Finished(Rctx* rc, int st, int nres);
+  // Dispatches every queued handle; true when the wait is already met
+  // (its results pushed on rc->co, *nargs of them).
+  bool RunHandles(Rctx* rc, int* nargs);
+  void Dispatch(Rctx* rc, size_t hi);
+  // memcached's mcp_process_rctx_wait for handle hi: true (results pushed)
+  // when the wait is over.
+  bool ProcessWait(Rctx* rc, size_t hi, int* nargs);
+  // Sets handle hi's result flags from its result (and runs its callback).
+  void ProcessReturn(Rctx* rc, size_t hi, const ResponseUd* res);
+  // A child's result, handed to its parent from the deferred queue.
+  void ChildDone(Rctx* child);
+  // One less pending on rc; at 0 a child tells its parent, a top-level
+  // slot is released.
+  void Dec(Rctx* rc);
+  // pending reached 0: reset and back to the funcgen (or tell the parent).
+  void Release(Rctx* rc);
+  void Reset(Rctx* rc);
+  // The bytes a top-level route's result gives its client.
+  std::string_view Output(Rctx* rc, int idx);
   // Backend log={...}: the proxyreqs line for this reply, when it qualifies.
-  void LogBackendRequest(const Run& run, const BackendOp& op);
+  void LogBackendRequest(const BackendOp& op, const RequestUd& rq, const ResponseUd& res,
+                         uint8_t flags, int cfd);
+  int TopCfd(const Rctx* rc) const;
+  struct Deferred {
+    Rctx* rc;
+    int kind;  // 0: resume with 0 (wait_cond(0)); 1: child finished
+  };
+  std::vector<Deferred> deferred_;
+  std::vector<Deferred> deferred_spare_;
   using HookArray = std::array<int, kCmdSize>;
   void ClearHooks();
   static HookArray NoHooks() {
@@ -208,15 +197,11 @@ class ProxyWorker {
   // The attached hooks: registry refs by (tag, cmd).
   HookArray untagged_ = NoHooks();
   std::unordered_map<std::string, HookArray> hook_index_;
-  // Runs are pooled with their coroutines: a request allocates neither when
-  // the previous one on that coroutine ended normally.
-  std::vector<std::shared_ptr<Run>> all_runs_;
-  std::vector<Run*> free_runs_;
-  Run* current_ = nullptr;  // the run whose coroutine is executing (Resume)
   int64_t active_limit_ = 0;
   bool in_flush_ = false;
   net::Timer flush_timer_{[this] { FlushOut(); }};
   uint64_t sample_seed_ = 0x9E3779B97F4A7C15ULL;  // log rate sampling (xorshift)
+  std::string scratch_;  // request bytes for a backend, when edited
   // Backends on this loop, by spec key (reused across reloads).
   std::map<std::string, std::weak_ptr<Backend>> backends_;
   std::vector<std::shared_ptr<Backend>> dirty_;
@@ -238,28 +223,6 @@ class ProxyWorker {
   // `stats proxyfuncs`: name -> (funcgens, slots).
   mutable Mutex fg_mu_{LockRank::kLeaf};
   std::map<std::string, std::pair<int64_t, int64_t>> fg_counts_ GUARDED_BY(fg_mu_);
-};
-
-// One request in flight: its coroutine, its slot and where its reply goes.
-// Owned by its worker's pool; alive (and not reused) while an op it waits
-// for is outstanding, so a completion may hold a plain pointer to it.
-// The run's BackendOp is reused by each request it runs (its strings keep
-// their capacity); a backend holds it through an aliasing pointer to the
-// Run, so an op outlives neither its Run nor is freed under a backend.
-struct Run {
-  size_t index = 0;  // in the worker's all_runs_
-  int cmd = 0;
-  int cfd = 0;
-  std::string line;  // the request line, kept only for backend log={...}
-  lua_State* co = nullptr;
-  int co_ref = LUA_NOREF;
-  int slot_ref = LUA_NOREF;  // the rctx userdata, returned to its funcgen at the end
-  RctxUd* slot = nullptr;
-  bool waiting = false;  // yielded in enqueue_and_wait
-  bool op_busy = false;  // `op` is with a backend
-  BackendOp op;
-  std::pair<ResponseUd*, int> res{nullptr, LUA_NOREF};  // where the reply goes
-  FinishFn finish;
 };
 
 }  // namespace trove::proxy

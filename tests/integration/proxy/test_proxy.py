@@ -790,7 +790,7 @@ end
     assert c.call("ms k 1\r\nx\r\n") == "HD\r\n"
     assert c.call("set k 0 0 1\r\nx\r\n") == "SERVER_ERROR mock cannot set\r\n"
     line = w.log_line()
-    assert "type=108 code=23 status=0 res=any" in line and "detail=errs req=set k 0 0 1" in line, line
+    assert "type=108 code=23 status=-1 res=any" in line and "detail=errs req=set k 0 0 1" in line, line
 
 
 def _log_lines(w, seconds):

@@ -1,0 +1,1 @@
+-- Trove's routelib (placeholder; see docs/proxy.md).

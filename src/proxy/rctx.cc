@@ -94,7 +94,6 @@ void ProxyWorker::ForgetSlot(Rctx* rc) {
   if (!closing_ && L != nullptr) {
     luaL_unref(L, LUA_REGISTRYINDEX, rc->co_ref);
     luaL_unref(L, LUA_REGISTRYINDEX, rc->req_ref);
-    CountFuncgen(rc->fgen_name, 0, -1);
   }
 }
 
@@ -216,6 +215,24 @@ bool ProxyWorker::RunHandles(Rctx* rc, int* nargs) {
     } else if (!met && hs.state == HandleSlot::kComplete && rc->wait_count > 0) {
       met = ProcessWait(rc, i, nargs);
     }
+  }
+  if (!met && rc->wait_count > 0 && rc->pending == 1) {
+    // Nothing is outstanding, so nothing can end this wait (a handle waited
+    // on twice, a count larger than what was queued): memcached would hang
+    // here; the route resumes with what it has.
+    lua_State* co = rc->co;
+    const bool handle_mode = rc->wait_mode == kWaitHandle;
+    const HandleSlot& w = rc->h[rc->wait_handle];
+    rc->wait_count = 0;
+    rc->wait_mode = kWaitIdle;
+    if (rc->timer.armed()) loop_->Cancel(&rc->timer);
+    if (handle_mode) {
+      lua_rawgeti(co, LUA_REGISTRYINDEX, w.result_ref != LUA_NOREF ? w.result_ref : w.res_ref);
+    } else {
+      lua_pushinteger(co, rc->wait_done);
+    }
+    *nargs = 1;
+    met = true;
   }
   return met;
 }

@@ -86,12 +86,12 @@ int RouterConf::Route(std::string_view key, int cmd) const {
     case kShortSep: prefix = Before(key, std::string_view(&sep, 1)); break;
     case kLongSep: prefix = Before(key, lstop); break;
     case kAnchorSmall:
-      if (key[0] != astart) return LUA_NOREF;
+      if (key[0] != astart) return fallback();
       prefix = Before(key.substr(1), std::string_view(&astop, 1));
       break;
     case kAnchorBig:
       if (lstart.size() + 2 > key.size() || key.compare(0, lstart.size(), lstart) != 0) {
-        return LUA_NOREF;
+        return fallback();
       }
       prefix = Before(key.substr(lstart.size()), lstop);
       break;

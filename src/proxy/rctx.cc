@@ -59,8 +59,20 @@ void ProxyWorker::NewSlot(lua_State* L, int fg_idx) {
     if (auto* pp = static_cast<PoolProxyUd*>(luaL_testudata(L, -1, kPoolProxyMt))) {
       rc->h[i].pool = pp->pool;
     } else {
-      // A child funcgen: this slot pins one of its slots.
-      NewSlot(L, -1);
+      // A child funcgen: this slot pins one of its slots, a cached one
+      // first (the one ready() made), as memcached does.
+      const int cfg = lua_gettop(L);
+      lua_getiuservalue(L, cfg, 2);
+      const auto nfree = static_cast<lua_Integer>(lua_rawlen(L, -1));
+      if (nfree > 0) {
+        lua_rawgeti(L, -1, nfree);
+        lua_pushnil(L);
+        lua_rawseti(L, -3, nfree);
+        lua_remove(L, -2);
+      } else {
+        lua_pop(L, 1);
+        NewSlot(L, cfg);
+      }
       auto* child = static_cast<Rctx*>(lua_touserdata(L, -1));
       child->is_child = true;
       rc->h[i].child = child;

@@ -1,11 +1,11 @@
-"""The routelib Trove ships (src/proxy/routelib/routelib.lua): memcached's
+"""The routelib Trove ships (src/proxy/routelib/*.lua, one chunk): memcached's
 declarative proxy config language (settings{}, pools{}, routes{} and the
 route_* handlers of docs.memcached.org/features/proxy/reference) on top of
 the proxy's mcp API.
 
 Trove is started as memcached's docs say, `-o proxy_config=routelib,
 proxy_arg=<config>` (the copy built into the binary). While developing,
-TROVE_ROUTELIB_FILE=/path/to/routelib.lua loads that file instead (the same
+TROVE_ROUTELIB_FILE=/path/to/routelib.lua (the build writes the whole chunk to build/<preset>/src/proxy/generated/proxy/routelib.lua) loads that file instead (the same
 chunk), so the library can be tested without rebuilding Trove.
 
 The backends are the Mock below: a memcached stand-in that records every

@@ -218,6 +218,14 @@ local function result_of(rctx, h)
     return res, ERR
 end
 
+-- The kind of a result a route waited for directly (enqueue_and_wait).
+local function kind_of(res)
+    if type(res) == "string" then return string_kind(res) end
+    if res:hit() then return GOOD end
+    if res:ok() then return MISS end
+    return ERR
+end
+
 local now_ms = mcp.time_mono_millis
 
 -- A tracker follows a slot's handles through one request: which were sent,

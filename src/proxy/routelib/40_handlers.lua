@@ -97,7 +97,17 @@ end
 local function allfastest_gen(rctx, a)
     local hs, miss, wait = a.h, a.miss, a.wait
     local tr = tracker(hs)
+    local first = miss and mcp.WAIT_GOOD or mcp.WAIT_OK
     return function(r)
+        if not wait then
+            -- Without a wait the engine's own condition does it: resume at
+            -- the first answer that counts (or when none can come), then
+            -- take the best (the first hit, else the last miss, else the
+            -- last error).
+            rctx:enqueue(r, hs)
+            rctx:wait_cond(1, first)
+            return (rctx:best_result(hs))
+        end
         tr_reset(tr)
         tr_send_all(rctx, tr, r)
         local deadline = wait and now_ms() + wait * 1000
@@ -215,10 +225,25 @@ local function failover_gen(rctx, a)
     local tr = tracker(hs)
     return function(r)
         tr_reset(tr)
-        tr_send(rctx, tr, r, 1)
         local tried = 1
-        local deadline = wait and now_ms() + wait * 1000
+        local deadline
         local best_miss, last_err
+        if wait then
+            tr_send(rctx, tr, r, 1)
+            deadline = now_ms() + wait * 1000
+        else
+            -- The common case, without a wait: the first child waited for
+            -- directly (no scan of the handles).
+            tr.sent[1], tr.got[1] = true, true
+            local res = rctx:enqueue_and_wait(r, hs[1])
+            local kind = kind_of(res)
+            if kind == GOOD or (kind == MISS and not miss) then return res end
+            if kind == MISS then best_miss = res else last_err = res end
+            if limit < 2 then return best_miss or last_err end
+            tried = 2
+            if stat then mcp.stat(stat, 1) end
+            tr_send(rctx, tr, r, 2)
+        end
         while true do
             local i = tr_next(rctx, tr, deadline)
             local give_up = false

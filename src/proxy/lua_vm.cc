@@ -57,6 +57,18 @@ constexpr NamedInt kConstants[] = {
 
 }  // namespace
 
+void RegisterMethods(lua_State* L, const char* mt, const luaL_Reg* fns, lua_CFunction gc) {
+  luaL_newmetatable(L, mt);
+  lua_newtable(L);
+  luaL_setfuncs(L, fns, 0);
+  lua_setfield(L, -2, "__index");
+  if (gc != nullptr) {
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pop(L, 1);
+}
+
 lua_State* NewVm(VmContext* ctx) {
   lua_State* L = luaL_newstate();
   if (L == nullptr) return nullptr;

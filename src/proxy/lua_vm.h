@@ -72,6 +72,16 @@ struct GlobalTbfUd {
   std::shared_ptr<GlobalTbf> tbf;
 };
 
+// A userdata type's metatable: `fns` as its methods (__index), `gc` (may be
+// null) as __gc.
+void RegisterMethods(lua_State* L, const char* mt, const luaL_Reg* fns, lua_CFunction gc);
+// __gc of a placement-new'd userdata body: runs its destructor.
+template <typename T>
+int GcUd(lua_State* L) {
+  static_cast<T*>(lua_touserdata(L, 1))->~T();
+  return 0;
+}
+
 // Registration of each library part (mcp_config_lib.cc, mcp_worker_lib.cc).
 void OpenConfigFunctions(lua_State* L);  // adds to the mcp table on the stack top
 void OpenWorkerFunctions(lua_State* L);

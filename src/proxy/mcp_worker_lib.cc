@@ -21,11 +21,6 @@ ProxyWorker* WorkerOf(lua_State* L, const char* fn) {
   return c->worker;
 }
 
-template <typename T>
-int Gc(lua_State* L) {
-  static_cast<T*>(lua_touserdata(L, 1))->~T();
-  return 0;
-}
 
 }  // namespace
 
@@ -140,17 +135,6 @@ int Stat(lua_State* L) {
   return 0;
 }
 
-void Methods(lua_State* L, const char* mt, const luaL_Reg* fns, lua_CFunction gc) {
-  luaL_newmetatable(L, mt);
-  lua_newtable(L);
-  luaL_setfuncs(L, fns, 0);
-  lua_setfield(L, -2, "__index");
-  if (gc != nullptr) {
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
-}
 
 }  // namespace
 
@@ -166,7 +150,7 @@ void OpenWorkerFunctions(lua_State* L) {
     lua_pop(L, 1);
   }
   static const luaL_Reg kNone[] = {{nullptr, nullptr}};
-  Methods(L, kPoolProxyMt, kNone, Gc<PoolProxyUd>);
+  RegisterMethods(L, kPoolProxyMt, kNone, GcUd<PoolProxyUd>);
   luaL_newmetatable(L, kTbfMt);
   lua_pushcfunction(L, TbfCall);
   lua_setfield(L, -2, "__call");
@@ -174,7 +158,7 @@ void OpenWorkerFunctions(lua_State* L) {
   luaL_newmetatable(L, kGlobalTbfMt);
   lua_pushcfunction(L, GlobalTbfCall);
   lua_setfield(L, -2, "__call");
-  lua_pushcfunction(L, Gc<GlobalTbfUd>);
+  lua_pushcfunction(L, GcUd<GlobalTbfUd>);
   lua_setfield(L, -2, "__gc");
   lua_pop(L, 1);
   static const luaL_Reg kFns[] = {

@@ -12,27 +12,16 @@
 namespace trove::proxy {
 namespace {
 
-constexpr char kBackendFailure[] = "SERVER_ERROR backend failure\r\n";
 constexpr char kBadResponse[] = "SERVER_ERROR bad response\r\n";
 constexpr char kLuaFailure[] = "SERVER_ERROR lua failure\r\n";
 constexpr char kLuaStartFailure[] = "SERVER_ERROR lua start failure\r\n";
 constexpr char kActiveLimit[] = "SERVER_ERROR active request limit reached\r\n";
-constexpr std::string_view kEnd = "END\r\n";
 
 // lua_pcall-able: the funcgen at 1 makes a new slot (pushed).
 int NewSlotProtected(lua_State* L) {
   auto* fg = static_cast<FuncgenUd*>(lua_touserdata(L, 1));
   fg->worker->NewSlot(L, 1);
   return 1;
-}
-
-// memcached's _set_noreply_mode: what the client of `req` must not see.
-bool Quiet(const ReqInfo& req, const ResponseUd& r) {
-  if (req.meta && req.HasFlag('q')) {
-    const int code = r.code();
-    return code == memcache::kCodeEnd || (r.cmd != kCmdMg && code == memcache::kCodeOk);
-  }
-  return req.noreply && r.ok();
 }
 
 }  // namespace
@@ -232,18 +221,7 @@ bool ProxyWorker::RunHandles(Rctx* rc, int* nargs) {
     // Nothing is outstanding, so nothing can end this wait (a handle waited
     // on twice, a count larger than what was queued): memcached would hang
     // here; the route resumes with what it has.
-    lua_State* co = rc->co;
-    const bool handle_mode = rc->wait_mode == kWaitHandle;
-    const HandleSlot& w = rc->h[rc->wait_handle];
-    rc->wait_count = 0;
-    rc->wait_mode = kWaitIdle;
-    if (rc->timer.armed()) loop_->Cancel(&rc->timer);
-    if (handle_mode) {
-      lua_rawgeti(co, LUA_REGISTRYINDEX, w.result_ref != LUA_NOREF ? w.result_ref : w.res_ref);
-    } else {
-      lua_pushinteger(co, rc->wait_done);
-    }
-    *nargs = 1;
+    EndWait(rc, rc->wait_handle, nargs);
     met = true;
   }
   return met;
@@ -392,6 +370,11 @@ bool ProxyWorker::ProcessWait(Rctx* rc, size_t hi, int* nargs) {
     resume = !possible;
   }
   if (!resume) return false;
+  EndWait(rc, hi, nargs);
+  return true;
+}
+
+void ProxyWorker::EndWait(Rctx* rc, size_t hi, int* nargs) {
   lua_State* co = rc->co;
   const bool handle_mode = rc->wait_mode == kWaitHandle;
   rc->wait_count = 0;
@@ -404,7 +387,6 @@ bool ProxyWorker::ProcessWait(Rctx* rc, size_t hi, int* nargs) {
     lua_pushinteger(co, rc->wait_done);
   }
   *nargs = 1;
-  return true;
 }
 
 void ProxyWorker::OnTimeout(Rctx* rc) {
@@ -452,24 +434,6 @@ void ProxyWorker::Enqueue(lua_State* L, Rctx* rc, size_t hi, int req_idx) {
   hs.req_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   hs.rq = rq;
   hs.state = HandleSlot::kQueued;
-}
-
-std::string_view ProxyWorker::Output(Rctx* rc, int idx) {
-  lua_State* co = rc->co;
-  std::string_view out = kBadResponse;
-  if (auto* r = static_cast<ResponseUd*>(TestUd(co, idx, vm_ctx_.response_mt))) {
-    if (Quiet(rc->req->info, *r)) return {};
-    out = r->failed ? std::string_view(kBackendFailure) : std::string_view(r->bytes);
-  } else if (lua_type(co, idx) == LUA_TSTRING) {
-    size_t n = 0;
-    const char* s = lua_tolstring(co, idx, &n);
-    out = std::string_view(s, n);
-  }
-  // One key of a split multiget: the reply's END goes; one END follows the last key.
-  if (rc->multiget && out.size() >= kEnd.size() && out.substr(out.size() - kEnd.size()) == kEnd) {
-    out.remove_suffix(kEnd.size());
-  }
-  return out;
 }
 
 void ProxyWorker::Finished(Rctx* rc, int st, int nres) {
@@ -588,52 +552,6 @@ void ProxyWorker::Reset(Rctx* rc) {
     }
     if (hs.child != nullptr) Reset(hs.child);
   }
-}
-
-int ProxyWorker::TopCfd(const Rctx* rc) const {
-  while (rc->is_child && rc->parent != nullptr) rc = rc->parent;
-  return rc->cfd;
-}
-
-void ProxyWorker::LogBackendRequest(const BackendOp& op, const RequestUd& rq, const ResponseUd& res,
-                                    uint8_t flags, int cfd) {
-  const BackendOptions& o = op.log_spec->opts;
-  ProxyShared* sh = rt_->shared();
-  if (!sh->Watching(net::kLogProxyreqs)) return;
-  const bool error = !res.ok();
-  bool log = o.log_rate == 1 || (o.log_errors && error) ||
-             (o.log_deadline_ms > 0 && res.elapsed_us > o.log_deadline_ms * 1000);
-  if (!log && o.log_rate > 1) {
-    sample_seed_ ^= sample_seed_ << 13;
-    sample_seed_ ^= sample_seed_ >> 7;
-    sample_seed_ ^= sample_seed_ << 17;
-    log = sample_seed_ % static_cast<uint64_t>(o.log_rate) == 0;
-  }
-  if (!log) return;
-  sh->Log(net::kLogProxyreqs,
-          ProxyReqLine(rq, &res, flags, cfd, o.log_tag, op.log_spec->host, op.log_spec->port));
-}
-
-std::string ProxyReqLine(const RequestUd& rq, const ResponseUd* res, uint8_t flags, int cfd,
-                         std::string_view detail, std::string_view host, std::string_view port) {
-  // memcached's LOGGER_PROXY_REQ line.
-  int type = 0, code = 0, status = 0;
-  int64_t elapsed = 0;
-  if (res != nullptr) {
-    type = res->failed ? memcache::kTypeFail : res->parsed.type;
-    code = res->code();
-    status = res->ok() ? 0 : -1;
-    elapsed = res->elapsed_us;
-  }
-  const char* cls = (flags & kResGood) ? "good" : (flags & kResOk) ? "ok" : "any";
-  std::string body = "type=proxy_req elapsed=" + std::to_string(elapsed) +
-                     " type=" + std::to_string(type) + " code=" + std::to_string(code) +
-                     " status=" + std::to_string(status) + " res=" + cls +
-                     " cfd=" + std::to_string(cfd) + " be=";
-  body.append(host).append(":").append(port).append(" detail=").append(detail).append(" req=");
-  const std::string_view line = rq.line();
-  body.append(line.substr(0, std::min<size_t>(line.size(), 300)));
-  return body;
 }
 
 }  // namespace trove::proxy

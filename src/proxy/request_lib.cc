@@ -467,23 +467,7 @@ int LogReqSample(lua_State* L) {
   return 0;
 }
 
-void Methods(lua_State* L, const char* mt, const luaL_Reg* fns, lua_CFunction gc) {
-  luaL_newmetatable(L, mt);
-  lua_newtable(L);
-  luaL_setfuncs(L, fns, 0);
-  lua_setfield(L, -2, "__index");
-  if (gc != nullptr) {
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
-}
 
-template <typename T>
-int Gc(lua_State* L) {
-  static_cast<T*>(lua_touserdata(L, 1))->~T();
-  return 0;
-}
 
 }  // namespace
 
@@ -498,12 +482,12 @@ void OpenRequestFunctions(lua_State* L) {
       {"flag_add", ReqFlagAdd},  {"flag_set", ReqFlagSet},
       {"flag_replace", ReqFlagReplace}, {"flag_del", ReqFlagDel},
       {"match_res", ReqMatchRes}, {nullptr, nullptr}};
-  Methods(L, kRequestMt, kReq, Gc<RequestUd>);
+  RegisterMethods(L, kRequestMt, kReq, GcUd<RequestUd>);
   static const luaL_Reg kRes[] = {
       {"ok", ResOk},         {"hit", ResHit},         {"vlen", ResVlen},
       {"code", ResCode},     {"line", ResLine},       {"elapsed", ResElapsed},
       {"raw_string", ResRawString}, {"flag_blank", ResFlagBlank}, {nullptr, nullptr}};
-  Methods(L, kResponseMt, kRes, Gc<ResponseUd>);
+  RegisterMethods(L, kResponseMt, kRes, GcUd<ResponseUd>);
   static const luaL_Reg kFns[] = {{"request", NewRequest},
                                   {"log_req", LogReqFn},
                                   {"log_reqsample", LogReqSample},

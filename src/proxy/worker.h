@@ -157,6 +157,8 @@ class ProxyWorker {
   // memcached's mcp_process_rctx_wait for handle hi: true (results pushed)
   // when the wait is over.
   bool ProcessWait(Rctx* rc, size_t hi, int* nargs);
+  // Ends rc's wait: pushes its result (handle hi's, or the count) on rc->co.
+  void EndWait(Rctx* rc, size_t hi, int* nargs);
   // Sets handle hi's result flags from its result (and runs its callback).
   void ProcessReturn(Rctx* rc, size_t hi, const ResponseUd* res);
   // A child's result, handed to its parent from the deferred queue.

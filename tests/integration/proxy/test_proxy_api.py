@@ -664,6 +664,28 @@ def test_truncated_reply_line_times_out(start):
     assert c.read_line() == "HD\r\n"
 
 
+def test_routed_line_of_500_bytes_is_refused_and_closes(start):
+    # memcached's MCP_REQUEST_MAXLEN: a routed line (with its CRLF) of 500
+    # bytes or more gets CLIENT_ERROR request too long and the connection
+    # closes; the backend sees nothing. 499 bytes still goes through.
+    e = start(BASIC)
+    c, be = e.c, e.b0
+    ok = "mg b/" + "k" * (499 - len("mg b/") - len(" v\r\n")) + " v\r\n"
+    assert len(ok) == 499
+    c.send(ok)
+    assert be.recv_line() == ok
+    be.send("EN\r\n")
+    assert c.read_line() == "EN\r\n"
+    long_line = "mg b/x " + "T1 " * 165 + "\r\n"
+    assert len(long_line) >= 500
+    c.send(long_line)
+    assert c.read_line() == "CLIENT_ERROR request too long\r\n"
+    assert c.c.buf == b""
+    c.c.sock.settimeout(5)
+    assert c.c.sock.recv(1) == b""  # the proxy closed the connection
+    assert be.idle() == ""
+
+
 def test_bad_data_chunk_keeps_the_connection(start):
     e = start(BASIC)
     for _ in range(3):

@@ -57,7 +57,7 @@ void CmdHSetNx(CommandContext& ctx) {
   bool created;
   HashValue* v = LoadOrCreate<HashValue>(ctx, key, &created);
   if (v == nullptr) return;
-  if (v->Find(ctx.argv[2]) != nullptr) {
+  if (v->Find(ctx.argv[2]).has_value()) {
     ctx.w->Integer(0);
     return;
   }
@@ -70,8 +70,8 @@ void CmdHSetNx(CommandContext& ctx) {
 void CmdHGet(CommandContext& ctx) {
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
-  const std::string* f = v ? v->Find(ctx.argv[2]) : nullptr;
-  if (f == nullptr)
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  if (!f)
     ctx.w->Null();
   else
     ctx.w->Bulk(*f);
@@ -82,8 +82,8 @@ void CmdHMGet(CommandContext& ctx) {
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) {
-    const std::string* f = v ? v->Find(ctx.argv[i]) : nullptr;
-    if (f == nullptr)
+    std::optional<std::string_view> f = v ? v->Find(ctx.argv[i]) : std::nullopt;
+    if (!f)
       ctx.w->Null();
     else
       ctx.w->Bulk(*f);
@@ -109,7 +109,7 @@ void CmdHDel(CommandContext& ctx) {
 void CmdHExists(CommandContext& ctx) {
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
-  ctx.w->Integer(v && v->Find(ctx.argv[2]) ? 1 : 0);
+  ctx.w->Integer(v && v->Find(ctx.argv[2]).has_value() ? 1 : 0);
 }
 
 void CmdHLen(CommandContext& ctx) {
@@ -121,7 +121,7 @@ void CmdHLen(CommandContext& ctx) {
 void CmdHStrlen(CommandContext& ctx) {
   HashValue* v;
   if (!ReadHash(ctx, ctx.Key(1), &v)) return;
-  const std::string* f = v ? v->Find(ctx.argv[2]) : nullptr;
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   ctx.w->Integer(f ? static_cast<int64_t>(f->size()) : 0);
 }
 
@@ -141,8 +141,8 @@ void ListGeneric(CommandContext& ctx, int mode) {
   else
     ctx.w->ArrayHeader(v->size());
   for (const auto& [f, val] : v->Entries()) {
-    if (mode != 1) ctx.w->Bulk(*f);
-    if (mode != 0) ctx.w->Bulk(*val);
+    if (mode != 1) ctx.w->Bulk(f);
+    if (mode != 0) ctx.w->Bulk(val);
   }
 }
 void CmdHKeys(CommandContext& ctx) { ListGeneric(ctx, 0); }
@@ -156,8 +156,8 @@ void CmdHIncrBy(CommandContext& ctx) {
   HashValue* v;
   if (!ReadHash(ctx, key, &v)) return;
   int64_t cur = 0;
-  const std::string* f = v ? v->Find(ctx.argv[2]) : nullptr;
-  if (f != nullptr && !ParseStrictInt64(*f, &cur)) {
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  if (f && !ParseStrictInt64(*f, &cur)) {
     ctx.Error("ERR hash value is not an integer");
     return;
   }
@@ -187,8 +187,8 @@ void CmdHIncrByFloat(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   HashValue* v;
   if (!ReadHash(ctx, key, &v)) return;
-  const std::string* f = v ? v->Find(ctx.argv[2]) : nullptr;
-  if (f != nullptr && !ParseLongDouble(*f, &cur)) {
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  if (f && !ParseLongDouble(*f, &cur)) {
     ctx.Error("ERR hash value is not a float");
     return;
   }
@@ -222,7 +222,7 @@ void CmdHRandField(CommandContext& ctx) {
   }
   auto all = v->Entries();
   if (!has_count) {
-    ctx.w->Bulk(*all[CommandRng()() % all.size()].first);
+    ctx.w->Bulk(all[CommandRng()() % all.size()].first);
     return;
   }
   bool resp3_pairs = withvalues && ctx.w->proto() == 3;
@@ -231,8 +231,8 @@ void CmdHRandField(CommandContext& ctx) {
     ctx.w->ArrayHeader(withvalues && !resp3_pairs ? n * 2 : n);
     WriteRandomRepeats(ctx, all, n, [&](const auto& e) {
       if (resp3_pairs) ctx.w->ArrayHeader(2);
-      ctx.w->Bulk(*e.first);
-      if (withvalues) ctx.w->Bulk(*e.second);
+      ctx.w->Bulk(e.first);
+      if (withvalues) ctx.w->Bulk(e.second);
     });
     return;
   }
@@ -241,8 +241,8 @@ void CmdHRandField(CommandContext& ctx) {
   ctx.w->ArrayHeader(withvalues && !resp3_pairs ? pick.size() * 2 : pick.size());
   for (const auto& e : pick) {
     if (resp3_pairs) ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(*e.first);
-    if (withvalues) ctx.w->Bulk(*e.second);
+    ctx.w->Bulk(e.first);
+    if (withvalues) ctx.w->Bulk(e.second);
   }
 }
 
@@ -255,11 +255,11 @@ void CmdHScan(CommandContext& ctx) {
   uint64_t next = 0;
   if (v != nullptr && v->compact()) {
     for (const auto& [f, val] : v->Entries()) {
-      if (!o.has_pattern || GlobMatch(o.pattern, *f)) out.emplace_back(*f, *val);
+      if (!o.has_pattern || GlobMatch(o.pattern, f)) out.emplace_back(f, val);
     }
   } else if (v != nullptr) {
     next = ScanLargeCollection(
-        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(*r.member, *r.value); });
+        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member, r.value); });
   }
   ctx.w->ArrayHeader(2);
   ctx.w->Bulk(std::to_string(next));

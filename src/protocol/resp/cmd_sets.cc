@@ -295,7 +295,7 @@ void CmdSScan(CommandContext& ctx) {
       if (!o.has_pattern || GlobMatch(o.pattern, m)) out.push_back(m);
     }
   } else if (v != nullptr) {
-    next = ScanLargeCollection(*v, o, [&](const ScanOrder::Ref& r) { out.push_back(*r.member); });
+    next = ScanLargeCollection(*v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member); });
   }
   ctx.w->ArrayHeader(2);
   ctx.w->Bulk(std::to_string(next));

@@ -311,7 +311,7 @@ void CmdZScan(CommandContext& ctx) {
     }
   } else if (v != nullptr) {
     next = ScanLargeCollection(
-        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.score, *r.member); });
+        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.score, r.member); });
   }
   ctx.w->ArrayHeader(2);
   ctx.w->Bulk(std::to_string(next));

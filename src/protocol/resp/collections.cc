@@ -4,7 +4,10 @@
 #include "protocol/resp/collections.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/resp_parser.h"
@@ -17,31 +20,74 @@ void ListValue::Trim(size_t start, size_t end) {
   for (size_t i = 0; i < start; ++i) PopFront();
 }
 
-const std::string* HashValue::Find(std::string_view f) const {
-  auto it = m_.find(std::string(f));
-  return it == m_.end() ? nullptr : &it->second;
+HashEntry* HashEntry::New(std::string_view f, std::string_view v) {
+  const bool small = f.size() < 255 && v.size() < 256;
+  const size_t head = small ? 2 : 9;
+  // operator new: out of memory ends the process, as every std::string here.
+  auto* p = static_cast<unsigned char*>(::operator new(head + f.size() + v.size()));
+  if (small) {
+    p[0] = static_cast<unsigned char>(f.size());
+    p[1] = static_cast<unsigned char>(v.size());
+  } else {
+    p[0] = 255;
+    const auto fl = static_cast<uint32_t>(f.size()), vl = static_cast<uint32_t>(v.size());
+    std::memcpy(p + 1, &fl, sizeof fl);
+    std::memcpy(p + 5, &vl, sizeof vl);
+  }
+  if (!f.empty()) std::memcpy(p + head, f.data(), f.size());
+  if (!v.empty()) std::memcpy(p + head + f.size(), v.data(), v.size());
+  return reinterpret_cast<HashEntry*>(p);
 }
+
+void HashEntry::Free(HashEntry* e) { ::operator delete(e); }
+
+HashValue::HashValue(const HashValue& o)
+    : CollectionBase(o), compact_(o.compact_), longest_(o.longest_) {
+  // Copy in insertion order while compact, so the copy keeps it.
+  auto copy = [this](const HashEntry* e) {
+    HashEntry* n = HashEntry::New(e->field(), e->value());
+    idx_.Insert(n);
+    if (compact_) order_.push_back(n);
+  };
+  if (o.compact_) {
+    for (const HashEntry* e : o.order_) copy(e);
+  } else {
+    o.idx_.ForEach(copy);
+  }
+}
+
+HashValue::~HashValue() { idx_.ForEach([](HashEntry* e) { HashEntry::Free(e); }); }
 
 bool HashValue::Set(std::string_view f, std::string_view v) {
   DropScanOrder();
   longest_ = std::max({longest_, f.size(), v.size()});
-  auto [it, added] = m_.try_emplace(std::string(f));
-  if (added) {
-    bytes_ += static_cast<int64_t>(f.size()) + kEntryOverhead;
-    if (compact_) order_.emplace_back(f);
+  HashEntry* e = idx_.Find(f);
+  if (e == nullptr) {
+    e = HashEntry::New(f, v);
+    idx_.Insert(e);
+    if (compact_) order_.push_back(e);
+    bytes_ += static_cast<int64_t>(f.size() + v.size()) + kEntryOverhead;
+    return true;
   }
-  bytes_ += static_cast<int64_t>(v.size()) - static_cast<int64_t>(it->second.size());
-  it->second.assign(v);
-  return added;
+  bytes_ += static_cast<int64_t>(v.size()) - static_cast<int64_t>(e->vlen());
+  if (v.size() == e->vlen()) {
+    if (!v.empty()) e->SetValueBytes(v);
+    return false;
+  }
+  HashEntry* n = HashEntry::New(f, v);
+  idx_.Replace(n);
+  if (compact_) *std::find(order_.begin(), order_.end(), e) = n;
+  HashEntry::Free(e);
+  return false;
 }
 
 bool HashValue::Erase(std::string_view f) {
   DropScanOrder();
-  auto it = m_.find(std::string(f));
-  if (it == m_.end()) return false;
-  bytes_ -= static_cast<int64_t>(it->first.size() + it->second.size()) + kEntryOverhead;
-  m_.erase(it);
-  if (compact_) order_.erase(std::find(order_.begin(), order_.end(), f));
+  HashEntry* e = idx_.Erase(f);
+  if (e == nullptr) return false;
+  bytes_ -= static_cast<int64_t>(e->flen() + e->vlen()) + kEntryOverhead;
+  if (compact_) order_.erase(std::find(order_.begin(), order_.end(), e));
+  HashEntry::Free(e);
   return true;
 }
 
@@ -58,27 +104,26 @@ const ScanOrder& CollectionBase::scan_order() const {
 }
 
 void HashValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
-  for (const auto& [f, v] : m_) refs->push_back({ScanPosition(f), &f, &v, 0});
+  idx_.ForEach([refs](const HashEntry* e) {
+    refs->push_back({ScanPosition(e->field()), e->field(), e->value(), 0});
+  });
 }
 
 void SetValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
-  for (const std::string& m : s_) refs->push_back({ScanPosition(m), &m, nullptr, 0});
+  for (const std::string& m : s_) refs->push_back({ScanPosition(m), m, {}, 0});
 }
 
 void ZsetValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
-  for (const auto& [m, score] : scores_) refs->push_back({ScanPosition(m), &m, nullptr, score});
+  for (const Entry& e : by_score_) refs->push_back({ScanPosition(e.second), e.second, {}, e.first});
 }
 
-std::vector<std::pair<const std::string*, const std::string*>> HashValue::Entries() const {
-  std::vector<std::pair<const std::string*, const std::string*>> out;
-  out.reserve(m_.size());
+std::vector<std::pair<std::string_view, std::string_view>> HashValue::Entries() const {
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  out.reserve(idx_.size());
   if (compact_) {
-    for (const std::string& f : order_) {
-      auto it = m_.find(f);
-      out.emplace_back(&it->first, &it->second);
-    }
+    for (const HashEntry* e : order_) out.emplace_back(e->field(), e->value());
   } else {
-    for (const auto& [f, v] : m_) out.emplace_back(&f, &v);
+    idx_.ForEach([&out](const HashEntry* e) { out.emplace_back(e->field(), e->value()); });
   }
   return out;
 }
@@ -86,7 +131,8 @@ std::vector<std::pair<const std::string*, const std::string*>> HashValue::Entrie
 void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
   DropScanOrder();
   if (!compact_) return;
-  if (static_cast<int64_t>(m_.size()) > max_entries || static_cast<int64_t>(longest_) > max_value) {
+  if (static_cast<int64_t>(idx_.size()) > max_entries ||
+      static_cast<int64_t>(longest_) > max_value) {
     compact_ = false;
     order_.clear();
     order_.shrink_to_fit();
@@ -130,156 +176,57 @@ std::vector<std::string> SetValue::Ordered() const {
   return r;
 }
 
+ZsetValue::ZsetValue(const ZsetValue& o)
+    : CollectionBase(o), by_score_(o.by_score_), compact_(o.compact_), longest_(o.longest_) {
+  for (const Entry& e : by_score_) index_.Insert(&e);
+}
+
 const double* ZsetValue::Score(std::string_view m) const {
-  auto it = scores_.find(std::string(m));
-  return it == scores_.end() ? nullptr : &it->second;
+  const Entry* e = index_.Find(m);
+  return e == nullptr ? nullptr : &e->first;
 }
 
 bool ZsetValue::Put(std::string_view m, double score) {
   DropScanOrder();
   longest_ = std::max(longest_, m.size());
-  auto [it, added] = scores_.try_emplace(std::string(m), score);
-  if (!added) {
-    by_score_.erase({it->second, it->first});
-    it->second = score;
-  } else {
+  const Entry* e = index_.Find(m);
+  if (e == nullptr) {
+    auto [it, ok] = by_score_.emplace(score, std::string(m));
+    index_.Insert(&*it);
     bytes_ += 2 * static_cast<int64_t>(m.size()) + 2 * kEntryOverhead;
+    return true;
   }
-  by_score_.emplace(score, it->first);
-  return added;
+  if (e->first == score) return false;
+  // Move the node to its new place: its member string keeps its storage.
+  auto node = by_score_.extract(by_score_.find(*e));
+  node.value().first = score;
+  auto pos = by_score_.insert(std::move(node)).position;
+  index_.Replace(&*pos);
+  return false;
 }
 
 bool ZsetValue::Remove(std::string_view m) {
   DropScanOrder();
-  auto it = scores_.find(std::string(m));
-  if (it == scores_.end()) return false;
-  by_score_.erase({it->second, it->first});
+  const Entry* e = index_.Erase(m);
+  if (e == nullptr) return false;
   bytes_ -= 2 * static_cast<int64_t>(m.size()) + 2 * kEntryOverhead;
-  scores_.erase(it);
+  by_score_.erase(by_score_.find(*e));
   return true;
 }
 
 int64_t ZsetValue::Rank(std::string_view m) const {
-  const double* s = Score(m);
-  if (s == nullptr) return -1;
-  auto it = by_score_.find({*s, std::string(m)});
+  const Entry* e = index_.Find(m);
+  if (e == nullptr) return -1;
+  auto it = by_score_.find(*e);
   return static_cast<int64_t>(std::distance(by_score_.begin(), it));
 }
 
 void ZsetValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
   DropScanOrder();
-  if (compact_ && (static_cast<int64_t>(scores_.size()) > max_entries ||
+  if (compact_ && (static_cast<int64_t>(index_.size()) > max_entries ||
                    static_cast<int64_t>(longest_) > max_value)) {
     compact_ = false;
   }
-}
-
-// --- compact byte form ---
-
-namespace {
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-void PutString(std::string* out, std::string_view s) {
-  PutVarint(out, s.size());
-  out->append(s);
-}
-bool GetVarint(std::string_view* in, uint64_t* v) {
-  *v = 0;
-  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
-    auto b = static_cast<unsigned char>((*in)[0]);
-    in->remove_prefix(1);
-    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;
-}
-bool GetString(std::string_view* in, std::string_view* s) {
-  uint64_t n;
-  if (!GetVarint(in, &n) || n > in->size()) return false;
-  *s = in->substr(0, n);
-  in->remove_prefix(n);
-  return true;
-}
-}  // namespace
-
-void ListValue::Encode(std::string* out) const {
-  out->clear();
-  PutVarint(out, d_.size());
-  for (const auto& e : d_) PutString(out, e);
-}
-bool ListValue::Decode(std::string_view in) {
-  uint64_t n;
-  if (!GetVarint(&in, &n)) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string_view e;
-    if (!GetString(&in, &e)) return false;
-    PushBack(e);
-  }
-  return true;
-}
-
-void HashValue::Encode(std::string* out) const {
-  out->clear();
-  PutVarint(out, m_.size());
-  for (const auto& [f, v] : Entries()) {
-    PutString(out, *f);
-    PutString(out, *v);
-  }
-}
-bool HashValue::Decode(std::string_view in) {
-  uint64_t n;
-  if (!GetVarint(&in, &n)) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string_view f, v;
-    if (!GetString(&in, &f) || !GetString(&in, &v)) return false;
-    Set(f, v);
-  }
-  return true;
-}
-
-void SetValue::Encode(std::string* out) const {
-  out->clear();
-  PutVarint(out, s_.size());
-  for (const auto& m : Ordered()) PutString(out, m);
-}
-bool SetValue::Decode(std::string_view in) {
-  uint64_t n;
-  if (!GetVarint(&in, &n)) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string_view m;
-    if (!GetString(&in, &m)) return false;
-    Add(m);
-  }
-  return true;
-}
-
-void ZsetValue::Encode(std::string* out) const {
-  out->clear();
-  PutVarint(out, scores_.size());
-  for (const auto& [score, m] : by_score_) {
-    PutString(out, m);
-    char b[sizeof(double)];
-    std::memcpy(b, &score, sizeof b);
-    out->append(b, sizeof b);
-  }
-}
-bool ZsetValue::Decode(std::string_view in) {
-  uint64_t n;
-  if (!GetVarint(&in, &n)) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string_view m;
-    if (!GetString(&in, &m) || in.size() < sizeof(double)) return false;
-    double score;
-    std::memcpy(&score, in.data(), sizeof score);
-    in.remove_prefix(sizeof score);
-    Put(m, score);
-  }
-  return true;
 }
 
 namespace {

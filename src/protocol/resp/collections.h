@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "protocol/resp/command.h"
+#include "protocol/resp/ptr_index.h"
 
 namespace trove::resp {
 
@@ -25,8 +28,8 @@ namespace trove::resp {
 struct ScanOrder {
   struct Ref {
     uint64_t pos;
-    const std::string* member;
-    const std::string* value;  // hash field values; else null
+    std::string_view member;
+    std::string_view value;  // hash field values; else empty
     double score;              // sorted sets
   };
   std::vector<Ref> refs;  // ascending pos
@@ -137,8 +140,40 @@ class ListValue final : public CollectionBase {
   std::deque<std::string> d_;
 };
 
+// One hash field and its value in one allocation. Short form (field < 255
+// and value < 256 bytes, the usual case): [flen][vlen][field][value], so a
+// 10-byte field with a 10-byte value takes one 32-byte malloc chunk; long
+// form: [255][flen:4][vlen:4][field][value]. Owned by its HashValue.
+struct HashEntry {
+  unsigned char tag;  // flen in the short form, 255 in the long
+  std::string_view field() const { return {data(), flen()}; }
+  std::string_view value() const { return {data() + flen(), vlen()}; }
+  size_t flen() const { return tag != 255 ? tag : Long(0); }
+  size_t vlen() const { return tag != 255 ? bytes()[1] : Long(4); }
+  static HashEntry* New(std::string_view f, std::string_view v);
+  static void Free(HashEntry* e);
+  // Overwrites the value in place (same length only).
+  void SetValueBytes(std::string_view v) { std::memcpy(data() + flen(), v.data(), v.size()); }
+
+ private:
+  const unsigned char* bytes() const { return &tag; }
+  size_t Long(size_t at) const {
+    uint32_t n;
+    std::memcpy(&n, bytes() + 1 + at, sizeof n);
+    return n;
+  }
+  const char* data() const { return reinterpret_cast<const char*>(bytes()) + (tag != 255 ? 2 : 9); }
+  char* data() { return const_cast<char*>(static_cast<const HashEntry*>(this)->data()); }
+};
+struct HashEntryKey {
+  std::string_view operator()(const HashEntry* e) const { return e->field(); }
+};
+
 class HashValue final : public CollectionBase {
  public:
+  HashValue() = default;
+  HashValue(const HashValue& o);
+  ~HashValue() override;
   std::unique_ptr<CollectionBase> Clone() const override {
     return std::make_unique<HashValue>(*this);
   }
@@ -147,22 +182,29 @@ class HashValue final : public CollectionBase {
   bool compact() const override { return compact_; }
   void Encode(std::string* out) const override;
   bool Decode(std::string_view in);
-  size_t size() const override { return m_.size(); }
-  const std::string* Find(std::string_view f) const;
+  size_t size() const override { return idx_.size(); }
+  // The value of field f, or nullopt. Valid until the next change.
+  std::optional<std::string_view> Find(std::string_view f) const {
+    const HashEntry* e = idx_.Find(f);
+    if (e == nullptr) return std::nullopt;
+    return e->value();
+  }
   // True if the field is new.
   bool Set(std::string_view f, std::string_view v);
   bool Erase(std::string_view f);
   // Field/value pairs; in insertion order while compact (as a listpack).
-  std::vector<std::pair<const std::string*, const std::string*>> Entries() const;
+  // Valid until the next change.
+  std::vector<std::pair<std::string_view, std::string_view>> Entries() const;
   // Leaves the compact encoding once past Redis's thresholds (never back).
   void CheckEncoding(int64_t max_entries, int64_t max_value);
 
  private:
   void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
-  std::unordered_map<std::string, std::string> m_;
-  std::vector<std::string> order_;  // field order, kept only while compact_
+  // Invariant: idx_ owns every entry; while compact_, order_ holds the same
+  // entries in insertion order (Redis's listpack order), else it is empty.
+  PtrIndex<HashEntry, HashEntryKey> idx_;
+  std::vector<HashEntry*> order_;
   bool compact_ = true;
-  bool long_entry_seen_ = false;
   size_t longest_ = 0;
 };
 
@@ -194,6 +236,8 @@ class SetValue final : public CollectionBase {
 
 class ZsetValue final : public CollectionBase {
  public:
+  ZsetValue() = default;
+  ZsetValue(const ZsetValue& o);
   std::unique_ptr<CollectionBase> Clone() const override {
     return std::make_unique<ZsetValue>(*this);
   }
@@ -203,7 +247,7 @@ class ZsetValue final : public CollectionBase {
   bool compact() const override { return compact_; }
   void Encode(std::string* out) const override;
   bool Decode(std::string_view in);
-  size_t size() const override { return scores_.size(); }
+  size_t size() const override { return index_.size(); }
   const double* Score(std::string_view m) const;
   // Adds or updates; true if new.
   bool Put(std::string_view m, double score);
@@ -215,8 +259,14 @@ class ZsetValue final : public CollectionBase {
 
  private:
   void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
+  struct EntryKey {
+    std::string_view operator()(const Entry* e) const { return e->second; }
+  };
+  // Invariant: index_ points at every node of by_score_ (set nodes never
+  // move), keyed by member: one 8-byte slot per member instead of a second
+  // node holding a copy of it.
   std::set<Entry> by_score_;
-  std::unordered_map<std::string, double> scores_;
+  PtrIndex<const Entry, EntryKey> index_;
   bool compact_ = true;
   size_t longest_ = 0;
 };

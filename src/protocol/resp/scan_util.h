@@ -47,7 +47,7 @@ uint64_t ScanLargeCollection(const CollectionBase& v, const ScanOptions& o, Visi
   uint64_t next = ScanSlice(order, o.cursor, o.count, &b, &e);
   for (size_t i = b; i < e; ++i) {
     const ScanOrder::Ref& r = order.refs[i];
-    if (!o.has_pattern || GlobMatch(o.pattern, *r.member)) visit(r);
+    if (!o.has_pattern || GlobMatch(o.pattern, r.member)) visit(r);
   }
   if (next == 0) v.DropScanOrder();
   return next;

@@ -303,7 +303,7 @@ void Worker::Serve(Connection* c, bool from_socket) {
     c->in.Reserve(need);
     ssize_t n;
     do {
-      n = ::read(c->fd, c->in.write_ptr(), c->in.writable());
+      n = ::recv(c->fd, c->in.write_ptr(), c->in.writable(), 0);  // recv: no file-position lock
     } while (n < 0 && errno == EINTR);
     if (n == 0) {
       Close(c);  // EOF: the client is gone; what it did not read is dropped

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <string_view>
 #include <utility>
 
 #include "common/check.h"
@@ -173,8 +174,20 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
         ::close(fd);
         continue;
       }
-      pl->curr.fetch_add(1, std::memory_order_relaxed);
     }
+    // The port's admission rule (protected mode), after the limit as in
+    // Redis; a refused peer is never counted as connected.
+    if (std::string_view reply; l.gate != nullptr &&
+                                l.gate->Refuse(reinterpret_cast<sockaddr*>(&ss), len,
+                                               l.listener.is_unix, &reply)) {
+      if (!reply.empty()) {
+        ssize_t w = ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
+        (void)w;
+      }
+      ::close(fd);
+      continue;
+    }
+    if (PortLimit* pl = l.own_limit) pl->curr.fetch_add(1, std::memory_order_relaxed);
     uint64_t cur = opts_.counters->curr_connections.load(std::memory_order_relaxed);
     if (l.own_limit == nullptr && cur >= max_connections()) {
       // Counted first, so a client that sees the refusal also sees the count.

@@ -26,6 +26,7 @@ struct BoundListener {
   // (memcached's "ERROR Too many open connections\r\n").
   std::string reject_reply;
   PortLimit* own_limit = nullptr;  // null: the server-wide limit (-c)
+  AcceptGate* gate = nullptr;      // null: every peer is admitted
 };
 
 struct AcceptorOptions {

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include <sys/socket.h>
 
 #include "net/event_loop.h"
 #include "net/io_buffer.h"
@@ -29,6 +32,20 @@ struct PortLimit {
   // The admin port's: its connections are exempt from rate limits. Set
   // before the port listens, read-only afterwards.
   bool privileged = false;
+};
+
+// A port's admission rule, checked for every accepted connection before it
+// reaches a worker: Redis's protected mode on the RESP ports. A refused
+// connection gets `reply` and is closed; it never counts toward a limit.
+// Thread safety: Refuse runs on the acceptor thread while workers change the
+// rule (CONFIG SET), so implementations read only atomics.
+class AcceptGate {
+ public:
+  virtual ~AcceptGate() = default;
+  // True to refuse a connection from `peer` (len bytes; is_unix for a unix
+  // socket), with *reply set to the bytes to send before closing.
+  virtual bool Refuse(const sockaddr* peer, socklen_t len, bool is_unix,
+                      std::string_view* reply) = 0;
 };
 
 struct NewConn {

@@ -17,7 +17,8 @@ NetServer::NetServer(const NetServerOptions& opts) : opts_(opts), verbosity_(opt
 NetServer::~NetServer() { Stop(); }
 
 void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
-                             std::string reject_reply, PortLimit* own_limit) {
+                             std::string reject_reply, PortLimit* own_limit,
+                             AcceptGate* gate) {
   for (Listener& l : ls) {
     ServerServices::ConnInfo li;
     li.id = 0;
@@ -31,6 +32,7 @@ void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
     b.factory = factory;
     b.reject_reply = reject_reply;
     b.own_limit = own_limit;
+    b.gate = gate;
     pending_listeners_.push_back(std::move(b));
   }
   if (std::find(factories_.begin(), factories_.end(), factory) == factories_.end()) {

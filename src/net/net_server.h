@@ -50,9 +50,10 @@ class NetServer {
   // Registers listening sockets served by `factory` (which outlives this).
   // reject_reply is written to connections refused by -c.
   // own_limit: the port's own connection limit (it must outlive the
-  // server); null: the server-wide -c limit.
+  // server); null: the server-wide -c limit. gate: the port's admission
+  // rule (it must outlive the server); null admits every peer.
   void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory, std::string reject_reply,
-                    PortLimit* own_limit = nullptr);
+                    PortLimit* own_limit = nullptr, AcceptGate* gate = nullptr);
   Status Start();
   void Stop();
 

@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,7 @@ enum LongOnly : int {
   kOptAdminPort,
   kOptAdminBind,
   kOptAclFile,
+  kOptProtectedMode,
   kOptMaxConnections,
 };
 
@@ -116,6 +118,7 @@ const option kLongOptions[] = {
     {"admin-port", required_argument, nullptr, kOptAdminPort},
     {"admin-bind", required_argument, nullptr, kOptAdminBind},
     {"aclfile", required_argument, nullptr, kOptAclFile},
+    {"protected-mode", required_argument, nullptr, kOptProtectedMode},
     {nullptr, 0, nullptr, 0},
 };
 constexpr const char* kShortOptions = ":p:U:s:a:Al:dru:m:Mc:kvhiVP:f:n:LD:t:R:Cb:B:I:SFXWY:e:Zo:N:";
@@ -297,6 +300,14 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
     case kOptAclFile:
       c->aclfile = a;
       break;
+    case kOptProtectedMode: {
+      // Redis reads yes/no in any case.
+      std::string v = a;
+      for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (v != "yes" && v != "no") return Bad("--protected-mode takes yes or no, not '" + a + "'");
+      c->protected_mode = v == "yes";
+      break;
+    }
     case kOptAdminBind:
       if (arg.empty()) return Bad("--admin-bind needs an address");
       c->admin_bind = a;
@@ -317,6 +328,7 @@ Result<Config> ParseArgs(const std::vector<std::string>& argv) {
     int64_t v = 0;
     if (!ParseInt(env, 0, 65535, &v)) return Bad(std::string("invalid TROVE_RESP_PORT: ") + env);
     c.resp_port = static_cast<int>(v);
+    c.resp_port_set = true;  // asked for: a port that cannot be bound is fatal
   }
   std::vector<std::string> copy = argv;
   if (copy.empty()) copy.push_back("trove");
@@ -408,6 +420,7 @@ resp::RespOptions Config::ToRespOptions() const {
   o.port = resp_port;
   o.idle_timeout_s = idle_timeout_s;
   o.aclfile = aclfile;
+  o.protected_mode = protected_mode;
   return o;
 }
 
@@ -506,6 +519,9 @@ std::string HelpText() {
     --aclfile=<file>      Redis ACL users ("user <name> <rules>" lines), loaded
                           at start-up; ACL LOAD / ACL SAVE read and write it
     --admin-bind=<addr>   the admin port's address (default: 127.0.0.1)
+    --protected-mode=yes|no  Redis's protected mode on the RESP ports
+                          (default: yes): while the default user has no
+                          password, only loopback clients are served
 -o, --extended            comma separated list of extended options:
    maxconns_fast, hashpower=N, tail_repair_time=N, hash_algorithm=NAME,
    lru_crawler, no_lru_crawler, lru_crawler_sleep=N, lru_crawler_tocrawl=N,

@@ -40,6 +40,7 @@ struct Config {
   int admin_port = -1;
   std::string admin_bind = "127.0.0.1";  // --admin-bind
   std::string aclfile;                   // --aclfile: Redis's ACL file
+  bool protected_mode = true;            // --protected-mode yes|no (RESP ports)
   int backlog = 1024;               // -b
   size_t max_connections = 1024;    // -c
   bool maxconns_fast = true;        // -o maxconns_fast (reject with an error line)

@@ -229,20 +229,26 @@ Status Server::Bind() {
         }
       }
       if (!ls.ok()) {
-        // Fatal even for the default port: a server that silently came up
-        // without RESP would look like a working Redis replacement.
         for (net::Listener& l : all) ::close(l.fd);
-        if (!cfg_.resp_port_set) {
-          return Status::Invalid(
-              "failed to listen on RESP port " + std::to_string(cfg_.resp_port) +
-              " (the default): " + std::string(ls.status().message()) +
-              "; another server (a redis-server?) holds it. Pass --resp-port <port> to move "
-              "Trove's RESP port, or --resp-port 0 (or TROVE_RESP_PORT=0) to run as a pure "
-              "memcached server");
+        all.clear();
+        if (cfg_.resp_port_set) {
+          // A port the user asked for (--resp-port, TROVE_RESP_PORT) is
+          // fatal: they expect RESP there.
+          return Status::Invalid("failed to listen on RESP port " +
+                                 std::to_string(cfg_.resp_port) + ": " +
+                                 std::string(ls.status().message()));
         }
-        return Status::Invalid("failed to listen on RESP port " +
-                               std::to_string(cfg_.resp_port) + ": " +
-                               std::string(ls.status().message()));
+        // The default port taken (a redis-server, another Trove): serve
+        // memcached alone, as a second memcached on another -p would, and
+        // say so once on stderr and in `stats settings` (resp_status).
+        std::fprintf(stderr,
+                     "trove: RESP is off: the default RESP port %d is not available (%s); "
+                     "serving memcached only. Pass --resp-port <port> to serve RESP on "
+                     "another port, or --resp-port 0 to turn RESP off without this message.\n",
+                     cfg_.resp_port, std::string(ls.status().message()).c_str());
+        resp_status_ = "off_default_port_in_use";
+        resp_port_ = -1;
+        break;
       }
       if (resp_port_ < 0) resp_port_ = ls.value()[0].port;
       for (net::Listener& l : ls.value()) all.push_back(std::move(l));
@@ -253,7 +259,9 @@ Status Server::Bind() {
       net::PortLimit* limit = resp::PortLimitOf(resp_factory_.get());
       limit->max.store(cfg_.max_connections, std::memory_order_relaxed);
       net_->AddListeners(std::move(all), resp_factory_.get(),
-                         "-ERR max number of clients reached\r\n", limit);
+                         "-ERR max number of clients reached\r\n", limit,
+                         resp::AcceptGateOf(resp_factory_.get()));
+      resp_status_ = "on";
     }
   }
   if (cfg_.admin_port >= 0) {
@@ -265,7 +273,8 @@ Status Server::Bind() {
     }
     admin_port_ = ls.value()[0].port;
     admin_limit_.privileged = true;  // exempt from rate limits too
-    net_->AddListeners(std::move(ls.value()), resp_factory_.get(), "", &admin_limit_);
+    net_->AddListeners(std::move(ls.value()), resp_factory_.get(), "", &admin_limit_,
+                       resp::AcceptGateOf(resp_factory_.get()));
   }
   return Status::Ok();
 }
@@ -521,6 +530,8 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("read_buf_mem_limit", Num(cfg_.read_buf_mem_limit));
   s.emplace_back("lru_segmented", yn(cfg_.lru_segmented));
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
+  // on | off | off_default_port_in_use (the default port was taken at start).
+  s.emplace_back("resp_status", resp_status_);
   // memcached prints a NULL string through printf: "(null)" without -e.
   s.emplace_back("memory_file", cfg_.memory_file.empty() ? "(null)" : cfg_.memory_file);
   return s;

@@ -105,6 +105,9 @@ class Server final : public net::ServerServices {
   net::ProtocolFactory* McFactoryFor(const std::string& tag);
   int mc_port_ = -1;     // -1 = no TCP memcache listener
   int resp_port_ = -1;   // -1 = RESP off
+  // `stats settings` resp_status: "on", "off", or "off_default_port_in_use"
+  // when the default RESP port was taken at start (Bind; const afterwards).
+  std::string resp_status_ = "off";
   int admin_port_ = -1;  // -1 = no admin port
   net::PortLimit admin_limit_;  // no limit: the admin port is never refused
   int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown

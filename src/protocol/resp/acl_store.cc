@@ -76,6 +76,7 @@ void AclStore::Changed() {
   epoch_.fetch_add(1, std::memory_order_relaxed);
   const User& d = *users_.find("default")->second;
   default_open_.store(d.nopass() && d.enabled(), std::memory_order_relaxed);
+  default_nopass_.store(d.nopass(), std::memory_order_relaxed);
 }
 
 void AclStore::AttachBuckets(const std::string& name, User* u) {

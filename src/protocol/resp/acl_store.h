@@ -60,6 +60,9 @@ class AclStore final : public protocol::UserAccess {
   std::vector<std::shared_ptr<const User>> All() const EXCLUDES(mu_);  // by name
   // New connections start authenticated (the default user is on and nopass).
   bool default_open() const { return default_open_.load(std::memory_order_relaxed); }
+  // The default user has no password (nopass), on or off: Redis's test for
+  // protected mode (protected_mode.h).
+  bool default_nopass() const { return default_nopass_.load(std::memory_order_relaxed); }
 
   // ACL SETUSER: every rule or none (Redis stages on a copy). "" or the error.
   std::string SetUser(std::string_view name, std::span<const std::string_view> rules)
@@ -120,6 +123,7 @@ class AclStore final : public protocol::UserAccess {
   int64_t next_entry_id_ GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> epoch_{1};
   std::atomic<bool> default_open_{true};
+  std::atomic<bool> default_nopass_{true};
   std::atomic<bool> pubsub_all_{false};
   std::atomic<int64_t> log_max_{128};
   std::atomic<uint64_t> denied_[5] = {};

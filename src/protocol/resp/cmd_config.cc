@@ -71,6 +71,7 @@ const ConfigParam kParams[] = {
     {"aclfile", nullptr, false},
     {"acllog-max-len", nullptr, true},
     {"acl-pubsub-default", nullptr, true},
+    {"protected-mode", nullptr, true},
 };
 
 int64_t MaxClients(CommandContext& ctx) {
@@ -116,6 +117,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     AppendI64(v, ctx.server->acl().log_max_len());
   else if (n == "acl-pubsub-default")
     v = ctx.server->acl().pubsub_default_all() ? "allchannels" : "resetchannels";
+  else if (n == "protected-mode")
+    v = ctx.server->protected_mode().enabled() ? "yes" : "no";
   return v;
 }
 
@@ -171,6 +174,16 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     } else {
       ctx.server->acl().set_log_max_len(n);
     }
+    return true;
+  }
+  if (name == "protected-mode") {
+    // For connections accepted afterwards; open ones stay, as in Redis.
+    const std::string v = ToLower(value);
+    if (v != "yes" && v != "no") {
+      SetFailed(ctx, name, "argument must be 'yes' or 'no'");
+      return false;
+    }
+    ctx.server->protected_mode().set_enabled(v == "yes");
     return true;
   }
   if (name == "acl-pubsub-default") {

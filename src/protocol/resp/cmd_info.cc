@@ -78,6 +78,8 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "uptime_in_seconds", now - ctx.server->start_unix());
     AddField(&s, "uptime_in_days", (now - ctx.server->start_unix()) / 86400);
     AddField(&s, "executable", "trove");
+    // Trove's own field: Redis shows protected-mode only in CONFIG GET.
+    AddField(&s, "protected_mode", ctx.server->protected_mode().enabled() ? "yes" : "no");
     s += "\r\n";
   }
   if (show("clients", true)) {
@@ -146,8 +148,10 @@ void CmdInfo(CommandContext& ctx) {
     s += "# Stats\r\n";
     AddField(&s, "total_connections_received", static_cast<int64_t>(conns));
     AddField(&s, "total_commands_processed", static_cast<int64_t>(cmds));
+    // maxclients refusals and protected-mode refusals, as Redis counts both.
     AddField(&s, "rejected_connections",
-             static_cast<int64_t>(ctx.server->port_limit().rejected.load(std::memory_order_relaxed)));
+             static_cast<int64_t>(ctx.server->port_limit().rejected.load(std::memory_order_relaxed) +
+                                  ctx.server->protected_mode().refused()));
     AddField(&s, "total_net_input_bytes", static_cast<int64_t>(in_bytes));
     AddField(&s, "keyspace_hits", static_cast<int64_t>(hits));
     AddField(&s, "keyspace_misses", static_cast<int64_t>(misses));

@@ -46,6 +46,10 @@ acl::AclStore* AclStoreOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->acl();
 }
 
+net::AcceptGate* AcceptGateOf(net::ProtocolFactory* resp_factory) {
+  return &static_cast<RespFactory*>(resp_factory)->server()->protected_mode();
+}
+
 net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->port_limit();
 }

@@ -23,6 +23,7 @@ struct RespOptions {
   int port = 6379;
   int64_t idle_timeout_s = 0;  // -o idle_timeout (CONFIG GET timeout)
   std::string aclfile;         // --aclfile: ACL users, loaded at start-up
+  bool protected_mode = true;  // --protected-mode yes|no (protected_mode.h)
 };
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
@@ -46,6 +47,8 @@ namespace acl {
 class AclStore;
 }
 acl::AclStore* AclStoreOf(net::ProtocolFactory* resp_factory);
+// protected-mode's accept gate, for every RESP listener (admin port included).
+net::AcceptGate* AcceptGateOf(net::ProtocolFactory* resp_factory);
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);
 
 }  // namespace trove::resp

@@ -24,6 +24,7 @@ RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
   opts_.requirepass.assign(opts_.requirepass.size(), '\0');  // not kept in clear
   opts_.requirepass.clear();
   timeout_s.store(opts.idle_timeout_s, std::memory_order_relaxed);
+  protected_mode_.set_enabled(opts.protected_mode);
   ConfigChanged();
 }
 

@@ -24,6 +24,7 @@
 #include "protocol/resp/keyspace_events.h"
 #include "protocol/resp/latency_monitor.h"
 #include "protocol/resp/output_limits.h"
+#include "protocol/resp/protected_mode.h"
 #include "protocol/resp/pubsub.h"
 #include "protocol/resp/resp_protocol.h"
 #include "protocol/resp/slowlog.h"
@@ -130,6 +131,9 @@ class RespServer final : public protocol::CommandLog {
   // (INFO rejected_connections); the memcached port keeps -c. The server
   // sets max to -c at start and binds the RESP listeners with it.
   net::PortLimit& port_limit() { return port_limit_; }
+  // protected-mode: the accept gate of every RESP listener (the admin port's
+  // too); its refusals also count as INFO rejected_connections.
+  ProtectedMode& protected_mode() { return protected_mode_; }
   // Slow log and latency monitor (Redis's names, units and defaults): µs,
   // -1 disables, 0 logs everything; entries kept; ms, 0 disables. Written by
   // CONFIG SET, which then calls ConfigChanged().
@@ -192,6 +196,7 @@ class RespServer final : public protocol::CommandLog {
   net::ServerServices* services_;
   RespOptions opts_;
   std::unique_ptr<acl::AclStore> acl_ = std::make_unique<acl::AclStore>();
+  ProtectedMode protected_mode_{acl_.get()};
   int64_t start_unix_;
   PubSubHub pubsub_;
   Tracking tracking_;  // before key_events_, which reports to it

@@ -625,23 +625,72 @@ def test_no_read_buf_mem_limit_by_default(make_server):
 
 # ---- the RESP port at start-up -------------------------------------------
 
-@pytest.mark.trove_only
-def test_taken_default_resp_port_is_a_clear_startup_error(monkeypatch):
-    # A redis-server already on the default RESP port: Trove says so and
-    # exits instead of starting without RESP. TROVE_RESP_PORT moves the
-    # default (here to the taken port, to keep the test off 6379).
+def _hold_port(port, host="0.0.0.0"):
+    """A listening socket on host:port, or None when someone else holds it
+    (then the port is taken all the same)."""
     import socket as s
     holder = s.socket()
     holder.setsockopt(s.SOL_SOCKET, s.SO_REUSEADDR, 1)
-    holder.bind(("127.0.0.1", 0))
-    holder.listen(1)
+    try:
+        holder.bind((host, port))
+        holder.listen(1)
+    except OSError:
+        holder.close()
+        return None
+    return holder
+
+
+@pytest.mark.trove_only
+def test_taken_default_resp_port_turns_resp_off(monkeypatch):
+    # A second instance on the same host (memcached's habit: -p 11211, -p
+    # 11212) finds the default RESP port 6379 taken, by us here or by a
+    # redis-server: it serves memcached alone and says so once on stderr.
+    monkeypatch.delenv("TROVE_RESP_PORT", raising=False)
+    holder = _hold_port(6379)
+    port = hserver.free_port()
+    p = subprocess.Popen([hserver.find_binary()] + hserver.root_args([]) +
+                         ["-p", str(port), "-l", "127.0.0.1"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_for(lambda: p.poll() is None and _connects(port), timeout=5), \
+            p.stderr.read().decode() if p.poll() is not None else "not listening"
+        c = Conn(port)
+        settings = c.stats("settings")
+        assert settings["resp_port"] == "0"
+        assert settings["resp_status"] == "off_default_port_in_use"
+        c.set("k", "v")
+        assert c.get("k") == b"v"
+        c.close()
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=10)
+        if holder is not None:
+            holder.close()
+    err = err.decode()
+    lines = [l for l in err.splitlines() if "RESP" in l]
+    assert len(lines) == 1, err
+    assert "default RESP port 6379 is not available" in lines[0]
+    assert "serving memcached only" in lines[0]
+    assert "--resp-port <port>" in lines[0]
+
+
+@pytest.mark.trove_only
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_taken_requested_resp_port_is_a_startup_error(monkeypatch, how):
+    # A RESP port the user asked for (TROVE_RESP_PORT or --resp-port) that
+    # cannot be bound stays fatal: they expect RESP there.
+    holder = _hold_port(0, "127.0.0.1")
     port = holder.getsockname()[1]
     try:
-        monkeypatch.setenv("TROVE_RESP_PORT", str(port))
-        rc, _, err = hserver.run_binary(["-p", "0", "-l", "127.0.0.1"])
+        args = ["-p", "0", "-l", "127.0.0.1"]
+        if how == "env":
+            monkeypatch.setenv("TROVE_RESP_PORT", str(port))
+        else:
+            monkeypatch.delenv("TROVE_RESP_PORT", raising=False)
+            args += ["--resp-port", str(port)]
+        rc, _, err = hserver.run_binary(args)
         assert rc != 0
-        assert "failed to listen on RESP port %d (the default)" % port in err
-        assert "--resp-port 0" in err
+        assert "failed to listen on RESP port %d" % port in err
     finally:
         holder.close()
 
@@ -681,6 +730,7 @@ def test_resp_port_env_zero_runs_a_pure_memcached_server(monkeypatch):
         assert wait_for(lambda: p.poll() is None and _connects(port), timeout=5)
         c = Conn(port)
         assert c.stats("settings")["resp_port"] == "0"
+        assert c.stats("settings")["resp_status"] == "off"
         c.close()
     finally:
         p.terminate()

@@ -25,7 +25,7 @@ inline constexpr int64_t kHousekeepingMs = 100;
 // INFO client_recent_max_input/output_buffer: the peak over this many recent
 // seconds, one slot per second (Redis's CLIENTS_PEAK_MEM_USAGE_SLOTS).
 inline constexpr size_t kBufferPeakSlots = 8;
-// Bounded channels (seed 002): new-connection handoff and worker inbox.
+// Bounded channels (docs/resp_modes.md section 4): new-connection handoff and worker inbox.
 inline constexpr size_t kAcceptChannelCapacity = 256;
 inline constexpr size_t kWorkerInboxCapacity = 1024;
 // The acceptor's inbox holds at most a stop and one re-arm wake-up at a time

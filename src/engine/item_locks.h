@@ -9,7 +9,8 @@
 
 namespace trove::engine {
 
-// LOCKS — the one statement of the engine's lock order (STYLE.md §5):
+// LOCKS — the one statement of the engine's lock order (the rules around it:
+// docs/THREADS.md, "Lock rules"):
 //
 //   item stripe  ->  LRU segment  ->  slabs  ->  stats (leaf)
 //

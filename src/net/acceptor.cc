@@ -163,7 +163,7 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
       return Pause::kNone;
     }
     if (!l.listener.is_unix) (void)SetNoDelay(fd);
-    // The limit comes first, before any per-connection work (seed 002).
+    // The limit comes first, before any per-connection work (docs/resp_modes.md section 3).
     if (PortLimit* pl = l.own_limit) {
       if (pl->curr.load(std::memory_order_relaxed) >= pl->max.load(std::memory_order_relaxed)) {
         pl->rejected.fetch_add(1, std::memory_order_relaxed);

@@ -39,7 +39,7 @@ struct AcceptorOptions {
   std::vector<Worker*> workers;  // at least one
 };
 
-// The listener thread (seed 002 "Connection establishment"): accept, set
+// The listener thread (docs/resp_modes.md section 3, "Admission"): accept, set
 // TCP_NODELAY, check the limit before anything else, mint an id, pick the
 // worker id % workers (round-robin, and it lets any thread find the owner of
 // an id without a table), send the socket over the worker's channel.

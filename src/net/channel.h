@@ -1,5 +1,5 @@
 // Channel<T>: a bounded multi-producer, single-consumer queue with an eventfd
-// wakeup, the only way other threads reach a worker (seed 002). Producers are
+// wakeup, the only way other threads reach a worker (docs/THREADS.md). Producers are
 // any thread; the consumer is the thread that owns the channel (a worker).
 #pragma once
 

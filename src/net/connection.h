@@ -116,7 +116,7 @@ class Connection final : public IoWatcher, public ConnControl {
   bool in_ready = false;         // queued to parse buffered input again
   bool close_requested = false;  // CloseConnection by id: closes at a safe point
   bool flush_queued = false;     // output waits for the end of the loop turn
-  // The last write left bytes behind (the socket is full): no writev is tried
+  // The last write left bytes behind (the socket is full): no send is tried
   // again until epoll reports EPOLLOUT, so a reader that stopped costs its
   // worker no syscall per turn however much is queued for it.
   bool write_blocked = false;

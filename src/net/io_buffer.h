@@ -47,7 +47,7 @@ struct Releaser {
 
 // Replies waiting to be written: small replies are copied into reused 16 KiB
 // blocks and adjacent copies coalesce into one iovec; values are referenced in
-// place. Flush() sends everything with writev, keeping its place on a partial
+// place. Flush() sends everything with sendmsg, keeping its place on a partial
 // write. No allocation per request once blocks and the entry array have grown.
 class OutputBuffer {
  public:
@@ -76,7 +76,7 @@ class OutputBuffer {
   int64_t Flush(int fd);
   // Collects the pending data as iovecs (for tests and custom senders).
   int PendingIov(iovec* out, int max) const;
-  // Marks n bytes as sent (what Flush does after writev).
+  // Marks n bytes as sent (what Flush does after sendmsg).
   void Advance(size_t n);
 
   size_t pending_bytes() const { return pending_; }

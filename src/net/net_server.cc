@@ -43,7 +43,8 @@ void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
 Status NetServer::Start() {
   CHECK(!started_);
   started_ = true;
-  // A peer that vanishes must not kill the process in writev().
+  // A peer that vanishes must not kill the process: socket writes pass
+  // MSG_NOSIGNAL, and SIGPIPE is ignored for any write that does not.
   ::signal(SIGPIPE, SIG_IGN);
   for (int i = 0; i < opts_.num_workers; ++i) {
     WorkerOptions wo;

@@ -40,7 +40,7 @@ class ConnControl {
   virtual bool suspended() const = 0;
   // Out-of-band output (a pushed message, a reply that finished elsewhere):
   // append to output(), then call OutputAdded(); it goes out in the same
-  // end-of-turn writev as ordinary replies.
+  // end-of-turn sendmsg as ordinary replies.
   virtual OutputBuffer& output() = 0;
   virtual void OutputAdded() = 0;
   // Closes the connection at the worker's next safe point, after writing

@@ -60,10 +60,10 @@ struct WorkerOptions {
 // One worker thread: an EventLoop over its connections, its new-connection
 // channel (capacity limits::kAcceptChannelCapacity), its inbox of tasks
 // (capacity limits::kWorkerInboxCapacity) and its timers. epoll is level-triggered: each readiness
-// event gets one read() of up to 16 KiB, so one busy client cannot starve the
+// event gets one recv() of up to 16 KiB, so one busy client cannot starve the
 // others; input left over after the handler's -R limit is parsed again from
 // the ready list after the other connections' events. Replies are written at
-// the end of the loop turn, one writev per connection, after every ready
+// the end of the loop turn, one sendmsg per connection, after every ready
 // connection has been parsed: a client woken by its first reply then finds
 // the rest already sent (Redis writes in beforeSleep for the same reason).
 //

@@ -10,7 +10,8 @@ namespace trove::server::detail {
 namespace {
 
 // One -o name=value. Names are memcached 1.6's; the ones naming a feature
-// Trove lacks (extstore, TLS, the proxy, ...) are refused with a message.
+// Trove lacks (extstore, TLS, the proxy's io_uring and memory profiler, ...)
+// are refused with a message.
 Status ApplyExtended(std::string_view name, std::string_view value, bool has_value,
                      Config* c) {
   std::string n(name);

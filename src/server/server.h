@@ -44,7 +44,10 @@ class Server final : public net::ServerServices {
   // then writes the port file.
   Status Start();
   // Blocks until SIGTERM/SIGINT/SIGUSR1 (which the caller must have blocked
-  // in every thread; see BlockSignals) or RequestShutdown(). SIGHUP is ignored.
+  // in every thread; see BlockSignals) or RequestShutdown(). SIGHUP does not
+  // return: with -o proxy_config it asks the proxy to reload its config
+  // (ProxyRuntime::RequestReload), as memcached does; without the proxy it
+  // is ignored.
   void WaitForShutdown();
   // True when WaitForShutdown returned for SIGUSR1 (memcached's graceful stop).
   bool graceful_stop() const { return graceful_; }

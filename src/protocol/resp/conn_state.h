@@ -1,6 +1,6 @@
 // ConnState: the per-connection RESP session state, nested by concern
-// (identity, transaction, pub/sub, tracking, blocked), per ARCHITECTURE.md
-// "Connections". Owned by the connection's worker thread only.
+// (identity, transaction, pub/sub, tracking, blocked), per docs/resp_modes.md
+// section 2, "Connection state". Owned by the connection's worker thread only.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Per-user rate limits (FR-13 to FR-17): two token buckets per ACL user,
+// Per-user rate limits (docs/resp_modes.md section 11): two token buckets per ACL user,
 // commands per second and request bytes per second, shared by every
 // connection of that user on every worker and on both protocols.
 #pragma once

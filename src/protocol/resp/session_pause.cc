@@ -1,5 +1,5 @@
 // CLIENT PAUSE and UNPAUSE: which commands wait, and how a waiting
-// connection is held and let go (resp-modes-requirements.md 1.5).
+// connection is held and let go (docs/resp_modes.md section 8, "CLIENT PAUSE").
 //
 // A held command is not consumed: the connection is suspended with the
 // command still in its input buffer and parsed again when its timer (the

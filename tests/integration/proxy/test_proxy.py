@@ -2,9 +2,10 @@
 routes, pools of backends on pipelined sockets, failure handling, stats.
 
 Backends are either a second Trove (plain cache) or a mock written here, so
-that these tests run without memcached. memcached's own proxy tests (run by
-../shared/compat/memcached-suite.sh ... proxy) check the same behaviour
-against memcached's mock backends.
+that these tests run without memcached. memcached's own proxy tests (its
+t/proxy*.t, run with memcached's harness as docs/memcached_suite.md says,
+group "proxy") check the same behaviour against memcached's mock backends;
+docs/proxy.md, "What memcached's proxy tests require", lists what they need.
 """
 
 import os

@@ -1,4 +1,4 @@
-"""Admission per port (issue 14, FR-1 to FR-5): the RESP port counts its own
+"""Admission per port (issue 14; docs/resp_modes.md section 3): the RESP port counts its own
 connections against maxclients, the memcached port against -c, each with its
 own rejected-connections counter; the admin port (--admin-port, 127.0.0.1)
 speaks RESP and is never refused, so an operator can always get in. Trove

@@ -2,7 +2,7 @@
 BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP and CLIENT UNBLOCK, with blocked clients and
 writers on different workers (Trove runs with -t 4; worker = CLIENT ID % 4).
 
-Redis 7 is the reference (resp-modes-requirements.md section 1.2): the tests
+Redis 7 is the reference (docs/resp_modes.md section 6): the tests
 also run against redis-server (TROVE_TEST_TARGET=redis); those that place
 connections on Trove's workers, or check where Redis 7.0.15 differs from the
 newest Redis, skip there.

@@ -1,4 +1,4 @@
-"""MONITOR on the RESP port (resp-modes-requirements.md section 1.6).
+"""MONITOR on the RESP port (docs/resp_modes.md section 9, "MONITOR").
 
 +OK, then one line per command that ran, on any worker:
 `+<sec>.<usec> [<db> <ip:port>] "cmd" "arg" ...` with Redis's escaping;

@@ -1,4 +1,4 @@
-"""CLIENT PAUSE and CLIENT UNPAUSE (resp-modes-requirements.md section 1.5;
+"""CLIENT PAUSE and CLIENT UNPAUSE (docs/resp_modes.md section 8;
 Redis's tests/unit/pause.tcl), with Trove at -t 4 so that the pausing client,
 the held clients and the one that unpauses are on different workers. Also
 runs against redis-server (TROVE_TEST_TARGET=redis)."""

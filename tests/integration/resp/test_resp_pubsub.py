@@ -2,7 +2,7 @@
 SPUBLISH, PUBSUB, RESP2 subscribed mode and RESP3 pushes, fan-out across
 workers and the slow-subscriber output limit.
 
-Redis 7 is the reference (resp-modes-requirements.md section 1.1): every test
+Redis 7 is the reference (docs/resp_modes.md section 5, "Pub/sub"): every test
 also runs against redis-server (TROVE_TEST_TARGET=redis) except the ones
 that place connections on Trove's workers, which skip there. Trove runs with
 `-t 4` so that connections (assigned round-robin, worker = CLIENT ID % 4)

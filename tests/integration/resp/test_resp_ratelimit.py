@@ -1,4 +1,4 @@
-"""Per-user rate limits (FR-13 to FR-17): ratelimit:cps / ratelimit:bps in
+"""Per-user rate limits (docs/resp_modes.md section 11): ratelimit:cps / ratelimit:bps in
 ACL SETUSER, one pair of token buckets per user shared by all its
 connections on every worker, one second of burst, refused commands consume
 nothing, MULTI/EXEC charged as one batch, AUTH HELLO PING QUIT RESET and the

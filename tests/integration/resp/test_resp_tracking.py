@@ -1,5 +1,5 @@
 """Client-side caching: CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO and
-the invalidation messages (resp-modes-requirements.md section 1.3; Redis's
+the invalidation messages (docs/resp_modes.md section 7; Redis's
 tests/unit/tracking.tcl). Trove runs at -t 4, and consecutive connections land
 on different workers, so tracking clients, writers and redirect targets are on
 different workers. Also runs against redis-server (TROVE_TEST_TARGET=redis);

@@ -487,7 +487,7 @@ std::string HelpText() {
 -M, --disable-evictions   return an error on memory exhausted instead of evicting
 -c, --conn-limit=<num>    max simultaneous connections (default: 1024)
                           (also --max-connections=<num>)
--k, --lock-memory         lock down all paged memory (accepted, not applied)
+-k, --lock-memory         lock down all paged memory (mlockall)
 -v, --verbose             verbose (-vv very verbose, -vvv extremely verbose)
 -h, --help                print this help and exit
 -i, --license             print the license and exit
@@ -506,10 +506,11 @@ std::string HelpText() {
 -I, --max-item-size=<num> max item size (default: 1m, min: 1k, max: 1024m)
 -F, --disable-flush-all   disable the flush_all command
 -X, --disable-dumping     disable stats cachedump and lru_crawler metadump
+-W, --disable-watch       disable the watch command (log streams)
 -Y, --auth-file=<file>    enable ASCII protocol authentication; format: user:pass
+                          lines (a connection's first `set` carries "user pass")
 -e, --memory-file=<file>  mmap a file for item memory (use a ram disk);
                           enables restartable cache (stop with SIGUSR1)
-                          lines (a connection's first `set` carries "user pass")
     --resp-port=<num>     Redis-protocol (RESP) port (default: 6379; 0 = off)
     --port-file=<file>    after binding, write "memcache <port>", "resp <port>"
                           and "admin <port>" lines to <file> (with -p 0 /
@@ -523,12 +524,15 @@ std::string HelpText() {
                           (default: yes): while the default user has no
                           password, only loopback clients are served
 -o, --extended            comma separated list of extended options:
-   maxconns_fast, hashpower=N, tail_repair_time=N, hash_algorithm=NAME,
+   maxconns_fast, no_maxconns_fast, hashpower=N, tail_repair_time=0,
    lru_crawler, no_lru_crawler, lru_crawler_sleep=N, lru_crawler_tocrawl=N,
-   lru_maintainer, no_lru_maintainer, hot_lru_pct=N, warm_lru_pct=N,
-   hot_max_factor=F, warm_max_factor=F, temp_lru, temporary_ttl=N,
-   idle_timeout=N, slab_reassign, slab_automove=0|1|2, slab_automove_ratio=F,
-   slab_chunk_max=BYTES, no_chunked_items, modern, no_modern,
+   lru_maintainer, no_lru_maintainer, lru_segmented, no_lru_segmented,
+   hot_lru_pct=N, warm_lru_pct=N, hot_max_factor=F, warm_max_factor=F,
+   temp_lru, no_temp_lru, temporary_ttl=N, idle_timeout=N, slab_reassign,
+   no_slab_reassign, slab_automove=0|1|2, no_slab_automove,
+   slab_automove_ratio=F, slab_automove_window=N, slab_automove_freeratio=F,
+   slab_chunk_max=KB, no_chunked_items, read_buf_mem_limit=MB,
+   watcher_logbuf_size=KB, worker_logbuf_size=KB, modern, no_modern,
    proxy_config=FILE[:FILE...] (memcached's Lua proxy), proxy_arg=STR
    (memcached's other -o names are refused, naming what Trove lacks)
 )";

@@ -183,6 +183,28 @@ TEST(ConfigTest, AdminPort) {
   EXPECT_NE(HelpText().find("--admin-port"), std::string::npos);
 }
 
+TEST(ConfigTest, ProtectedMode) {
+  EXPECT_TRUE(Ok({}).protected_mode);
+  EXPECT_TRUE(Ok({}).ToRespOptions().protected_mode);
+  EXPECT_FALSE(Ok({"--protected-mode", "no"}).protected_mode);
+  EXPECT_FALSE(Ok({"--protected-mode=NO"}).ToRespOptions().protected_mode);
+  EXPECT_TRUE(Ok({"--protected-mode", "Yes"}).protected_mode);
+  EXPECT_EQ(Err({"--protected-mode", "maybe"}), "--protected-mode takes yes or no, not 'maybe'");
+  EXPECT_NE(HelpText().find("--protected-mode"), std::string::npos);
+}
+
+TEST(ConfigTest, RespPortAskedForOrDefault) {
+  // Only an asked-for RESP port makes a bind failure fatal (server.cc).
+  ::unsetenv("TROVE_RESP_PORT");
+  EXPECT_FALSE(Ok({}).resp_port_set);
+  EXPECT_TRUE(Ok({"--resp-port", "7001"}).resp_port_set);
+  ::setenv("TROVE_RESP_PORT", "7002", 1);
+  Config c = Ok({});
+  EXPECT_EQ(c.resp_port, 7002);
+  EXPECT_TRUE(c.resp_port_set);
+  ::unsetenv("TROVE_RESP_PORT");
+}
+
 TEST(ConfigTest, MemoryLimitAcceptsUnitSuffix) {
   EXPECT_EQ(Ok({"-m", "1g"}).mem_limit, 1ull << 30);
   EXPECT_EQ(Ok({"-m", "2048"}).mem_limit, 2048ull << 20);

@@ -2,12 +2,17 @@
 """bench/ab.py: two Trove binaries (or Trove and any server bench/compare knows) side by side.
 
 For a change's cost or gain: runs the given bench/compare workloads against binary A and binary B
-(both -t 1 on the server core, trove-bench on the other, SCHED_FIFO as root, as bench/compare),
-alternating A and B run by run, and prints per workload the medians of ops/s, p99 and server CPU
-µs/op and the paired ratio B/A (the median of run i of B over run i of A).
+(both -t 1 on the server core, trove-bench on the other, at normal priority as bench/compare;
+--rt N for SCHED_FIFO is opt-in and not for a shared machine), alternating A and B run by run,
+and prints per workload the medians of ops/s, p99 and server CPU µs/op and the paired ratio B/A
+(the median of run i of B over run i of A).
 
   bench/ab.py --a /tmp/trove-before --b build/release/src/server/trove [--workloads W1,W4]
       [--runs 7] [--duration 4] [--memcached-bin PATH]   # --b memcached: a memcached row instead
+
+With the defaults (W1,W4, 7 runs x 4 s) it plans ~3 minutes; --time-limit (default 286 s for
+those) bounds the whole run: past it every process is stopped and it exits 124. Every process
+it starts has its own wall-clock limit too and is stopped on exit, error, Ctrl-C or SIGTERM.
 
 Needs a release build of trove-bench (build/release/tools/bench/trove-bench).
 """
@@ -34,6 +39,17 @@ def load_workloads():
     return ns["WORKLOADS"]
 
 
+def planned_seconds(a, names, workloads, servers):
+    """The run's expected time on an idle machine: starts, prefills, runs x cells x (warm-up +
+    duration + overhead)."""
+    fams = {workloads[w][0] for w in names}
+    cells = sum(1 for w in names for s in servers if workloads[w][0] in s.families)
+    prefills = sum(1 for s in servers for fam, _, _ in lib.PREFILLS
+                   if fam in s.families and fam in fams)
+    return (len(servers) * lib.START_EST_S + prefills * lib.PREFILL_EST_S +
+            a.runs * cells * (a.warmup + a.duration + lib.RUN_OVERHEAD_S))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--a", required=True, help="Trove binary A (the baseline)")
@@ -44,6 +60,9 @@ def main():
     p.add_argument("--duration", type=float, default=4.0)
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--bench", default=os.path.join(ROOT, "build/release/tools/bench/trove-bench"))
+    p.add_argument("--rt", type=int, default=0, help=lib.RT_HELP)
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help=lib.TIME_LIMIT_HELP)
     a = p.parse_args()
     workloads = load_workloads()
     names = [w for w in a.workloads.split(",") if w]
@@ -51,7 +70,7 @@ def main():
         if w not in workloads:
             sys.exit(f"unknown workload {w}")
     layout = lib.CpuLayout.detect()
-    layout.rt = 10 if os.geteuid() == 0 else 0
+    layout.rt = a.rt  # 0 (normal scheduling) unless --rt N was given
     lib.say(layout.describe())
     sa = lib.TroveServer(a.a, 1, layout)
     if a.b == "memcached":
@@ -62,13 +81,17 @@ def main():
         sb = lib.TroveServer(a.b, 1, layout)
     sa.name, sb.name = "A", "B"
     runner = lib.BenchRunner(a.bench, layout, a.duration, a.warmup, 100000)
+    planned = planned_seconds(a, names, workloads, (sa, sb))
+    limit = a.time_limit or lib.default_time_limit(planned)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
     results = {}
     for s in (sa, sb):
         if not s.start():
             sys.exit(f"{s.name} did not start: {s.last_error}")
     try:
         for s in (sa, sb):
-            for fam, prefix, size in (("mc", "key:", 32), ("mc", "w6:", 4096), ("resp", "key:", 32)):
+            for fam, prefix, size in lib.PREFILLS:
                 port = s.port_for(fam)
                 if port is not None and any(workloads[w][0] == fam for w in names):
                     runner.prefill(port, fam, prefix, size)
@@ -103,12 +126,14 @@ def main():
         cpu = [y["server_cpu_us_per_op"] / x["server_cpu_us_per_op"] for x, y in zip(ra, rb)
                if x["server_cpu_us_per_op"]]
         print(f"| {w} | {med(x['total']['ops_per_sec'] for x in ra):,.0f} | "
-              f"{med(x['total']['ops_per_sec'] for x in rb):,.0f} | {med(ops):.3f} | "
+              f"{med(x['total']['ops_per_sec'] for x in rb):,.0f} | "
+              f"{(f'{med(ops):.3f}' if ops else 'n/a')} | "
               f"{med(x['total']['latency_us']['p99'] for x in ra):,.0f} | "
               f"{med(x['total']['latency_us']['p99'] for x in rb):,.0f} | "
               f"{med(x['server_cpu_us_per_op'] for x in ra):.2f} | "
-              f"{med(x['server_cpu_us_per_op'] for x in rb):.2f} | {med(cpu):.3f} |")
+              f"{med(x['server_cpu_us_per_op'] for x in rb):.2f} | "
+              f"{(f'{med(cpu):.3f}' if cpu else 'n/a')} |")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(lib.run_tool("ab", main))

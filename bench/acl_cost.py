@@ -14,6 +14,10 @@ from its connection's lease. Reports medians of --runs paired runs: ops/s, serve
 and the acl/default ratio per server.
 
   bench/acl_cost.py [--runs 3] [--duration 4] [--trove build/release/src/server/trove]
+
+At normal priority, as bench/compare. With the defaults it plans ~1.2 minutes; --time-limit
+(default 156 s for those) bounds the run, every process has a wall-clock limit, and all are
+stopped on exit, error, Ctrl-C or SIGTERM (exit 124 past a limit).
 """
 
 import argparse
@@ -43,11 +47,21 @@ def main():
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--trove", default=os.path.join(ROOT, "build/release/src/server/trove"))
     p.add_argument("--bench", default=os.path.join(ROOT, "build/release/tools/bench/trove-bench"))
+    p.add_argument("--rt", type=int, default=0, help=lib.RT_HELP)
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help=lib.TIME_LIMIT_HELP)
     a = p.parse_args()
     layout = lib.CpuLayout.detect()
+    layout.rt = a.rt  # 0 (normal scheduling) unless --rt N was given
     lib.say(layout.describe())
     runner = lib.BenchRunner(a.bench, layout, a.duration, a.warmup, KEYS)
     servers = [lib.TroveServer(a.trove, 1, layout), lib.RedisServer(1, layout)]
+    # Starts, one prefill each, runs x 2 servers x 2 modes x (warm-up + duration + overhead).
+    planned = (len(servers) * (lib.START_EST_S + lib.PREFILL_EST_S) +
+               a.runs * len(servers) * 2 * (a.warmup + a.duration + lib.RUN_OVERHEAD_S))
+    limit = a.time_limit or lib.default_time_limit(planned)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
     results = {}
     for s in servers:
         if not s.start():
@@ -92,4 +106,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lib.run_tool("acl_cost", main))

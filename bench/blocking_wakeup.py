@@ -9,6 +9,10 @@ so Python's own cost (tens of microseconds) is in both columns alike: compare
 the two rows, not the absolute figures.
 
   bench/blocking_wakeup.py [--iterations 3000] [--trove build/release/src/server/trove]
+
+At normal priority. With the defaults it plans ~20 s (Python round trips: a busy machine
+stretches it); --time-limit (default 300 s) bounds the run, and both servers are stopped on
+exit, error, Ctrl-C or SIGTERM (exit 124 past a limit).
 """
 
 import argparse
@@ -16,8 +20,12 @@ import os
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_lib as lib  # noqa: E402  (the process registry)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -113,16 +121,25 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--trove", default=os.path.join(ROOT, "build/release/src/server/trove"))
     p.add_argument("--redis", default="/usr/bin/redis-server")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help=lib.TIME_LIMIT_HELP.replace("x 1.3 + 60 s", "x 1.3 + 60 s, at least "
+                                                    "300 s"))
     args = p.parse_args()
+    # Two starts, then iterations x rounds x 2 servers wake-ups of ~1 ms each (Python).
+    planned = 2 * lib.START_EST_S + args.iterations * args.rounds * 2 * 1e-3
+    limit = args.time_limit or lib.default_time_limit(planned, floor_s=300.0)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
     tmp = tempfile.mkdtemp(prefix="wakeup-")
     tport, rport = free_port(), free_port()
     cmd = [args.trove, "-p", "0", "-U", "0", "-t", "4", "--resp-port", str(tport)]
     if os.geteuid() == 0:
         cmd += ["-u", "root"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-             subprocess.Popen([args.redis, "--port", str(rport), "--save", "", "--appendonly",
-                               "no", "--dir", tmp], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)]
+    procs = [lib.PROCS.popen(cmd, name="server trove", stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL),
+             lib.PROCS.popen([args.redis, "--port", str(rport), "--save", "", "--appendonly",
+                              "no", "--dir", tmp], name="server redis",
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         if not (wait_port(tport) and wait_port(rport)):
             print("a server did not start")
@@ -139,10 +156,9 @@ def main():
                                                        s[int(len(s) * 0.99)], statistics.mean(s)))
     finally:
         for pr in procs:
-            pr.kill()
-            pr.wait()
+            lib.PROCS.stop(pr, grace=0)  # SIGKILL to its process group, as before
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(lib.run_tool("blocking_wakeup", main))

@@ -21,6 +21,10 @@ Shapes (about one million elements each; names are what the report prints):
 
 Writes bench/results/collection-memory-<stamp>.md (+ .json). --scale shrinks every shape (0.1
 loads a tenth; RSS noise grows). Needs python3-redis (Debian) and redis-server on PATH.
+
+At normal priority. With the defaults it plans ~1.4 minutes (the loading is Python work, so a
+busy machine stretches it); --time-limit (default 300 s) bounds the run, and every server is
+stopped on exit, error, Ctrl-C or SIGTERM (exit 124 past a limit).
 """
 
 import argparse
@@ -147,6 +151,9 @@ def main():
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--trove", default=os.path.join(ROOT, "build/release/src/server/trove"))
     p.add_argument("--out", default=os.path.join(ROOT, "bench/results"))
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help=lib.TIME_LIMIT_HELP.replace("x 1.3 + 60 s", "x 1.3 + 60 s, at least "
+                                                    "300 s"))
     a = p.parse_args()
     if redis is None:
         sys.exit("collection_memory.py needs python3-redis (apt-get install python3-redis)")
@@ -158,6 +165,11 @@ def main():
     lib.say(layout.describe())
     servers = [BigTrove(a.trove, 1, layout), lib.RedisServer(1, layout)]
     results = {s: {srv.name: [] for srv in servers} for s in shapes}
+    # Per shape, run and server: a start, 0.8 s of settling, ~4 s of loading (Python) at scale 1.
+    planned = len(shapes) * a.runs * len(servers) * (lib.START_EST_S + 0.8 + 4.0 * a.scale)
+    limit = a.time_limit or lib.default_time_limit(planned, floor_s=300.0)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
     for shape in shapes:
         for r in range(a.runs):
             for srv in servers:
@@ -196,4 +208,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(lib.run_tool("collection_memory", main))

@@ -1,15 +1,24 @@
 """Helpers for bench/compare: servers, CPU pinning, generator runs, the report.
 
 Kept apart from bench/compare so the driver reads as the steps of issue 4.
-Every server process is started here and stopped here; nothing else is killed.
+
+Every process a bench tool starts (servers, trove-bench, proxy backends, builds, probes) goes
+through PROCS, the one process registry (issue 35): each child runs in its own session and
+process group with a wall-clock limit, and the tool that started it always stops it, group and
+all, on normal exit, on an exception, on Ctrl-C (SIGINT) and on SIGTERM. A child that outlives
+its limit is killed and the tool stops with "EXCEEDED ITS LIMIT" and exit status 124; it never
+reports a figure from that run. Tools run their main() through run_tool(), which also enforces
+the tool's overall --time-limit. Scheduling is normal by default; --rt N (chrt -f) is opt-in.
 """
 
+import atexit
 import json
 import os
 import platform
 import re
 import resource
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -19,18 +28,466 @@ import time
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SATURATED = 0.85  # a side whose CPU use is above this share of its cores is the bottleneck
 
+# Wall-clock limits (seconds). A timed trove-bench run stops itself after -w + -D; the margin
+# covers connecting 50 connections and the report. Prefills and loads are bounded by request
+# counts, so their limits are generous (a loaded machine at normal priority is slower).
+GEN_MARGIN_S = 30.0
+PREFILL_LIMIT_S = 120.0
+PROBE_LIMIT_S = 10.0  # -V, --version, git, -h
+BUILD_LIMIT_S = 1800.0  # cmake configure or build (the build, not the benchmark)
+DEPS_LIMIT_S = 900.0  # scripts/deps.sh (apt-get)
+DEFAULT_CAP_S = 3600.0  # a process started without a limit while no tool limit is set
+STOP_GRACE_S = 5.0  # SIGTERM, then SIGKILL after this long
+EXIT_LIMIT = 124  # exit status of a tool that exceeded a limit (as timeout(1))
+
+# Planning figures for a tool's expected time on an idle machine (its default --time-limit is
+# default_time_limit(planned)): a server start, a 100k-key prefill, the per-run overhead of
+# trove-bench (50 connections, the report), and keys per second of a memory-test load.
+START_EST_S = 1.0
+PREFILL_EST_S = 3.0
+RUN_OVERHEAD_S = 0.5
+LOAD_KEYS_PER_S = 250000.0
+
+# The keyspaces each server is prefilled with, once per protocol family it speaks and the
+# workloads use: (family, key prefix, value size).
+PREFILLS = (("mc", "key:", 32), ("mc", "w6:", 4096), ("resp", "key:", 32))
+
+RT_HELP = ("SCHED_FIFO priority (chrt -f) for servers and generator. Default 0: normal "
+           "scheduling. Opt-in only, and not on a shared machine: real-time processes starve "
+           "everything else on their cores, and a hung one stalls the machine")
+TIME_LIMIT_HELP = ("wall-clock limit in seconds for the whole run (default: the planned time of "
+                   "the chosen options x 1.3 + 60 s); past it every process is stopped and the "
+                   "tool exits {} saying it exceeded its limit".format(EXIT_LIMIT))
+
+_TOOL = ["compare"]  # the name say() prints; run_tool() sets it
+
 
 def say(msg):
-    sys.stderr.write(f"[compare] {msg}\n")
+    sys.stderr.write(f"[{_TOOL[0]}] {msg}\n")
     sys.stderr.flush()
 
 
+def default_time_limit(planned_s, floor_s=0.0):
+    """A tool's default --time-limit: a bit above its planned time."""
+    return float(round(max(floor_s, planned_s * 1.3 + 60.0)))
+
+
+class LimitExceeded(BaseException):
+    """A process, or the whole tool, ran past its wall-clock limit. A BaseException so that no
+    `except Exception` in a tool turns it into a figure; run_tool() reports it and exits 124."""
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached the tool; run_tool() stops everything and exits 128 + signum."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _die_with_parent():
+    """preexec_fn: the child gets SIGKILL if the tool itself dies (even by SIGKILL, which no
+    handler sees). Runs in the child between fork and exec."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+try:
+    import ctypes
+    _PRCTL = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except (ImportError, OSError, AttributeError):
+    _PRCTL = None
+
+
+class _Entry:
+    def __init__(self, proc, name, limit, deadline):
+        self.proc, self.name, self.limit, self.deadline = proc, name, limit, deadline
+        self.started = time.monotonic()
+        self.exceeded = False
+
+
+class Procs:
+    """The registry every bench child goes through (see the module docstring).
+
+    Deadlines are enforced by one ITIMER_REAL set to the earliest of them: its SIGALRM handler
+    SIGKILLs each overdue process group, records it in `exceeded` and raises LimitExceeded in
+    the main thread, which interrupts whatever it was waiting on (communicate, sleep, a socket).
+    Signals that arrive while the registry itself is being changed are held until it is
+    consistent again, so no child is ever started unregistered."""
+
+    def __init__(self):
+        self._entries = {}  # pid -> _Entry
+        self._owner = os.getpid()
+        self._installed = False
+        self._atexit = False
+        self._handlers = False  # the signal handlers (main thread only) and so the watchdog
+        self._old = {}
+        self._hold = 0
+        self._pending = []
+        self._stopping = False
+        self.deadline = None  # the tool's overall deadline (monotonic), or None
+        self.time_limit = None
+        self.exceeded = []  # messages, one per process (or the tool) that ran past its limit
+
+    # -- signals and the watchdog --
+
+    def _ensure_atexit(self):
+        if not self._atexit:
+            atexit.register(self.stop_all)
+            self._atexit = True
+
+    def install(self):
+        """Installs the SIGINT/SIGTERM/SIGALRM handlers (the watchdog) and the atexit clean-up;
+        once, main thread only. run_tool() and set_time_limit() call it; popen() alone only
+        registers the atexit clean-up, so a library user (a test) keeps its own handlers."""
+        self._ensure_atexit()
+        if self._installed or os.getpid() != self._owner:
+            return
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
+                self._old[sig] = signal.signal(sig, self._on_signal)
+            self._handlers = True
+        except ValueError:  # not the main thread: clean-up still runs (atexit, stop_all)
+            for sig, old in self._old.items():
+                signal.signal(sig, old)
+            self._old = {}
+        self._installed = True
+
+    def uninstall(self):
+        if self._handlers:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        self._handlers = False
+        for sig, old in self._old.items():
+            try:
+                signal.signal(sig, old)
+            except (ValueError, TypeError):
+                pass
+        self._old = {}
+        self._installed = False
+
+    def _on_signal(self, signum, frame):
+        if os.getpid() != self._owner:
+            # A forked helper (multiprocessing) inherited this handler: behave as by default.
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        if self._hold or self._stopping:
+            self._pending.append(signum)
+            return
+        self._dispatch(signum)
+
+    def _dispatch(self, signum):
+        if signum == signal.SIGALRM:
+            self._check_deadlines()
+        else:
+            raise Interrupted(signum)
+
+    def _release(self):
+        self._hold -= 1
+        if self._hold == 0 and self._pending and not self._stopping:
+            pending, self._pending = self._pending, []
+            for sig in sorted(set(pending), key=lambda s: s != signal.SIGALRM):
+                self._dispatch(sig)
+            self._arm()
+
+    def _check_deadlines(self):
+        now = time.monotonic()
+        msgs = []
+        for e in list(self._entries.values()):
+            if not e.exceeded and e.deadline <= now + 0.005:
+                e.exceeded = True
+                self._signal_group(e, signal.SIGKILL)
+                msgs.append(f"{e.name} (pid {e.proc.pid}) ran {now - e.started:.1f} s, past its "
+                            f"limit of {e.limit:.1f} s; killed")
+        if self.deadline is not None and now >= self.deadline - 0.005:
+            msgs.append(f"the whole run took {now - self._t0:.1f} s, past its --time-limit of "
+                        f"{self.time_limit:.1f} s")
+            self.deadline = None
+        if msgs:
+            self.exceeded += msgs
+            raise LimitExceeded("; ".join(msgs))
+        self._arm()
+
+    def _arm(self):
+        if not self._handlers or os.getpid() != self._owner:
+            return
+        ds = [e.deadline for e in self._entries.values() if not e.exceeded]
+        if self.deadline is not None:
+            ds.append(self.deadline)
+        if not ds:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            return
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, min(ds) - time.monotonic()))
+
+    def set_time_limit(self, seconds):
+        """The tool's overall wall-clock limit, from now."""
+        self.install()
+        self._t0 = time.monotonic()
+        self.time_limit = float(seconds)
+        self.deadline = self._t0 + self.time_limit
+        self._arm()
+
+    def remaining(self):
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    # -- starting and stopping --
+
+    def popen(self, cmd, name=None, limit=None, **kw):
+        """subprocess.Popen in a new session (its own process group), registered with a
+        wall-clock limit in seconds (None: the tool's remaining time limit + 30 s, or
+        DEFAULT_CAP_S when the tool has none). Deadlines are enforced once install() ran."""
+        self._ensure_atexit()
+        if limit is None:
+            rem = self.remaining()
+            limit = DEFAULT_CAP_S if rem is None else rem + 30.0
+        kw.setdefault("stdin", subprocess.DEVNULL)
+        self._hold += 1
+        try:
+            proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_die_with_parent,
+                                    **kw)
+            self._entries[proc.pid] = _Entry(proc, name or os.path.basename(str(cmd[0])),
+                                             float(limit), time.monotonic() + float(limit))
+        finally:
+            self._release()
+        self._arm()
+        return proc
+
+    def adopt(self, pid, name, limit):
+        """Registers a child started otherwise (a multiprocessing.Process, same process group
+        as the tool): stopped by pid only."""
+        self._ensure_atexit()
+        self._hold += 1
+        try:
+            self._entries[pid] = _Entry(_Adopted(pid), name, float(limit),
+                                        time.monotonic() + float(limit))
+        finally:
+            self._release()
+        self._arm()
+
+    def forget(self, pid):
+        """Unregisters an adopted child that its owner has reaped (multiprocessing's join)."""
+        self._hold += 1
+        try:
+            self._entries.pop(pid, None)
+        finally:
+            self._release()
+        self._arm()
+
+    def _signal_group(self, e, sig):
+        """Signals e's process group while its leader is unreaped (the group id cannot be reused
+        then); once the leader is reaped, the members still in that group one by one."""
+        pid = e.proc.pid
+        if isinstance(e.proc, _Adopted):
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+            return
+        targets = [pid] if e.proc.returncode is None else _group_members(pid)
+        for t in targets:
+            try:
+                if t == pid and e.proc.returncode is None:
+                    os.killpg(pid, sig)
+                else:
+                    os.kill(t, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def communicate(self, proc, input=None):
+        """proc.communicate(), then stop(proc) (which kills anything left in its group)."""
+        try:
+            return proc.communicate(input)
+        finally:
+            self.stop(proc)
+
+    def run(self, cmd, limit, name=None, input=None, capture_output=False, **kw):
+        """subprocess.run with a wall-clock limit: the child (and its group) is killed at the
+        limit and LimitExceeded is raised. Returns a CompletedProcess."""
+        if capture_output:
+            kw["stdout"] = subprocess.PIPE
+            kw["stderr"] = subprocess.PIPE
+        if input is not None:
+            kw["stdin"] = subprocess.PIPE
+        proc = self.popen(cmd, name=name, limit=limit, **kw)
+        out, err = self.communicate(proc, input)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def probe(self, cmd, limit=PROBE_LIMIT_S, **kw):
+        """A short query (-V, --version, git): run() with text output, or None if it could not
+        run or did not answer within limit (then it is killed, said, and not fatal)."""
+        try:
+            proc = self.popen(cmd, name=os.path.basename(str(cmd[0])) + " (probe)",
+                              limit=limit + 5.0, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, **kw)
+        except OSError:
+            return None
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            self.stop(proc, grace=0 if timed_out else STOP_GRACE_S)
+        if timed_out:
+            say(f"{' '.join(map(str, cmd))} did not answer in {limit:.0f} s; killed")
+            return None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def stop(self, proc, grace=STOP_GRACE_S):
+        """SIGTERM to proc's process group, SIGKILL after grace seconds; reaps and unregisters
+        it. Safe to call on a process that has exited (its group's leftovers are killed)."""
+        e = self._entries.get(proc.pid)
+        if e is None:
+            e = _Entry(proc, "?", 0, float("inf"))
+        self._hold += 1
+        try:
+            self._stop_entries([e], grace)
+            self._entries.pop(proc.pid, None)
+        finally:
+            self._release()
+        self._arm()
+
+    def _stop_entries(self, entries, grace):
+        for e in entries:
+            if _unreaped_running(e.proc):
+                self._signal_group(e, signal.SIGTERM if grace > 0 else signal.SIGKILL)
+        end = time.monotonic() + grace
+        for e in entries:
+            while _unreaped_running(e.proc) and time.monotonic() < end:
+                time.sleep(0.02)
+        for e in entries:
+            self._signal_group(e, signal.SIGKILL)  # the leader if still up, and every member
+            if isinstance(e.proc, _Adopted):
+                e.proc.reap()
+                continue
+            try:
+                e.proc.wait(10)
+            except subprocess.TimeoutExpired:  # stuck in the kernel (D state): cannot help it
+                say(f"{e.name} (pid {e.proc.pid}) did not die of SIGKILL within 10 s")
+        # Its children were killed with it but are not ours to wait for: return only once no
+        # live process is left in any of the groups (SIGKILL again to any straggler).
+        groups = [e.proc.pid for e in entries if not isinstance(e.proc, _Adopted)]
+        end = time.monotonic() + 2.0
+        while groups:
+            left = [(g, _group_members(g)) for g in groups]
+            groups = [g for g, members in left if members]
+            if not groups or time.monotonic() >= end:
+                break
+            for _, members in left:
+                for m in members:
+                    try:
+                        os.kill(m, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            time.sleep(0.01)
+        for g in groups:
+            say(f"process group {g} still has members after SIGKILL: {_group_members(g)}")
+
+    def stop_all(self, grace=STOP_GRACE_S):
+        """Stops every registered process (all groups at once: SIGTERM, grace, SIGKILL)."""
+        if os.getpid() != self._owner:
+            return
+        self._stopping = True
+        try:
+            if self._handlers:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            entries = list(self._entries.values())
+            if entries:
+                self._stop_entries(entries, grace)
+            self._entries.clear()
+        finally:
+            self._stopping = False
+            self._pending = []
+
+    def pids(self):
+        return sorted(self._entries)
+
+
+class _Adopted:
+    """Enough of Popen for a pid the registry did not start."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                p, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                self.returncode = -1
+                return self.returncode
+            if p:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def reap(self):
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.returncode = self.returncode if self.returncode is not None else -1
+
+
+def _unreaped_running(proc):
+    """True while proc runs. Does not reap it (WNOWAIT), so its group id stays ours."""
+    if proc.returncode is not None:
+        return False
+    try:
+        r = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return r is None
+
+
+def _group_members(pgid):
+    """Pids of the live (not zombie) processes in process group pgid, read from /proc."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(rest[2]) == pgid and rest[0] != "Z":  # fields 5 (pgrp) and 3 (state)
+            out.append(int(d))
+    return out
+
+
+PROCS = Procs()
+
+
+def run_tool(name, main):
+    """Runs a tool's main() so that everything it started is stopped however it ends, and a
+    run past a limit or interrupted is reported as such. Returns the exit status."""
+    _TOOL[0] = name
+    PROCS.install()
+    code, why = 1, None
+    try:
+        code = main()
+        code = 0 if code is None else code
+    except LimitExceeded as e:
+        code, why = EXIT_LIMIT, f"EXCEEDED ITS LIMIT: {e}"
+    except Interrupted as e:
+        code, why = 128 + e.signum, f"stopped by {e}"
+    except KeyboardInterrupt:
+        code, why = 130, "stopped by SIGINT"
+    finally:
+        PROCS.stop_all()
+        PROCS.uninstall()
+    if why:
+        say(f"{why}. Every process it started has been stopped; this run produced no figures "
+            f"(exit status {code}).")
+    return code
+
+
 def git_commit(root):
-    r = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                       capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
-    return (r.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+    r = PROCS.probe(["git", "-C", root, "rev-parse", "--short", "HEAD"])
+    d = PROCS.probe(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
+    dirty = d.stdout.strip() if d else ""
+    return ((r.stdout.strip() if r else "") or "unknown") + ("+dirty" if dirty else "")
 
 
 def machine_description():
@@ -53,7 +510,9 @@ class CpuLayout:
 
     def __init__(self, cpus, server_cores, gen_cores, pinned, reason):
         self.nice = 0  # niceness for servers and generator alike (negative: ahead of other work)
-        self.rt = 0  # > 0: SCHED_FIFO priority for servers and generator alike (chrt -f)
+        # > 0: SCHED_FIFO priority for servers and generator alike (chrt -f). Opt-in (--rt N)
+        # only, never on a shared machine; 0, the default, is normal scheduling.
+        self.rt = 0
         self.cpus = cpus
         self.server_cores = server_cores
         self.gen_cores = gen_cores
@@ -75,7 +534,8 @@ class CpuLayout:
         return CpuLayout(cpus, cpus[:half], cpus[half:], True, "")
 
     def describe(self):
-        nice = f"; servers and generator run at nice {self.nice}" if self.nice else ""
+        nice = (f"; servers and generator run at nice {self.nice}" if self.nice else
+                "; servers and generator run at normal priority")
         if self.rt:
             nice = f"; servers and generator run as SCHED_FIFO priority {self.rt} (chrt -f)"
         if not self.pinned:
@@ -85,6 +545,8 @@ class CpuLayout:
                 f"generator on CPU {','.join(map(str, self.gen_cores))}{nice}")
 
     def prefix(self, cores):
+        """What goes before a server's or the generator's command: nice, chrt (only with
+        rt > 0, i.e. --rt given), taskset. Each execs the next, so the pid stays the server's."""
         cmd = ["nice", "-n", str(self.nice)] if self.nice else []
         if self.rt:
             cmd += ["chrt", "-f", str(self.rt)]
@@ -140,12 +602,15 @@ class Server:
     def version(self):
         return ""
 
-    def start(self, timeout=10.0):
+    def start(self, timeout=10.0, limit=None):
+        """Starts the server through PROCS; limit: its wall-clock limit in seconds (default:
+        the tool's remaining --time-limit, as a server lives for the whole run)."""
         self.ports = {"mc": free_port(), "resp": free_port()}
         cmd = self.layout.prefix(self.layout.server_cores) + self.command()
         tag = re.sub(r"[^\w.-]+", "-", self.name)
         self.log = open(f"/tmp/compare-{tag}-{os.getpid()}.log", "w+")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = PROCS.popen(cmd, name=f"server {self.name}", limit=limit, stdout=self.log,
+                                stderr=subprocess.STDOUT)
         self.up = {}
         deadline = time.time() + timeout
         checks = self.probes()
@@ -178,13 +643,7 @@ class Server:
     def stop(self):
         if self.proc is None:
             return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        PROCS.stop(self.proc)  # SIGTERM to its process group, SIGKILL after 5 s
         self.proc = None
         if self.log:
             self.log.close()
@@ -210,9 +669,8 @@ class Server:
 
 def memcached_version(binary):
     """The first line of `binary -V` ("memcached 1.6.45"), or "" if it does not run."""
-    try:
-        r = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+    r = PROCS.probe([binary, "-V"])
+    if r is None:
         return ""
     line = (r.stdout or r.stderr).strip().splitlines()
     return line[0].strip() if r.returncode == 0 and line else ""
@@ -265,11 +723,8 @@ class RedisServer(Server):
         return [("resp", b"PING\r\n", b"+PONG")]
 
     def version(self):
-        try:
-            r = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
-        except OSError:
-            return ""
-        return r.stdout.strip()
+        r = PROCS.probe(["redis-server", "--version"])
+        return r.stdout.strip() if r else ""
 
 
 class TroveServer(Server):
@@ -299,8 +754,13 @@ class TroveServer(Server):
         return "Trove's memcached port is not up"
 
     def version(self):
-        r = subprocess.run([self.binary, "-V"], capture_output=True, text=True)
-        return (r.stdout or r.stderr).strip()[:80]
+        r = PROCS.probe([self.binary, "-V"])
+        return (r.stdout or r.stderr).strip()[:80] if r else ""
+
+
+def memory_limit(n):
+    """Wall-clock limit of loading n keys for the memory test."""
+    return 60.0 + n / 10000.0
 
 
 class BenchRunner:
@@ -312,13 +772,20 @@ class BenchRunner:
         self.keys = keys
         self.gen_threads = len(layout.gen_cores) if layout.pinned else 1
 
-    def _exec(self, args):
-        """Runs trove-bench pinned; returns (json or None, children's rusage, wall s, stderr, rc)."""
+    def run_limit(self):
+        """Wall-clock limit of one timed trove-bench run: -w + -D + GEN_MARGIN_S."""
+        return self.warmup + self.duration + GEN_MARGIN_S
+
+    def _exec(self, args, limit, what="trove-bench"):
+        """Runs trove-bench pinned, through PROCS with a wall-clock limit (past it: killed and
+        LimitExceeded, never a figure); returns (json or None, children's rusage, wall s,
+        stderr, rc)."""
         cmd = self.layout.prefix(self.layout.gen_cores) + [self.binary] + args + [
             "--json", "--no-progress"]
         t0 = time.monotonic()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        out, err = p.communicate()
+        p = PROCS.popen(cmd, name=what, limit=limit, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+        out, err = PROCS.communicate(p)
         wall = time.monotonic() - t0
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
@@ -340,7 +807,7 @@ class BenchRunner:
                 "--pattern", "sequential", "--requests", str(self.keys), "-n", str(self.keys),
                 "-v", str(size), "--key-prefix", prefix, "-c", "50", "-d", "16",
                 "-t", str(self.gen_threads)]
-        doc, _, _, err, rc = self._exec(args)
+        doc, _, _, err, rc = self._exec(args, PREFILL_LIMIT_S, f"trove-bench prefill {prefix}*")
         if doc is None:
             say(f"prefill failed (rc {rc}): {err.strip()[-300:]}")
             return {"completed": 0, "errors": {"total": -1}}
@@ -352,7 +819,8 @@ class BenchRunner:
         load1 = os.getloadavg()[0]
         before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu0 = server.cpu_seconds()
-        doc, after_children, wall, err, rc = self._exec(args)
+        doc, after_children, wall, err, rc = self._exec(args, self.run_limit(),
+                                                        f"trove-bench on {server.name}")
         cpu1 = server.cpu_seconds() if server.running() else cpu0
         gen_cpu = ((after_children.ru_utime - before_children.ru_utime) +
                    (after_children.ru_stime - before_children.ru_stime))
@@ -390,7 +858,7 @@ class BenchRunner:
             args = ["-p", str(port), "-P", "resp" if fam == "resp" else "text", "--ratio", "1:0",
                     "--pattern", "sequential", "--requests", str(n), "-n", str(n), "-v", "100",
                     "--key-prefix", "mem:", "-c", "50", "-d", "16", "-t", str(self.gen_threads)]
-            doc, _, _, err, rc = self._exec(args)
+            doc, _, _, err, rc = self._exec(args, memory_limit(n), "trove-bench memory load")
             time.sleep(0.3)
             rss1 = server.rss_kib()
             if doc is None:
@@ -587,11 +1055,11 @@ set multiplot layout 1,3
 {chr(10).join(plots)}
 unset multiplot
 """
-    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    r = PROCS.run(["gnuplot"], 60, input=script, text=True, capture_output=True)
     if r.returncode != 0:
         # pngcairo may be missing from gnuplot-nox builds; the plain png terminal is not.
-        r = subprocess.run(["gnuplot"], input=script.replace("pngcairo", "png"), text=True,
-                           capture_output=True)
+        r = PROCS.run(["gnuplot"], 60, input=script.replace("pngcairo", "png"), text=True,
+                      capture_output=True)
     if r.returncode != 0:
         say("gnuplot failed: " + r.stderr.strip()[-300:])
         return None

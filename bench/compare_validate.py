@@ -7,6 +7,11 @@ rest), alternating the tools --runs times, and prints the median throughput of
 each and their ratio. Writes bench/results/validate-<stamp>.md.
 
   bench/compare_validate.py [--runs 3] [--bench build/release/tools/bench/trove-bench]
+
+Servers and tools run at normal priority (--rt N, SCHED_FIFO, is opt-in and not for a shared
+machine). With the defaults it plans ~4 minutes; --time-limit (default 371 s for those) bounds
+the run, every process has its own wall-clock limit, and all are stopped on exit, error,
+Ctrl-C or SIGTERM (exit 124 past a limit).
 """
 
 import argparse
@@ -16,7 +21,6 @@ import os
 import re
 import resource
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,10 +29,20 @@ import compare_lib as lib  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def timed(cmd):
-    """Runs cmd; returns (CompletedProcess, CPU seconds it used)."""
+# Wall-clock limits of the other tools' runs (seconds): memcslap runs a fixed number of
+# requests, redis-benchmark about as long as the trove-bench run before it.
+MEMCSLAP_LIMIT_S = 180.0
+
+
+def redis_benchmark_limit(duration):
+    return 60.0 + 10.0 * duration
+
+
+def timed(cmd, limit, name):
+    """Runs cmd through lib.PROCS with a wall-clock limit; returns (CompletedProcess, CPU
+    seconds it used)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = lib.PROCS.run(cmd, limit, name=name, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return r, cpu
@@ -36,7 +50,12 @@ def timed(cmd):
 
 def run_trove_bench(layout, bench, args):
     cmd = layout.prefix(layout.gen_cores) + [bench] + args + ["--json", "--no-progress"]
-    r, cpu = timed(cmd)
+    if "-D" in args:  # timed: -w + -D and a margin
+        warm = float(args[args.index("-w") + 1]) if "-w" in args else 1.0
+        limit = warm + float(args[args.index("-D") + 1]) + lib.GEN_MARGIN_S
+    else:  # --requests N
+        limit = lib.PREFILL_LIMIT_S
+    r, cpu = timed(cmd, limit, "trove-bench")
     if r.returncode not in (0, 3):
         sys.exit(f"trove-bench failed: {' '.join(cmd)}\n{r.stderr}")
     doc = json.loads(r.stdout)
@@ -46,11 +65,11 @@ def run_trove_bench(layout, bench, args):
     return doc["total"]["ops_per_sec"], doc
 
 
-def run_redis_benchmark(layout, port, test, args):
+def run_redis_benchmark(layout, port, test, args, duration):
     requests = int(args[args.index("-n") + 1])
     cmd = layout.prefix(layout.gen_cores) + ["redis-benchmark", "-p", str(port), "-t", test,
                                              "--csv"] + args
-    r, cpu = timed(cmd)
+    r, cpu = timed(cmd, redis_benchmark_limit(duration), "redis-benchmark")
     # CSV: "test","rps",... one row per test after a header row.
     for line in r.stdout.splitlines():
         cells = [c.strip('"') for c in line.split(",")]
@@ -64,7 +83,7 @@ def run_memcslap(layout, port, test, conc, execute):
                                              f"--concurrency={conc}",
                                              f"--execute-number={execute}", f"--test={test}",
                                              "--tcp-nodelay"]
-    r, cpu = timed(cmd)
+    r, cpu = timed(cmd, MEMCSLAP_LIMIT_S, "memcslap")
     out = r.stdout + r.stderr
     m = re.search(r"Time to (?:set|get)\s+(\d+) keys by\s+\d+ threads:\s+([\d.]+) seconds", out)
     if not m:
@@ -75,7 +94,7 @@ def run_memcslap(layout, port, test, conc, execute):
 def server_counter(port, fam):
     """Commands the server has processed so far (its own count)."""
     import socket
-    with socket.create_connection(("127.0.0.1", port)) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(b"INFO stats\r\n" if fam == "resp" else b"stats\r\n")
         data = b""
         end = b"\r\n\r\n" if fam == "resp" else b"END\r\n"
@@ -111,23 +130,39 @@ def measure_ours(cell, layout, bench, port, fam, args, prefilled=0):
     return ops
 
 
+def planned_seconds(a):
+    """Expected time on an idle machine: redis (start, prefill, 6 cells x runs x (trove-bench
+    0.5 + D + 0.5 s, redis-benchmark ~1.5 D + 0.5 s)) and memcached (4 cells x runs; memcslap and
+    trove-bench each ~3.5 s per 1-connection cell of 20,000 requests, ~2 s per 50-connection
+    cell of 100,000)."""
+    redis_part = 2 * lib.START_EST_S + lib.PREFILL_EST_S + 6 * a.runs * (
+        (1.0 + a.duration) + (1.5 * a.duration + 0.5))
+    mc_part = lib.START_EST_S + a.runs * (2 * 2 * 3.5 + 2 * 2 * 2.0)
+    return redis_part + mc_part + 5.0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--bench", default=os.path.join(ROOT, "build", "release", "tools", "bench",
                                                    "trove-bench"))
     p.add_argument("--duration", type=float, default=3.0, help="seconds per run")
-    p.add_argument("--rt", type=int, default=10 if os.geteuid() == 0 else 0,
-                   help="SCHED_FIFO priority for the server and both tools (10 as root; 0: off)")
+    p.add_argument("--rt", type=int, default=0, help=lib.RT_HELP)
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help=lib.TIME_LIMIT_HELP)
     p.add_argument("--memcached-bin", default=os.environ.get("MEMCACHED_BIN") or "memcached",
                    metavar="PATH", help="memcached for the memcslap cells ($MEMCACHED_BIN, else "
                                         "memcached on PATH)")
     a = p.parse_args()
     layout = lib.CpuLayout.detect()
-    layout.rt = a.rt
+    layout.rt = a.rt  # 0 (normal scheduling) unless --rt N was given
     lib.say(layout.describe())
     cells = []
     d = a.duration
+    planned = planned_seconds(a)
+    limit = a.time_limit or lib.default_time_limit(planned)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
 
     redis = lib.RedisServer(1, layout)
     if not redis.start():
@@ -152,7 +187,7 @@ def main():
                     reqs = int(min(5e6, max(2000, ops * d)))
                     o, cpu = run_redis_benchmark(layout, rport, test, [
                         "-c", str(conns), "-n", str(reqs), "-d", "32", "-r", str(n),
-                        "-P", str(pipe)])
+                        "-P", str(pipe)], d)
                     cell.other.append(o)
                     cell.other_cpu.append(cpu)
                 cells.append(cell)
@@ -231,4 +266,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(lib.run_tool("compare_validate", main))

@@ -35,6 +35,11 @@ processes; the per-message Python work is one int() of the timestamp. The
 cost is a client that is slower than the servers at high fan-out on this
 2-core machine, which the report states (client CPU share per cell).
 Not a test: a record (docs/benchmarks.md).
+
+Servers and clients run at normal priority; --rt N (SCHED_FIFO) is opt-in and not for a shared
+machine. With the defaults it plans ~5 minutes; --time-limit (default 466 s for those) bounds
+the run, servers and subscriber processes have wall-clock limits, and all are stopped on exit,
+error, Ctrl-C or SIGTERM (exit 124 past a limit).
 """
 
 import argparse
@@ -304,6 +309,7 @@ def run_cell(port, nsubs, args, server_pid):
         a, b = ctx.Pipe()
         p = ctx.Process(target=subscriber_proc, args=(port, n, args.size, b, phases))
         p.start()
+        lib.PROCS.adopt(p.pid, "subscriber process", cell_limit(args))
         pipes.append(a)
         procs.append(p)
 
@@ -345,6 +351,8 @@ def run_cell(port, nsubs, args, server_pid):
         client_cpu = sum(collect("cpu"))
         for p in procs:
             p.join(10)
+            if not p.is_alive():
+                lib.PROCS.forget(p.pid)
         errors = sum(r["errors"] for r in tput + latp)
         first = next((r["first_error"] for r in tput + latp if r["first_error"]), "")
         frames = sum(r["frames"] for r in tput)
@@ -375,6 +383,7 @@ def run_cell(port, nsubs, args, server_pid):
             if p.is_alive():
                 p.kill()
                 p.join()
+            lib.PROCS.forget(p.pid)
 
 
 def cpu_seconds(pid):
@@ -383,20 +392,27 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def cell_limit(args):
+    """Wall-clock limit of one cell's subscriber processes: warm-up, the two phases, and the
+    120 s the parent waits for a silent subscriber."""
+    return 1.0 + 2 * args.duration + 120.0
+
+
+def cell_planned(args):
+    """A cell's expected time: subscriber start-up, 1 s warm-up, two phases, drains (~6 s)."""
+    return 1.0 + 2 * args.duration + 6.0
+
+
 class Server:
     def __init__(self, name, cmd, port):
         self.name, self.cmd, self.port = name, cmd, port
         self.log = tempfile.TemporaryFile()
-        self.p = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.p = lib.PROCS.popen(cmd, name=f"server {name}", stdout=self.log,
+                                 stderr=subprocess.STDOUT)
         wait_ping(port)
 
     def stop(self):
-        self.p.terminate()
-        try:
-            self.p.wait(10)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            self.p.wait()
+        lib.PROCS.stop(self.p, grace=10)  # SIGTERM to its group, SIGKILL after 10 s
 
 
 def start(name, args):
@@ -417,8 +433,7 @@ def start(name, args):
 def version(args, name):
     try:
         exe = args.trove if name == "trove" else args.redis
-        out = subprocess.run([exe, "--version" if name == "redis" else "-V"], capture_output=True,
-                             text=True, timeout=5)
+        out = lib.PROCS.probe([exe, "--version" if name == "redis" else "-V"], limit=5)
         return (out.stdout or out.stderr).strip().splitlines()[0]
     except Exception:
         return "?"
@@ -437,9 +452,17 @@ def main():
     ap.add_argument("--trove-threads", type=int, default=4, help="Trove's -t")
     ap.add_argument("--redis", default="/usr/bin/redis-server")
     ap.add_argument("--json", help="write every run here")
-    ap.add_argument("--rt", type=int, default=10 if os.geteuid() == 0 else 0,
-                    help="SCHED_FIFO priority for servers and clients (0: off; default 10 as root)")
+    ap.add_argument("--rt", type=int, default=0,
+                    help=lib.RT_HELP.replace("generator", "clients (the clients one below)"))
+    ap.add_argument("--time-limit", type=float, default=None, metavar="S",
+                    help=lib.TIME_LIMIT_HELP)
     args = ap.parse_args()
+    subs = [int(x) for x in args.subs.split(",")]
+    servers = args.servers.split(",")
+    planned = args.runs * len(servers) * (lib.START_EST_S + len(subs) * cell_planned(args))
+    limit = args.time_limit or lib.default_time_limit(planned)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
     if args.rt > 0:
         # As bench/compare: on this machine the other builders' threads
         # delay every wake-up by a scheduler slice. The clients run
@@ -447,8 +470,6 @@ def main():
         # server thread off a core (same-priority FIFO threads never preempt
         # each other, and four Trove workers share two cores with them).
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(max(1, args.rt - 1)))
-    subs = [int(x) for x in args.subs.split(",")]
-    servers = args.servers.split(",")
     need = max(subs) + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < need:
@@ -496,4 +517,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(lib.run_tool("pubsub_bench", main))

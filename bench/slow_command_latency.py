@@ -11,6 +11,10 @@ PING round trips seen meanwhile (count, median, p99, max).
   bench/slow_command_latency.py [--keys N] [--trove PATH] [--no-redis]
 
 Uses build/release/src/server/trove by default. Not a test: a record.
+
+At normal priority. With the defaults it plans ~20 s (Python work: a busy machine stretches
+it); --time-limit (default 300 s) bounds the run, and the servers and redis-cli are stopped on
+exit, error, Ctrl-C or SIGTERM (exit 124 past a limit).
 """
 
 import argparse
@@ -27,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_lib as lib  # noqa: E402  (free_port)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REDIS_CLI_LIMIT_S = 120.0  # one KEYS * over 1,000,000 keys takes a few seconds
 
 
 def wait_port(port, timeout=10.0):
@@ -109,14 +114,16 @@ def measure(port, command):
     ping = Conn(port)
     lat = []
     t0 = time.perf_counter()
-    slow = subprocess.Popen(["redis-cli", "-p", str(port)] + command,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    slow = lib.PROCS.popen(["redis-cli", "-p", str(port)] + command, name="redis-cli " +
+                           " ".join(command), limit=REDIS_CLI_LIMIT_S,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.002)
     while slow.poll() is None:
         t = time.perf_counter()
         ping.cmd("PING")
         lat.append((time.perf_counter() - t) * 1000.0)
     took = time.perf_counter() - t0
+    lib.PROCS.stop(slow)
     lat.sort()
     if not lat:
         lat = [float("nan")]
@@ -137,7 +144,8 @@ def run_server(kind, path, port, tmp):
                 "--dir", tmp]
     if os.geteuid() == 0 and kind == "trove":
         args += ["-u", "root"]
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = lib.PROCS.popen(args, name=f"server {kind}", stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
     wait_port(port)
     return p
 
@@ -147,12 +155,20 @@ def main():
     ap.add_argument("--keys", type=int, default=1000000)
     ap.add_argument("--trove", default=os.path.join(ROOT, "build/release/src/server/trove"))
     ap.add_argument("--no-redis", action="store_true")
+    ap.add_argument("--time-limit", type=float, default=None, metavar="S",
+                    help=lib.TIME_LIMIT_HELP.replace("x 1.3 + 60 s", "x 1.3 + 60 s, at least "
+                                                     "300 s"))
     a = ap.parse_args()
     servers = [("trove", a.trove)]
     if not a.no_redis and shutil.which("redis-server"):
         servers.append(("redis", shutil.which("redis-server")))
     commands = [("KEYS *", ["KEYS", "*"]), ("DBSIZE", ["DBSIZE"]),
                 ("INFO keyspace", ["INFO", "keyspace"]), ("FLUSHALL", ["FLUSHALL"])]
+    # Per server: a start, loading (~6 us a key in Python), the four commands (~3 s).
+    planned = len(servers) * (lib.START_EST_S + a.keys * 6e-6 + 3.0)
+    limit = a.time_limit or lib.default_time_limit(planned, floor_s=300.0)
+    lib.PROCS.set_time_limit(limit)
+    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
     print("| server | command | duration s | PINGs meanwhile | PING p50 ms | p99 ms | max ms |")
     print("|---|---|--:|--:|--:|--:|--:|")
     for kind, path in servers:
@@ -167,10 +183,9 @@ def main():
                     kind, name, r["cmd_s"], r["pings"], r["p50_ms"], r["p99_ms"], r["max_ms"]))
                 sys.stdout.flush()
         finally:
-            p.kill()
-            p.wait()
+            lib.PROCS.stop(p, grace=0)  # SIGKILL to its process group, as before
             shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(lib.run_tool("slow_command_latency", main))

@@ -16,4 +16,11 @@ std::string BackendSpec::Key() const {
   return label + "\n" + host + "\n" + port + buf + o.log_tag;
 }
 
+CopiedValue::CopiedValue() = default;
+CopiedValue::CopiedValue(const CopiedValue&) = default;
+CopiedValue::CopiedValue(CopiedValue&&) noexcept = default;
+CopiedValue& CopiedValue::operator=(const CopiedValue&) = default;
+CopiedValue& CopiedValue::operator=(CopiedValue&&) noexcept = default;
+CopiedValue::~CopiedValue() = default;
+
 }  // namespace trove::proxy

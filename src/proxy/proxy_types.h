@@ -110,6 +110,15 @@ class GlobalTbf {
 // A Lua value copied out of the config VM (what mcp_config_pools returned),
 // rebuilt in each worker VM for mcp_config_routes.
 struct CopiedValue {
+  // Special members out of line (proxy_types.cc): `table` holds pairs of
+  // this type, which is complete only there (clang checks it here).
+  CopiedValue();
+  CopiedValue(const CopiedValue&);
+  CopiedValue(CopiedValue&&) noexcept;
+  CopiedValue& operator=(const CopiedValue&);
+  CopiedValue& operator=(CopiedValue&&) noexcept;
+  ~CopiedValue();
+
   enum Kind : uint8_t { kNil, kBool, kInt, kNum, kStr, kTable, kPool, kGlobalTbf } kind = kNil;
   bool b = false;
   int64_t i = 0;

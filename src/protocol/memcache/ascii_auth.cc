@@ -56,7 +56,9 @@ bool AuthTable::Check(std::string_view user, std::string_view pass) const {
   bool ok = false;
   for (const auto& [u, p] : entries_) {
     // Every entry is compared, so the time does not tell which user matched.
-    const bool match = SafeEqual(user, u) & SafeEqual(digest, p);
+    // Both compared (no short circuit): `&` on ints, not `&&`.
+    const bool match =
+        (static_cast<unsigned>(SafeEqual(user, u)) & static_cast<unsigned>(SafeEqual(digest, p))) != 0;
     ok = ok || match;
   }
   return ok;

@@ -265,8 +265,8 @@ void Help(CommandContext& ctx) {
       "DELUSER <username> [<username> ...]",
       "    Delete a list of users.",
       "DRYRUN <username> <command> [<arg> ...]",
-      "    Returns whether the user can execute the given command without executing the "
-      "command.",
+      ("    Returns whether the user can execute the given command without executing the "
+       "command."),
       "GETUSER <username>",
       "    Get the user's details.",
       "GENPASS [<bits>]",

@@ -130,6 +130,17 @@ void SetFailed(CommandContext& ctx, std::string_view name, std::string_view why)
   ctx.Error(m);
 }
 
+// Redis's boolean parameters: yes or no, in any case.
+bool ParseYesNo(CommandContext& ctx, std::string_view name, std::string_view value, bool* on) {
+  const std::string v = ToLower(value);
+  if (v != "yes" && v != "no") {
+    SetFailed(ctx, name, "argument must be 'yes' or 'no'");
+    return false;
+  }
+  *on = v == "yes";
+  return true;
+}
+
 // Parameters without a plain integer field. Each does what it says or is
 // refused with a reason; none is accepted and ignored.
 bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view value) {
@@ -176,14 +187,15 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     }
     return true;
   }
-  if (name == "protected-mode") {
-    // For connections accepted afterwards; open ones stay, as in Redis.
-    const std::string v = ToLower(value);
-    if (v != "yes" && v != "no") {
-      SetFailed(ctx, name, "argument must be 'yes' or 'no'");
-      return false;
+  if (name == "protected-mode" || name == "latency-tracking") {
+    bool on;
+    if (!ParseYesNo(ctx, name, value, &on)) return false;
+    if (name == "protected-mode") {
+      // For connections accepted afterwards; open ones stay, as in Redis.
+      ctx.server->protected_mode().set_enabled(on);
+    } else {
+      ctx.server->latency_tracking.store(on, std::memory_order_relaxed);
     }
-    ctx.server->protected_mode().set_enabled(v == "yes");
     return true;
   }
   if (name == "acl-pubsub-default") {
@@ -300,16 +312,6 @@ void CmdConfig(CommandContext& ctx) {
         }
         (ctx.server->*found->field).store(v, std::memory_order_relaxed);
         ctx.server->ConfigChanged();
-      } else if (name == "latency-tracking") {
-        const std::string b = ToLower(ctx.argv[i + 1]);
-        if (b != "yes" && b != "no") {
-          std::string m = "ERR CONFIG SET failed (possibly related to argument '";
-          m += name;
-          m += "') - argument must be 'yes' or 'no'";
-          ctx.Error(m);
-          return;
-        }
-        ctx.server->latency_tracking.store(b == "yes", std::memory_order_relaxed);
       } else if (name == "requirepass") {
         ctx.server->set_requirepass(ctx.argv[i + 1]);
       } else if (!SetSpecial(ctx, name, ctx.argv[i + 1])) {

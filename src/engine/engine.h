@@ -369,6 +369,11 @@ class Engine {
   std::string DetailDump() const;     // memcached's "PREFIX ..." lines, ending "END\r\n"
   // cache_memlimit N (MiB): false if below what is already in use and cannot shrink.
   bool SetMemLimit(size_t bytes);
+  // The item-memory limit now (cache_memlimit / CONFIG SET maxmemory; 0 =
+  // none), and whether it was lowered below the pages in use
+  // (SlabAllocator::over_limit: lock-free, for per-command checks).
+  size_t mem_limit() const;
+  bool over_mem_limit() const;
   // slabs reassign src dst: "OK", "BUSY", "BADCLASS", "NOSPARE", "SAME" (memcached's replies).
   std::string SlabsReassign(int src, int dst);
   void SetSlabAutomove(int mode);

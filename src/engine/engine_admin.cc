@@ -288,6 +288,8 @@ void Engine::ResetStats() {
 void Engine::SetDetailEnabled(bool on) { impl_->prefix.SetEnabled(on); }
 std::string Engine::DetailDump() const { return impl_->prefix.Dump(); }
 bool Engine::SetMemLimit(size_t bytes) { return impl_->slabs.SetMemLimit(bytes); }
+size_t Engine::mem_limit() const { return impl_->slabs.mem_limit(); }
+bool Engine::over_mem_limit() const { return impl_->slabs.over_limit(); }
 
 std::string Engine::SlabsReassign(int src, int dst) {
   if (!opts_.slab_reassign) return "CLIENT_ERROR slab reassignment disabled";

@@ -64,7 +64,7 @@ char* SlabAllocator::NewPageLocked(int cls) {
   // Every class may take its first page even past the limit (memcached does
   // the same), so a tiny -m still stores items of every size.
   size_t used = malloced_ + static_cast<size_t>(std::max<int64_t>(0, heap_bytes()));
-  if (used + opts_.page_size > mem_limit() && !classes_[cls].pages.empty()) return nullptr;
+  if (used + opts_.page_size > EffectiveLimit() && !classes_[cls].pages.empty()) return nullptr;
   if (opts_.arena != nullptr) {
     // The memory file holds exactly -m: no first page past the limit here.
     if ((arena_next_ + 1) * opts_.page_size > opts_.arena_size) return nullptr;
@@ -172,12 +172,13 @@ bool SlabAllocator::SetMemLimit(size_t bytes) {
   if (opts_.prealloc && bytes < malloced_) return false;
   mem_limit_.store(bytes, std::memory_order_relaxed);
   ReleaseOverLimitLocked();
+  NoteUsageLocked();
   return true;
 }
 
 void SlabAllocator::ReleaseOverLimitLocked() {
   // Arena pages (-e) belong to the memory file and stay in the pool.
-  while (malloced_ > mem_limit() && !global_pool_.empty() && !opts_.prealloc &&
+  while (malloced_ > EffectiveLimit() && !global_pool_.empty() && !opts_.prealloc &&
          opts_.arena == nullptr) {
     char* p = global_pool_.back();
     global_pool_.pop_back();
@@ -185,12 +186,13 @@ void SlabAllocator::ReleaseOverLimitLocked() {
     std::free(p);
     malloced_ -= opts_.page_size;
   }
+  NoteUsageLocked();
 }
 
 bool SlabAllocator::OverLimit(size_t extra) const {
   MutexLock l(&mu_);
   size_t used = malloced_ + static_cast<size_t>(std::max<int64_t>(0, heap_bytes()));
-  return used + extra > mem_limit();
+  return used + extra > EffectiveLimit();
 }
 
 SlabClassInfo SlabAllocator::Info(int cls) const {

@@ -83,9 +83,18 @@ class SlabAllocator {
   void AddHeapBytes(int64_t delta) { heap_bytes_.fetch_add(delta, std::memory_order_relaxed); }
   int64_t heap_bytes() const { return heap_bytes_.load(std::memory_order_relaxed); }
   size_t malloced() const EXCLUDES(mu_);
+  // 0 means no limit (memcached's -m 0, Redis's maxmemory 0).
   size_t mem_limit() const { return mem_limit_.load(std::memory_order_relaxed); }
-  // False if `bytes` is below what is already in use.
+  // False if `bytes` is below what is already in use and cannot shrink
+  // (a preallocated arena).
   bool SetMemLimit(size_t bytes) EXCLUDES(mu_);
+  // True after SetMemLimit lowered the limit below the slab pages already
+  // allocated, until enough pages are given back (or the limit is raised).
+  // The first page each class may take past the limit (NewPageLocked) does
+  // not set it. No lock (a relaxed flag written under mu_ by SetMemLimit and
+  // ReleaseOverLimitLocked): RESP's denyoom commands read it on every call
+  // and answer -OOM while it holds, as Redis does over its maxmemory.
+  bool over_limit() const { return over_limit_.load(std::memory_order_relaxed); }
   bool OverLimit(size_t extra) const EXCLUDES(mu_);
   SlabClassInfo Info(int cls) const EXCLUDES(mu_);
   size_t global_pool_pages() const EXCLUDES(mu_);
@@ -155,6 +164,16 @@ class SlabAllocator {
   std::vector<char*> all_pages_ GUARDED_BY(mu_);  // for the destructor
   // While malloced_ is over the limit, frees global-pool pages (to the OS).
   void ReleaseOverLimitLocked() REQUIRES(mu_);
+  // The limit with 0 read as "none".
+  size_t EffectiveLimit() const {
+    const size_t l = mem_limit();
+    return l == 0 ? SIZE_MAX : l;
+  }
+  // Recomputes over_limit_ after malloced_ or the limit changed.
+  void NoteUsageLocked() REQUIRES(mu_) {
+    over_limit_.store(malloced_ > EffectiveLimit(), std::memory_order_relaxed);
+  }
+  std::atomic<bool> over_limit_{false};
   size_t malloced_ GUARDED_BY(mu_);
   size_t arena_next_ GUARDED_BY(mu_) = 0;  // arena pages handed out
   Move move_ GUARDED_BY(mu_);

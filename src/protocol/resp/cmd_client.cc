@@ -193,6 +193,10 @@ bool ParseKill(CommandContext& ctx, KillFilter* f) {
     } else if (o == "laddr") {
       f->laddr.assign(v);
     } else if (o == "user") {
+      if (ctx.server->acl().Get(v) == nullptr) {
+        ctx.Error("ERR No such user '" + std::string(v.substr(0, 128)) + "'");
+        return false;
+      }
       f->user.assign(v);
     } else if (o == "type") {
       if (!ParseClientType(v, &f->type)) {
@@ -356,7 +360,8 @@ void CmdClient(CommandContext& ctx) {
     } else if (v == "off") {
       id.SetReplyMode(Identity::Reply::kOff);
     } else if (v == "skip") {
-      id.SetReplyMode(Identity::Reply::kSkip);
+      // Redis ignores SKIP while replies are off.
+      if (id.reply_mode() != Identity::Reply::kOff) id.SetReplyMode(Identity::Reply::kSkip);
     } else {
       ctx.SyntaxError();
     }
@@ -460,6 +465,13 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   info->lib_name = id.lib_name();
   info->lib_ver = id.lib_ver();
   info->redir = tr.on ? static_cast<int64_t>(tr.redirect) : -1;
+  if (cur_qbuf_ != 0) {
+    // Asked about itself while a command runs: Redis counts the command
+    // being executed (and the rest of the batch) as its query buffer.
+    info->qbuf = cur_qbuf_;
+    info->argv_mem = 0;
+    for (std::string_view a : parser_.args()) info->argv_mem += a.size();
+  }
 }
 
 void RegisterClientCommands(std::vector<CommandSpec>* t) {

@@ -44,6 +44,10 @@ const ConfigParam kParams[] = {
     {"hash-max-listpack-entries", &RespServer::hash_max_listpack_entries, true},
     {"hash-max-listpack-value", &RespServer::hash_max_listpack_value, true},
     {"set-max-intset-entries", &RespServer::set_max_intset_entries, true},
+    {"set-max-listpack-entries", &RespServer::set_max_listpack_entries, true, 0},
+    {"set-max-listpack-value", &RespServer::set_max_listpack_value, true, 0},
+    {"list-compress-depth", &RespServer::list_compress_depth, true, 0, INT32_MAX},
+    {"client-query-buffer-limit", nullptr, true},
     {"zset-max-listpack-entries", &RespServer::zset_max_listpack_entries, true},
     {"zset-max-listpack-value", &RespServer::zset_max_listpack_value, true},
     {"proto-max-bulk-len", &RespServer::proto_max_bulk_len, true},
@@ -59,7 +63,7 @@ const ConfigParam kParams[] = {
     {"zset-max-ziplist-value", &RespServer::zset_max_listpack_value, true},
     {"list-max-ziplist-size", &RespServer::list_max_listpack_size, true},
     {"databases", nullptr, false},
-    {"maxmemory", nullptr, false},
+    {"maxmemory", nullptr, true},
     {"maxmemory-policy", nullptr, false},
     {"requirepass", nullptr, true},
     {"port", nullptr, false},
@@ -88,7 +92,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   if (n == "databases")
     AppendI64(v, ctx.server->databases());
   else if (n == "maxmemory")
-    AppendU64(v, ctx.engine->options().mem_limit);
+    AppendU64(v, ctx.engine->mem_limit());
   else if (n == "maxmemory-policy")
     v = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
   else if (n == "requirepass")
@@ -119,6 +123,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = ctx.server->acl().pubsub_default_all() ? "allchannels" : "resetchannels";
   else if (n == "protected-mode")
     v = ctx.server->protected_mode().enabled() ? "yes" : "no";
+  else if (n == "client-query-buffer-limit")
+    AppendI64(v, ctx.server->client_query_buffer_limit.load(std::memory_order_relaxed));
   return v;
 }
 
@@ -152,6 +158,32 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
       return false;
     }
     ctx.server->port_limit().max.store(static_cast<size_t>(n), std::memory_order_relaxed);
+    return true;
+  }
+  if (name == "maxmemory" || name == "client-query-buffer-limit") {
+    // Redis's memory values: bytes, or with k/kb/m/mb/g/gb.
+    int64_t n;
+    if (!ParseMemoryUnits(value, &n) || n < 0) {
+      SetFailed(ctx, name, "argument must be a memory value");
+      return false;
+    }
+    if (name == "client-query-buffer-limit") {
+      // Redis's range: 1mb up to LONG_MAX. The largest query a client may
+      // have buffered (a command's arguments together) before it is closed.
+      if (n < (1 << 20)) {
+        SetFailed(ctx, name, "argument must be between 1048576 and 9223372036854775807 inclusive");
+        return false;
+      }
+      ctx.server->client_query_buffer_limit.store(n, std::memory_order_relaxed);
+      return true;
+    }
+    // The same limit as memcached's cache_memlimit (0: none, as Redis's 0
+    // and memcached's -m 0). Lowered below the pages in use, write
+    // commands answer -OOM until pages are given back (docs/resp.md).
+    if (!ctx.engine->SetMemLimit(static_cast<size_t>(n))) {
+      SetFailed(ctx, name, "the memory is preallocated (-L) and cannot shrink");
+      return false;
+    }
     return true;
   }
   if (name == "save") {

@@ -184,6 +184,10 @@ void CmdHIncrByFloat(CommandContext& ctx) {
     ctx.NotFloat();
     return;
   }
+  if (std::isnan(incr) || std::isinf(incr)) {  // Redis 7.2: refused before the key is read
+    ctx.Error("ERR value is NaN or Infinity");
+    return;
+  }
   std::string key = ctx.Key(1);
   HashValue* v;
   if (!ReadHash(ctx, key, &v)) return;

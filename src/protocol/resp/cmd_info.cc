@@ -136,7 +136,7 @@ void CmdInfo(CommandContext& ctx) {
     AddField(&s, "used_memory_dataset", items);
     // Trove's own: the client-tracking table's estimated bytes.
     AddField(&s, "mem_tracking_table", static_cast<int64_t>(ctx.server->tracking().memory_bytes()));
-    AddField(&s, "maxmemory", static_cast<int64_t>(ctx.engine->options().mem_limit));
+    AddField(&s, "maxmemory", static_cast<int64_t>(ctx.engine->mem_limit()));
     AddField(&s, "maxmemory_policy",
              ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");
     s += "\r\n";

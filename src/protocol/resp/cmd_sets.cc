@@ -14,6 +14,13 @@
 namespace trove::resp {
 namespace {
 
+void CheckSetEncoding(CommandContext& ctx, SetValue* v) {
+  const RespServer& s = *ctx.server;
+  v->CheckEncoding(s.set_max_intset_entries.load(std::memory_order_relaxed),
+                   s.set_max_listpack_entries.load(std::memory_order_relaxed),
+                   s.set_max_listpack_value.load(std::memory_order_relaxed));
+}
+
 bool ReadSet(CommandContext& ctx, const std::string& key, SetValue** v) {
   if (LoadCollection<SetValue>(ctx, key, v) == LoadStatus::kWrongType) {
     ctx.WrongType();
@@ -23,7 +30,7 @@ bool ReadSet(CommandContext& ctx, const std::string& key, SetValue** v) {
 }
 
 void Finish(CommandContext& ctx, const std::string& key, SetValue* v, size_t before) {
-  v->CheckEncoding(ctx.server->set_max_intset_entries.load(std::memory_order_relaxed));
+  CheckSetEncoding(ctx, v);
   FinishUpdate(ctx, key, v, before);
 }
 
@@ -228,7 +235,7 @@ void OpGeneric(CommandContext& ctx, SetOp op) {
   // in intset (ascending) order.
   SetValue tmp;
   for (const auto& m : r) tmp.Add(m);
-  tmp.CheckEncoding(ctx.server->set_max_intset_entries.load(std::memory_order_relaxed));
+  CheckSetEncoding(ctx, &tmp);
   WriteMembers(ctx, tmp.Ordered());
 }
 void CmdSInter(CommandContext& ctx) { OpGeneric(ctx, SetOp::kInter); }
@@ -246,7 +253,7 @@ void StoreGeneric(CommandContext& ctx, SetOp op) {
   }
   auto v = std::make_unique<SetValue>();
   for (const auto& m : r) v->Add(m);
-  v->CheckEncoding(ctx.server->set_max_intset_entries.load(std::memory_order_relaxed));
+  CheckSetEncoding(ctx, v.get());
   if (StoreNewCollection(ctx, dst, SetValue::kType, std::move(v)) == nullptr) return;
   ctx.w->Integer(static_cast<int64_t>(r.size()));
 }

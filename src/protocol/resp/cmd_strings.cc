@@ -368,19 +368,16 @@ void CmdGetRange(CommandContext& ctx) {
   std::string v;
   if (it) v = CopyOut(it);
   int64_t len = static_cast<int64_t>(v.size());
-  if (start < 0 && end < 0 && start > end) {
-    ctx.w->Bulk("");
-    return;
-  }
+  // Redis 8's rule: a range that ends before the string's first byte is
+  // empty (7.x clamped the end to 0 and answered the first byte).
   if (start < 0) start += len;
   if (end < 0) end += len;
-  if (start < 0) start = 0;
-  if (end < 0) end = 0;
-  if (end >= len) end = len - 1;
-  if (len == 0 || start > end) {
+  if (len == 0 || start >= len || end < 0 || start > end) {
     ctx.w->Bulk("");
     return;
   }
+  if (start < 0) start = 0;
+  if (end >= len) end = len - 1;
   ctx.w->Bulk(
       std::string_view(v).substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
 }

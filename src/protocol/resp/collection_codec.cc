@@ -19,7 +19,7 @@ std::unique_ptr<engine::HeapValue> DecodeAs(std::string_view bytes, bool was_com
   // Thresholds of -1 push any value out of the compact encoding, which it
   // never re-enters (the past thresholds are not known here, and not needed).
   if constexpr (std::is_same_v<T, SetValue>) {
-    if (!was_compact) v->CheckEncoding(-1);
+    if (!was_compact) v->CheckEncoding(-1, -1, -1);
   } else if constexpr (!std::is_same_v<T, ListValue>) {
     if (!was_compact) v->CheckEncoding(-1, -1);
   }

@@ -144,6 +144,7 @@ bool SetValue::Add(std::string_view m) {
   auto [it, added] = s_.emplace(m);
   if (!added) return false;
   bytes_ += static_cast<int64_t>(m.size()) + kEntryOverhead;
+  longest_ = std::max(longest_, m.size());
   int64_t v;
   if (!ParseStrictInt64(m, &v)) all_int_ = false;
   return true;
@@ -158,9 +159,15 @@ bool SetValue::Remove(std::string_view m) {
   return true;
 }
 
-void SetValue::CheckEncoding(int64_t max_intset) {
+void SetValue::CheckEncoding(int64_t max_intset, int64_t max_listpack_entries,
+                             int64_t max_listpack_value) {
   DropScanOrder();
-  if (intset_ && (!all_int_ || static_cast<int64_t>(s_.size()) > max_intset)) intset_ = false;
+  const auto n = static_cast<int64_t>(s_.size());
+  if (intset_ && (!all_int_ || n > max_intset)) intset_ = false;
+  if (!intset_ && listpack_ &&
+      (n > max_listpack_entries || static_cast<int64_t>(longest_) > max_listpack_value)) {
+    listpack_ = false;
+  }
 }
 
 std::vector<std::string> SetValue::Ordered() const {

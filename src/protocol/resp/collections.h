@@ -214,7 +214,13 @@ class SetValue final : public CollectionBase {
     return std::make_unique<SetValue>(*this);
   }
   static constexpr engine::ValueType kType = engine::ValueType::kSet;
-  const char* encoding() const override { return intset_ ? "intset" : "hashtable"; }
+  // Redis 7.2's three set encodings. Only the intset is a storage format
+  // here (compact()); "listpack" is what OBJECT ENCODING reports for a
+  // small set of strings within set-max-listpack-entries/-value, which
+  // Trove keeps in the same hash table as a large one (docs/resp.md).
+  const char* encoding() const override {
+    return intset_ ? "intset" : listpack_ ? "listpack" : "hashtable";
+  }
   bool compact() const override { return intset_; }
   void Encode(std::string* out) const override;
   bool Decode(std::string_view in);
@@ -225,13 +231,18 @@ class SetValue final : public CollectionBase {
   const std::unordered_set<std::string>& members() const { return s_; }
   // Members in Redis's order when it is defined (intset: ascending numbers).
   std::vector<std::string> Ordered() const;
-  void CheckEncoding(int64_t max_intset);
+  // After a change: leaves the intset, then the listpack, for good once a
+  // limit is passed (Redis never converts back).
+  void CheckEncoding(int64_t max_intset, int64_t max_listpack_entries,
+                     int64_t max_listpack_value);
 
  private:
   void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
   std::unordered_set<std::string> s_;
   bool intset_ = true;
+  bool listpack_ = true;
   bool all_int_ = true;
+  size_t longest_ = 0;
 };
 
 class ZsetValue final : public CollectionBase {

@@ -45,7 +45,10 @@ class Identity {
   bool no_touch() const { return no_touch_; }
   void SetNoTouch(bool on) { no_touch_ = on; }
   void SetNoEvict(bool on) { no_evict_ = on; }
-  enum class Reply : uint8_t { kOn, kOff, kSkip };
+  // CLIENT REPLY: kSkip is set by CLIENT REPLY SKIP and, once that command
+  // is done, makes the next command kSkipping (its reply dropped; kOn after
+  // it unless that command changed the mode, as Redis's SKIP/SKIP_NEXT).
+  enum class Reply : uint8_t { kOn, kOff, kSkip, kSkipping };
   Reply reply_mode() const { return reply_; }
   void SetReplyMode(Reply r) { reply_ = r; }
   const char* last_cmd() const { return last_cmd_; }

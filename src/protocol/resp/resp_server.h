@@ -124,6 +124,14 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<int64_t> hash_max_listpack_entries{512};
   std::atomic<int64_t> hash_max_listpack_value{64};
   std::atomic<int64_t> set_max_intset_entries{512};
+  std::atomic<int64_t> set_max_listpack_entries{128};
+  std::atomic<int64_t> set_max_listpack_value{64};
+  // Kept for CONFIG GET/SET with Redis's range; Trove's list nodes are never
+  // compressed, so it changes no reply and no memory (docs/resp.md).
+  std::atomic<int64_t> list_compress_depth{0};
+  // A client whose unparsed input passes this is closed (Redis's
+  // client-query-buffer-limit, 1 GiB).
+  std::atomic<int64_t> client_query_buffer_limit{1ll << 30};
   std::atomic<int64_t> zset_max_listpack_entries{128};
   std::atomic<int64_t> zset_max_listpack_value{64};
   std::atomic<int64_t> proto_max_bulk_len{512ll * 1024 * 1024};

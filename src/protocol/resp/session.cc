@@ -85,24 +85,29 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     if (!argv.empty()) {
       prefetch_.Before(server_->engine(), conn_.identity().db(), data, len, used + consumed);
       Identity& id = conn_.identity();
+      cur_qbuf_ = len - used;
       // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
-      const bool drop = id.reply_mode() == Identity::Reply::kOff || skip_next_reply_;
-      skip_next_reply_ = false;
-      if (!drop) {
+      if (skip_next_reply_) {
+        skip_next_reply_ = false;
+        id.SetReplyMode(Identity::Reply::kSkipping);
+      }
+      if (id.reply_mode() == Identity::Reply::kOn) {
         w.set_proto(id.proto());
         Execute(argv, &w);
       } else {
-        const bool was_off = id.reply_mode() == Identity::Reply::kOff;
         RespWriter dw(&dropped_, id.proto());
         w.set_proto(id.proto());
         push_w_ = &w;
         Execute(argv, &dw);
         push_w_ = nullptr;
-        // CLIENT REPLY ON answers +OK although replies were off before it.
-        if (was_off && id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(dropped_);
+        // CLIENT REPLY ON answers +OK although replies were off (or this
+        // reply skipped) before it.
+        if (id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(dropped_);
         dropped_.Clear();
       }
-      if (id.reply_mode() == Identity::Reply::kSkip) {  // skips the next command's reply
+      if (id.reply_mode() == Identity::Reply::kSkipping) {
+        id.SetReplyMode(Identity::Reply::kOn);
+      } else if (id.reply_mode() == Identity::Reply::kSkip) {  // skips the next reply
         id.SetReplyMode(Identity::Reply::kOn);
         skip_next_reply_ = true;
       }
@@ -116,7 +121,16 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     }
     if (control_ != nullptr && control_->suspended()) break;  // invariant 3
   }
+  cur_qbuf_ = 0;
   stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);
+  // client-query-buffer-limit: a client whose unparsed input passed it is
+  // closed, as Redis closes it (no reply).
+  if (!close_ && len - used >
+                     static_cast<size_t>(
+                         server_->client_query_buffer_limit.load(std::memory_order_relaxed))) {
+    close_ = true;
+    return len;
+  }
   return used;
 }
 
@@ -198,6 +212,14 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
     m += "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
          "context";
     w->Error(m);
+    txn.MarkDirty();
+    return;
+  }
+  // maxmemory: lowered below the memory in use (CONFIG SET maxmemory),
+  // commands that may grow the data are refused, queued ones too (EXEC then
+  // aborts), as Redis refuses them over its maxmemory. One relaxed load.
+  if ((spec->flags & kCmdDenyOom) != 0 && server_->engine()->over_mem_limit()) {
+    w->Error("OOM command not allowed when used memory > 'maxmemory'.");
     txn.MarkDirty();
     return;
   }
@@ -328,6 +350,19 @@ void Session::Exec(CommandContext& ctx) {
     txn.End();
     txn.Unwatch();
     return;
+  }
+  if (ctx.engine->over_mem_limit()) {
+    for (const std::vector<std::string>& q : txn.queued()) {
+      const CommandSpec* s = CommandTable::Get().Find(q[0]);
+      if (s != nullptr && (s->flags & kCmdDenyOom) != 0) {
+        ctx.Error(
+            "EXECABORT Transaction discarded because of: OOM command not allowed when used "
+            "memory > 'maxmemory'.");
+        txn.End();
+        txn.Unwatch();
+        return;
+      }
+    }
   }
   // Every key of every queued command plus the WATCHed ones, locked together
   // (ascending stripes inside KeyLockSet), so no other worker sees a partial

@@ -218,6 +218,9 @@ class Session final : public net::ProtocolHandler {
   bool close_ = false;
   uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
   bool skip_next_reply_ = false;  // CLIENT REPLY SKIP ran: drop the next reply
+  // While OnData executes a command: the unparsed input from that command's
+  // first byte on (CLIENT LIST qbuf=; its argv-mem= is parser_.args()).
+  size_t cur_qbuf_ = 0;
   net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
   ObufSoftState obuf_soft_;       // this connection against its soft output limit
   bool obuf_killed_ = false;      // closed for its output limit: nothing more is written

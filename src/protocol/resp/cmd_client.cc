@@ -215,8 +215,12 @@ bool ParseKill(CommandContext& ctx, KillFilter* f) {
         return false;
       }
     } else if (o == "maxage") {
-      if (!ParseStrictInt64(v, &f->maxage) || f->maxage < 0) {
-        ctx.SyntaxError();
+      if (!ParseStrictInt64(v, &f->maxage)) {
+        ctx.Error("ERR maxage is not an integer or out of range");
+        return false;
+      }
+      if (f->maxage <= 0) {
+        ctx.Error("ERR maxage should be greater than 0");
         return false;
       }
     } else {

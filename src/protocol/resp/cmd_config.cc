@@ -67,6 +67,7 @@ const ConfigParam kParams[] = {
     {"maxmemory-policy", nullptr, false},
     {"requirepass", nullptr, true},
     {"port", nullptr, false},
+    {"daemonize", nullptr, false},
     {"save", nullptr, true},
     {"appendonly", nullptr, true},
     {"timeout", nullptr, true},
@@ -99,7 +100,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = "";  // only the password's SHA-256 is kept (docs/resp.md)
   else if (n == "port")
     AppendI64(v, ctx.server->options().port);
-  else if (n == "appendonly")
+  else if (n == "appendonly" || n == "daemonize")
     v = "no";
   else if (n == "save")
     v = "";
@@ -302,6 +303,14 @@ void CmdConfig(CommandContext& ctx) {
     if (ctx.argc() < 4 || ctx.argc() % 2 != 0) {
       SubArity(ctx);
       return;
+    }
+    for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
+      for (size_t j = 2; j < i; j += 2) {
+        if (EqualsIgnoreCase(ctx.argv[i], ctx.argv[j])) {
+          SetFailed(ctx, ToLower(ctx.argv[i]), "duplicate parameter");
+          return;
+        }
+      }
     }
     for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
       std::string name = ToLower(ctx.argv[i]);

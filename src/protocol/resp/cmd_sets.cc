@@ -177,6 +177,12 @@ void CmdSMove(CommandContext& ctx) {
   size_t sb = s->MemoryUsage();
   s->Remove(ctx.argv[3]);
   FinishUpdate(ctx, src, s, sb);
+  if (d != nullptr && d->Contains(ctx.argv[3])) {
+    // Already there: the destination is not modified (no WATCH touch, no
+    // event), as in Redis.
+    ctx.w->Integer(1);
+    return;
+  }
   bool created;
   d = LoadOrCreate<SetValue>(ctx, dst, &created);
   if (d == nullptr) return;
@@ -263,8 +269,8 @@ void CmdSDiffStore(CommandContext& ctx) { StoreGeneric(ctx, SetOp::kDiff); }
 
 void CmdSInterCard(CommandContext& ctx) {
   int64_t n;
-  if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) {
+  // Redis answers the same for a non-integer as for a count below 1.
+  if (!ParseStrictInt64(ctx.argv[1], &n) || n <= 0) {
     ctx.Error("ERR numkeys should be greater than 0");
     return;
   }

@@ -91,14 +91,21 @@ class RespServer final : public protocol::CommandLog {
   // command goes on to RecordSlow, which takes the slow log's or the latency
   // monitor's leaf lock.
   // `slot` is HistogramSlots::SlotOf(spec, argv), which the caller has.
+  // `monitored`: MONITOR already saw it (a blocking command is shown when
+  // it blocks, once, as Redis 7.2+ does; FeedMonitorsIfWatched).
   void RecordCommand(WorkerStats* ws, const CommandSpec& spec, int slot,
-                     std::span<const std::string_view> argv, const Identity& who, int64_t usec) {
-    if (log_ != nullptr && log_->Wants(net::kLogMonitor)) FeedMonitors(spec, argv, who);
+                     std::span<const std::string_view> argv, const Identity& who, int64_t usec,
+                     bool monitored = false) {
+    if (!monitored) FeedMonitorsIfWatched(spec, argv, who);
     if (slot < 0) return;  // unknown subcommand: Redis rejects it before it runs
     if (latency_tracking.load(std::memory_order_relaxed))
       ws->latency[static_cast<size_t>(slot)].Add(usec);
     if (static_cast<uint64_t>(usec) >= record_above_us_.load(std::memory_order_relaxed))
       RecordSlow(spec, argv, who, usec);
+  }
+  void FeedMonitorsIfWatched(const CommandSpec& spec, std::span<const std::string_view> argv,
+                             const Identity& who) {
+    if (log_ != nullptr && log_->Wants(net::kLogMonitor)) FeedMonitors(spec, argv, who);
   }
   // protocol::CommandLog: memcached-port commands into this server's
   // LATENCY HISTOGRAM (memcache|<cmd>) and SLOWLOG (client name "memcache").

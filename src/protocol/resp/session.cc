@@ -121,7 +121,8 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     }
     if (control_ != nullptr && control_->suspended()) break;  // invariant 3
   }
-  cur_qbuf_ = 0;
+  // A command suspended for a cross-worker answer (CLIENT LIST) still runs.
+  if (control_ == nullptr || !control_->suspended()) cur_qbuf_ = 0;
   stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);
   // client-query-buffer-limit: a client whose unparsed input passed it is
   // closed, as Redis closes it (no reply).
@@ -326,8 +327,9 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   if (!in_exec && !ready_keys_.empty()) ServeBlocked();  // nor here
   int64_t t1 = clock->MonoNanos();
   cmd_clock_ns_ = t1;
-  if (just_blocked_) {  // counted once, when it ends (EndBlock)
+  if (just_blocked_) {  // counted once, when it ends (EndBlock); shown to MONITOR now
     just_blocked_ = false;
+    server_->FeedMonitorsIfWatched(spec, argv, conn_.identity());
     return;
   }
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];

@@ -214,7 +214,7 @@ ItemRef Engine::GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* 
     StripeLock l(&m->locks, m->locks.StripeOf(hv));
     it = m->FindLocked(key, hv, now, ts);
     if (it != nullptr) {
-      it->exptime.store(m->RelTime(exptime), std::memory_order_relaxed);
+      TouchExpiry(it, m->RelTime(exptime));
       Impl::Bump(it, now);
     }
   }
@@ -239,7 +239,7 @@ bool Engine::Touch(std::string_view key, int64_t exptime, ThreadStats* ts) {
     StripeLock l(&m->locks, m->locks.StripeOf(hv));
     Item* it = m->PeekLocked(key, hv, now, ts);
     if (it != nullptr) {
-      it->exptime.store(m->RelTime(exptime), std::memory_order_relaxed);
+      TouchExpiry(it, m->RelTime(exptime));
       Impl::Bump(it, now);
       cls = ClassOf(it);
     }
@@ -430,7 +430,7 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
       case StoreMode::kAppend:
       case StoreMode::kPrepend:
         if (args.vivify_exptime.has_value()) {
-          it->exptime.store(RelTime(*args.vivify_exptime), std::memory_order_relaxed);
+          TouchExpiry(it, RelTime(*args.vivify_exptime));
           do_store = true;
         }
         break;
@@ -476,7 +476,7 @@ DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, Thread
     if (empty != nullptr) {
       CopyExpiry(empty, it);
       if (args.stale_exptime.has_value()) {
-        empty->exptime.store(m->RelTime(*args.stale_exptime), std::memory_order_relaxed);
+        TouchExpiry(empty, m->RelTime(*args.stale_exptime));
       }
       SetFlag(empty, kItemStale);
       m->ReplaceLocked(it, empty, hv, ts,
@@ -489,7 +489,7 @@ DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, Thread
     // md I: keep the item, mark it stale, bump its CAS and let the next
     // reader win the recache token.
     if (args.stale_exptime.has_value()) {
-      it->exptime.store(m->RelTime(*args.stale_exptime), std::memory_order_relaxed);
+      TouchExpiry(it, m->RelTime(*args.stale_exptime));
     }
     SetFlag(it, kItemStale);
     ClearFlag(it, kItemTokenSent);

@@ -128,7 +128,8 @@ class ItemRef {
   bool key_is_binary() const;      // stored with a base64 key (meta b)
   // Absolute expiry as unix seconds (the second it falls in); 0 = never.
   int64_t expires_at_unix() const;
-  // The same in unix milliseconds (exact for RESP's millisecond expiries).
+  // The same in unix milliseconds: exact for RESP's expiries, however far
+  // (any int64 ms Redis accepts; item.h, "Expiry").
   int64_t expires_at_unix_ms() const;
 
   // The value as iovecs straight from item memory (1 span unless chunked);
@@ -334,7 +335,8 @@ class Engine {
   // Changes the expiry of a linked item (RESP EXPIRE family, PERSIST) to a
   // unix time in milliseconds, 0 = never. Millisecond precision needs client
   // flags 0 (always so for RESP writes); an item with memcached flags rounds
-  // up to the next second. memcached's touch/gat keep the millisecond part.
+  // up to the next second (and one past about 136 years from the engine's
+  // start stays there). memcached's touch/gat keep the millisecond part.
   bool SetExpiryMsLocked(std::string_view key, int64_t unix_ms_or_zero, ThreadStats* ts);
   // The same for an item from Allocate / AllocateHeap not yet stored.
   void SetNewItemExpiryMs(ItemRef& item, int64_t unix_ms_or_zero);

@@ -338,8 +338,8 @@ std::vector<CacheDumpEntry> Engine::CacheDump(int cls, uint32_t limit) {
     CacheDumpEntry e;
     e.key.assign(KeyOf(it));
     e.value_bytes = it->nbytes;
-    const uint32_t exp = it->exptime.load(std::memory_order_relaxed);
-    e.exp_unix = exp == 0 ? 0 : m->started + exp;
+    const uint64_t exp = ExpiryRelSec(it);
+    e.exp_unix = exp == 0 ? 0 : m->started + static_cast<int64_t>(exp);
     bytes += e.key.size() + 32;
     if (bytes + 6 > kMaxBytes) break;
     out.push_back(std::move(e));
@@ -360,8 +360,8 @@ std::vector<DumpEntry> Engine::MetaDump(std::string_view classes) {
       if (!sel[cls] || m->IsDead(it, now)) return;
       DumpEntry e;
       e.key = std::string(KeyOf(it));
-      uint32_t exp = it->exptime.load(std::memory_order_relaxed);
-      e.exp_unix = exp == 0 ? -1 : m->started + exp;
+      const uint64_t exp = ExpiryRelSec(it);
+      e.exp_unix = exp == 0 ? -1 : m->started + static_cast<int64_t>(exp);
       e.last_access_unix = m->started + it->time.load(std::memory_order_relaxed);
       e.cas = CasOf(it);
       e.fetched = HasFlag(it, kItemFetched);

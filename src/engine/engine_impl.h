@@ -56,6 +56,8 @@ struct Engine::Impl {
     uint32_t e = it->exptime.load(std::memory_order_relaxed);
     if (e == 0) return false;
     if (!HasFlag(it, kItemExpMs)) return e <= now;
+    // A far expiry lies past every second the 32-bit clock can show.
+    if (ExpiryIsFar(it)) return false;
     // A millisecond expiry: `now` is a cached second that may lag, so only
     // an item due this second or the next reads the clock.
     if (e < now) return true;

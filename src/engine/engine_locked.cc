@@ -90,10 +90,7 @@ uint64_t Engine::Scan(uint64_t cursor, size_t count, const std::function<void(co
 uint64_t Engine::curr_items() const { return impl_->table.items(); }
 
 int64_t Engine::TtlSeconds(const ItemRef& ref) const {
-  uint32_t e = ref.raw()->exptime.load(std::memory_order_relaxed);
-  if (e == 0) return -1;
-  uint32_t now = impl_->Now();
-  return e > now ? static_cast<int64_t>(e - now) : 0;
+  return ExpiryTtlSec(ref.raw(), impl_->Now());
 }
 
 // --- KeyLockSet ---

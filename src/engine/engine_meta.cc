@@ -69,16 +69,16 @@ MetaGetOutput Engine::MetaGet(std::string_view key, const MetaGetArgs& args, Thr
         if (!token_sent) win = true;
       }
       if (args.touch_exptime.has_value()) {
-        it->exptime.store(m->RelTime(*args.touch_exptime), std::memory_order_relaxed);
+        TouchExpiry(it, m->RelTime(*args.touch_exptime));
       }
-      const uint32_t exp = it->exptime.load(std::memory_order_relaxed);
+      const uint32_t exp = ExpirySecOf(it);
       if (args.recache_ttl.has_value() && !token_sent && !out.vivified && exp != 0 &&
           exp < m->RelTime(*args.recache_ttl)) {
         win = true;
       }
       if (win) SetFlag(it, kItemTokenSent);
       out.win = win;
-      out.ttl = exp == 0 ? -1 : (exp > now ? static_cast<int64_t>(exp - now) : 0);
+      out.ttl = ExpiryTtlSec(it, now);
       if (args.bump) Impl::Bump(it, now);
     }
   }
@@ -177,12 +177,11 @@ ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadSta
     out.value = value;
   }
   if (args.touch_exptime.has_value()) {
-    result->exptime.store(m->RelTime(*args.touch_exptime), std::memory_order_relaxed);
+    TouchExpiry(result, m->RelTime(*args.touch_exptime));
   }
   out.result = ArithResult::kOk;
   out.cas = CasOf(result);
-  uint32_t exp = result->exptime.load(std::memory_order_relaxed);
-  out.ttl = exp == 0 ? -1 : (exp > now ? static_cast<int64_t>(exp - now) : 0);
+  out.ttl = ExpiryTtlSec(result, now);
   out.item = ItemRef(this, result);
   return out;
 }

@@ -55,18 +55,13 @@ void ReadPayload(const Item* it, size_t off, char* dst, size_t len) {
 // --- Engine::Impl item life-cycle ---
 
 void Engine::Impl::SetExpiryMs(Item* it, int64_t unix_ms) const {
-  uint32_t sec = 0;
-  uint32_t ms = 0;
-  if (unix_ms != 0) {
-    int64_t rel = unix_ms - started * 1000;
-    if (rel < 1000) {
-      sec = 1;  // rel time 1 is always in the past
-    } else {
-      sec = static_cast<uint32_t>(std::min<int64_t>(rel / 1000, UINT32_MAX));
-      ms = static_cast<uint32_t>(rel % 1000);
-    }
+  if (unix_ms == 0) {
+    StoreExpiry(it, 0, 0);
+  } else if (unix_ms < started * 1000 + 1000) {  // compared, not subtracted: no overflow
+    StoreExpiry(it, 1, 0);  // rel time 1 is always in the past
+  } else {
+    StoreExpiryRelMs(it, static_cast<uint64_t>(unix_ms - started * 1000));
   }
-  StoreExpiry(it, sec, ms);
 }
 
 uint32_t Engine::Impl::RelTime(int64_t exptime) const {
@@ -209,7 +204,7 @@ void Engine::Impl::LinkLocked(Item* it, uint64_t hv, ThreadStats* ts, uint64_t c
   // memcached's do_item_alloc: TEMP for short TTLs, then HOT, or only COLD
   // when the LRU is not segmented.
   Segment seg = opts.lru_segmented ? Segment::kHot : Segment::kCold;
-  uint32_t exp = it->exptime.load(std::memory_order_relaxed);
+  uint32_t exp = ExpirySecOf(it);
   if (opts.temp_lru && exp != 0 && exp - now < opts.temp_ttl) seg = Segment::kTemp;
   SetSegment(it, seg);
   it->refcount.fetch_add(1, std::memory_order_relaxed);  // the link's reference
@@ -231,14 +226,14 @@ void Engine::Impl::UnlinkLocked(Item* it, uint64_t hv) {
 
 void Engine::Impl::ReportRemovalSlow(const Item* it, RemovalCause cause, ItemObserver* o) {
   const uint32_t now = Now();
-  const uint32_t exp = it->exptime.load(std::memory_order_relaxed);
+  const uint64_t exp = ExpiryRelSec(it);
   const uint32_t last = it->time.load(std::memory_order_relaxed);
   ItemRemoval r;
   r.cause = cause;
   r.key = KeyOf(it);
   r.clsid = ClassOf(it);
   r.value_bytes = it->nbytes;
-  r.ttl = exp == 0 ? -1 : (exp > now ? int64_t{exp} - now : 0);
+  r.ttl = exp == 0 ? -1 : (exp > now ? static_cast<int64_t>(exp - now) : 0);
   r.idle = now > last ? now - last : 0;
   r.fetched = HasFlag(it, kItemFetched);
   r.value_type = it->type;
@@ -339,14 +334,18 @@ bool ItemRef::is_chunked() const { return HasFlag(item_, kItemChunked); }
 bool ItemRef::key_is_binary() const { return HasFlag(item_, kItemKeyBinary); }
 
 int64_t ItemRef::expires_at_unix() const {
-  uint32_t e = item_->exptime.load(std::memory_order_relaxed);
-  return e == 0 ? 0 : engine_->impl_->started + e;
+  const uint64_t e = ExpiryRelSec(item_);
+  return e == 0 ? 0 : engine_->impl_->started + static_cast<int64_t>(e);
 }
 
 int64_t ItemRef::expires_at_unix_ms() const {
-  uint32_t e = item_->exptime.load(std::memory_order_relaxed);
+  const uint64_t e = ExpiryRelMs(item_);
   if (e == 0) return 0;
-  return (engine_->impl_->started + e) * 1000 + ExpiryMsPart(item_);
+  // Every expiry stored came from an int64 unix time, so this fits; the
+  // bound only matters to a reader racing a change without the stripe.
+  const int64_t base = engine_->impl_->started * 1000;
+  return static_cast<int64_t>(std::min<uint64_t>(e, static_cast<uint64_t>(INT64_MAX - base))) +
+         base;
 }
 
 int ItemRef::ValueSpans(iovec* out, int max, bool with_crlf, size_t skip) const {

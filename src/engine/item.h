@@ -33,6 +33,11 @@ enum ItemFlag : uint16_t {
   // client_flags milliseconds after the engine's start, and the memcached
   // client flags read as 0. Only items whose client flags were 0 get it.
   kItemExpMs = 1 << 12,
+  // Expiry past exptime's 32-bit range (more than ~136 years after the
+  // engine's start; Redis accepts unix times up to INT64_MAX ms). Only with
+  // kItemExpMs: exptime and client_flags together then hold the expiry as
+  // 64-bit engine-relative milliseconds. See ExpiryRelMs.
+  kItemExpFar = 1 << 13,
 };
 
 enum class Segment : uint8_t { kHot = 0, kWarm = 1, kCold = 2, kTemp = 3 };
@@ -60,16 +65,20 @@ struct Item {
   Item* h_next;                     // hash chain (stripe); chunk parts: the head item
   // (chunk parts use next/prev as the part list: see FirstPart)
   std::atomic<uint32_t> time;       // last access, engine-relative seconds (relaxed)
-  std::atomic<uint32_t> exptime;    // engine-relative; 0 = never (written under stripe)
+  // Engine-relative seconds; 0 = never (written under stripe). With
+  // kItemExpFar the high half of the expiry in ms (never 0): read it through
+  // ExpirySecOf / ExpiryRelMs, except to test it against 0.
+  std::atomic<uint32_t> exptime;
   uint32_t nbytes;                  // value bytes without CRLF (parts: bytes used)
   std::atomic<uint16_t> refcount;   // atomic; see invariant 2
   std::atomic<uint16_t> flags;      // ItemFlag bits, atomic or/and (relaxed)
   std::atomic<uint8_t> clsid;       // class | segment << 6; segment changes under stripe
   uint8_t type;                     // ValueType; fixed at allocation
   uint16_t nkey;                    // fixed at allocation
-  // memcached flags, or with kItemExpMs the expiry's milliseconds (0-999).
-  // Written under the stripe; relaxed atomic because memcached readers use
-  // it after the stripe is released.
+  // memcached flags, or with kItemExpMs the expiry's milliseconds (0-999),
+  // or with kItemExpFar the low half of the expiry in ms. Written under the
+  // stripe; relaxed atomic because memcached readers use it after the stripe
+  // is released.
   std::atomic<uint32_t> client_flags;
 };
 static_assert(sizeof(Item) == 48, "item header must stay compact");
@@ -103,31 +112,101 @@ inline uint32_t ClientFlagsOf(const Item* it) {
   uint32_t f = it->client_flags.load(std::memory_order_acquire);
   return HasFlag(it, kItemExpMs) ? 0 : f;
 }
-// Milliseconds past exptime's second (0 unless kItemExpMs).
+// Expiry.
+//
+// Near (the common case): exptime holds whole engine-relative seconds and,
+// under kItemExpMs, client_flags the 0-999 ms past them. Far (kItemExpFar,
+// always with kItemExpMs, only for a RESP expiry more than UINT32_MAX
+// seconds after the engine's start): the two words hold the expiry as
+// engine-relative ms, exptime the high half, client_flags the low. Such an
+// expiry is at least 2^32 * 1000 ms away, so exptime is at least 1000 and
+// still reads "expires" to a test against 0. Nothing is added to the header: an
+// item that does not use the far form pays nothing, and the 48 bytes stay.
+//
+// All writers hold the item's stripe (or the item is not linked yet). A
+// reader without the stripe (CacheDump) may pair the flags of one expiry
+// with the words of another while a RESP command changes it: it may show a
+// wrong time, never touch memory it should not.
+
+inline constexpr uint32_t kExpiryMaxSec = UINT32_MAX;
+
+inline bool ExpiryIsFar(const Item* it) { return HasFlag(it, kItemExpFar); }
+// Seconds for comparisons with the engine's clock (Engine::Impl::Now): the
+// second the expiry falls in, or kExpiryMaxSec for a far one (the 32-bit
+// clock never reaches it). 0 = never.
+inline uint32_t ExpirySecOf(const Item* it) {
+  const uint32_t e = it->exptime.load(std::memory_order_relaxed);
+  return (e != 0 && ExpiryIsFar(it)) ? kExpiryMaxSec : e;
+}
+// The exact expiry in engine-relative ms (0 = never).
+inline uint64_t ExpiryRelMs(const Item* it) {
+  const uint64_t e = it->exptime.load(std::memory_order_relaxed);
+  if (e == 0) return 0;
+  const uint16_t f = it->flags.load(std::memory_order_relaxed);
+  if ((f & kItemExpMs) == 0) return e * 1000;
+  const uint64_t low = it->client_flags.load(std::memory_order_relaxed);
+  return (f & kItemExpFar) != 0 ? (e << 32) | low : e * 1000 + low;
+}
+// The exact expiry in engine-relative whole seconds (0 = never).
+inline uint64_t ExpiryRelSec(const Item* it) {
+  return ExpiryIsFar(it) ? ExpiryRelMs(it) / 1000 : it->exptime.load(std::memory_order_relaxed);
+}
+// Whole seconds left at engine second `now` (0 once due), -1 = never.
+inline int64_t ExpiryTtlSec(const Item* it, uint32_t now) {
+  const uint64_t e = ExpiryRelSec(it);
+  if (e == 0) return -1;
+  return e > now ? static_cast<int64_t>(e - now) : 0;
+}
+// Milliseconds past the expiry's second (0 without kItemExpMs).
 inline uint32_t ExpiryMsPart(const Item* it) {
-  return HasFlag(it, kItemExpMs) ? it->client_flags.load(std::memory_order_relaxed) : 0;
+  if (!HasFlag(it, kItemExpMs)) return 0;
+  return static_cast<uint32_t>(ExpiryIsFar(it) ? ExpiryRelMs(it) % 1000
+                                               : it->client_flags.load(std::memory_order_relaxed));
 }
 // Sets the expiry of `it` (under its stripe, or not yet linked) to `sec`
 // engine-relative seconds plus `ms` milliseconds (0 = never when sec is 0).
 // The milliseconds need the client-flags slot: an item with memcached flags
-// of its own rounds up to the next second instead.
+// of its own rounds up to the next second instead (and stays at
+// kExpiryMaxSec at the top).
 inline void StoreExpiry(Item* it, uint32_t sec, uint32_t ms) {
   if (ms != 0 && sec != 0) {
     if (HasFlag(it, kItemExpMs) || it->client_flags.load(std::memory_order_relaxed) == 0) {
       SetFlag(it, kItemExpMs);  // before the milliseconds: see ClientFlagsOf
       it->client_flags.store(ms, std::memory_order_release);
-    } else {
+    } else if (sec != kExpiryMaxSec) {
       ++sec;
     }
   } else if (HasFlag(it, kItemExpMs)) {
     it->client_flags.store(0, std::memory_order_relaxed);
   }
+  ClearFlag(it, kItemExpFar);
   it->exptime.store(sec, std::memory_order_relaxed);
 }
-// Gives `to` the expiry of `from` (StoreExpiry's rules).
-inline void CopyExpiry(Item* to, const Item* from) {
-  StoreExpiry(to, from->exptime.load(std::memory_order_relaxed), ExpiryMsPart(from));
+// Sets the expiry of `it` (StoreExpiry's rules) to `rel_ms` engine-relative
+// milliseconds, exactly however far (0 = never). An expiry past
+// kExpiryMaxSec seconds takes the far form, or, on an item whose memcached
+// flags hold the slot, stays at kExpiryMaxSec (about 136 years away).
+inline void StoreExpiryRelMs(Item* it, uint64_t rel_ms) {
+  if (rel_ms / 1000 <= kExpiryMaxSec) {
+    StoreExpiry(it, static_cast<uint32_t>(rel_ms / 1000), static_cast<uint32_t>(rel_ms % 1000));
+    return;
+  }
+  if (!HasFlag(it, kItemExpMs) && it->client_flags.load(std::memory_order_relaxed) != 0) {
+    StoreExpiry(it, kExpiryMaxSec, 0);
+    return;
+  }
+  // Flags before the words (see ClientFlagsOf); exptime last, so a reader
+  // that finds it 0 before the switch still reads "never".
+  SetFlag(it, kItemExpMs);
+  SetFlag(it, kItemExpFar);
+  it->client_flags.store(static_cast<uint32_t>(rel_ms), std::memory_order_release);
+  it->exptime.store(static_cast<uint32_t>(rel_ms >> 32), std::memory_order_relaxed);
 }
+// Sets whole seconds (memcached's touch, gat, mg T, md I T): a RESP expiry's
+// sub-second part stays, as it always has; a far expiry becomes a near one.
+inline void TouchExpiry(Item* it, uint32_t sec) { StoreExpiry(it, sec, ExpiryMsPart(it)); }
+// Gives `to` the expiry of `from` (StoreExpiryRelMs's rules).
+inline void CopyExpiry(Item* to, const Item* from) { StoreExpiryRelMs(to, ExpiryRelMs(from)); }
 
 inline size_t HeaderSize(const Item* it) { return kItemHeader + (HasFlag(it, kItemCas) ? 8 : 0); }
 inline char* ItemKey(Item* it) { return reinterpret_cast<char*>(it) + HeaderSize(it); }

@@ -101,7 +101,8 @@ SlabRebalancer::Rescued SlabRebalancer::Rescue(Item* owner, Item* chunk, uint64_
   Item* n = RescueChunk(cls, allow_evictions);
   if (n == nullptr) return Rescued::kNoMemory;
   constexpr uint16_t kKeep = kItemCas | kItemFetched | kItemActive | kItemHeap | kItemStale |
-                             kItemTokenSent | kItemKeyBinary | kItemExpMs | kItemChunked;
+                             kItemTokenSent | kItemKeyBinary | kItemExpMs | kItemExpFar |
+                             kItemChunked;
   n->flags.store(owner->flags.load(std::memory_order_relaxed) & kKeep, std::memory_order_relaxed);
   n->nkey = owner->nkey;
   n->nbytes = owner->nbytes;

@@ -154,7 +154,9 @@ void TtlGeneric(CommandContext& ctx, int mode) {
       ctx.w->Integer(left);
       break;
     case 2:
-      ctx.w->Integer((e + 500) / 1000);  // rounded, as Redis's ttlGenericCommand
+      // Rounded to the nearest second, as Redis's ttlGenericCommand, but
+      // without its e + 500, which overflows for a PEXPIREAT near INT64_MAX.
+      ctx.w->Integer(e / 1000 + (e % 1000 >= 500 ? 1 : 0));
       break;
     default:
       ctx.w->Integer(e);

@@ -126,7 +126,7 @@ TEST(HashValueTest, LargeHashRoundTripsThroughEncodeAndClone) {
 std::string EncodeSet(const std::vector<std::string>& members) {
   SetValue s;
   for (const auto& m : members) s.Add(m);
-  s.CheckEncoding(512);
+  s.CheckEncoding(512, 128, 64);
   std::string b;
   s.Encode(&b);
   return b;
@@ -161,11 +161,31 @@ TEST(SetValueTest, IntsetIsFixedWidthAscendingAndDecodes) {
   EXPECT_EQ(EncodeSet(many).size(), 4u + 800u);  // [0][width][count: 2-byte varint]
 }
 
+TEST(SetValueTest, EncodingNamesFollowRedis72) {
+  SetValue s;
+  s.Add("1");
+  s.CheckEncoding(512, 2, 64);
+  EXPECT_STREQ(s.encoding(), "intset");
+  s.Add("a");
+  s.CheckEncoding(512, 2, 64);
+  EXPECT_STREQ(s.encoding(), "listpack");
+  s.Add("b");  // 3 members > set-max-listpack-entries 2
+  s.CheckEncoding(512, 2, 64);
+  EXPECT_STREQ(s.encoding(), "hashtable");
+  s.Remove("b");
+  s.CheckEncoding(512, 2, 64);
+  EXPECT_STREQ(s.encoding(), "hashtable");  // never converts back
+  SetValue big;
+  big.Add(std::string(65, 'x'));  // longer than set-max-listpack-value
+  big.CheckEncoding(512, 128, 64);
+  EXPECT_STREQ(big.encoding(), "hashtable");
+}
+
 TEST(SetValueTest, StringFormStillDecodes) {
   SetValue s;
   s.Add("a");
   s.Add("17");
-  s.CheckEncoding(512);  // not all integers: hashtable, string form
+  s.CheckEncoding(512, 128, 64);  // not all integers: listpack (reported), string form
   std::string b;
   s.Encode(&b);
   ASSERT_NE(b[0], '\0');

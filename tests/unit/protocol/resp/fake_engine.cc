@@ -40,6 +40,7 @@ struct Engine::Impl {
   std::map<std::string, Item*, std::less<>> items;
   uint64_t next_cas = 0;
   int64_t heap_bytes = 0;
+  size_t mem_limit = 0;  // CONFIG SET maxmemory; never enforced here
   std::vector<std::unique_ptr<ThreadStats>> stats;
 
   int64_t Abs(const Clock* c, int64_t e) const {
@@ -198,6 +199,12 @@ AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueTyp
 }
 
 void Engine::AdjustHeapBytes(int64_t delta) { impl_->heap_bytes += delta; }
+bool Engine::SetMemLimit(size_t bytes) {
+  impl_->mem_limit = bytes;
+  return true;
+}
+size_t Engine::mem_limit() const { return impl_->mem_limit; }
+bool Engine::over_mem_limit() const { return false; }
 
 uint64_t Engine::KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
 // Recorded so tests can check what a look-ahead asked for (single thread).

@@ -1,6 +1,7 @@
-// ACL command categories (Redis 7's 21, in Redis's order) and the
-// categories of every command, subcommand and memcached-port command slot
-// (HistogramSlots). Immutable after first use; any thread.
+// ACL command categories (Redis 7's 21, in Redis's order), the categories
+// of every command, subcommand and memcached-port command slot
+// (HistogramSlots), and the names of Redis's commands Trove lacks.
+// Immutable after first use; any thread.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +37,15 @@ inline constexpr uint32_t kCatConnection = 1u << 18;
 inline constexpr uint32_t kCatTransaction = 1u << 19;
 inline constexpr uint32_t kCatScripting = 1u << 20;
 
-
 // The mask of a category name (case-insensitive), 0 if unknown.
 uint32_t CategoryByName(std::string_view name);
+
+// What a name is among the commands Redis 7.4 has and Trove does not
+// implement (CLUSTER, EVAL, GEOADD, XADD, ...), so that ACL rules naming
+// them are accepted and described as Redis accepts them; kNone for any other
+// name (case-insensitive; "parent|sub" for a subcommand).
+enum class RedisOnly : uint8_t { kNone, kCommand, kContainer, kSubcommand };
+RedisOnly RedisOnlyCommand(std::string_view fullname);
 
 // Categories per HistogramSlots slot, and the slot tree the ACL rules walk:
 // a container's slot has its subcommands' slots as children.

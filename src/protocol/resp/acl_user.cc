@@ -55,6 +55,20 @@ std::vector<std::string_view> SplitSpaces(std::string_view s) {
   return out;
 }
 
+// "+parent|sub" whose parent Trove lacks, checked as Redis checks it (a
+// container's subcommand must exist, a subcommand takes no first argument);
+// nullptr when Redis accepts it. Only the rule is kept: no Trove command
+// is allowed by it.
+const char* CheckRedisOnlyPair(std::string_view name, size_t bar) {
+  const RedisOnly parent = RedisOnlyCommand(name.substr(0, bar));
+  if (parent == RedisOnly::kNone) return kErrUnknown;
+  if (parent == RedisOnly::kSubcommand) return kErrFirstArgOfSub;
+  if (bar + 1 == name.size()) return kErrSyntax;
+  if (parent == RedisOnly::kContainer && RedisOnlyCommand(name) == RedisOnly::kNone)
+    return kErrUnknown;
+  return nullptr;
+}
+
 }  // namespace
 
 bool HasSpaces(std::string_view s) {
@@ -189,22 +203,34 @@ std::string Selector::Apply(std::string_view op) {
     UpdateRules(op.substr(1), op[0] == '+');
     SetCategory(cat, op[0] == '+');
   } else if (op.size() >= 2 && op[0] == '-') {
-    int slot = cc.Find(op.substr(1));
-    if (slot < 0) return kErrUnknown;
-    ChangePerm(static_cast<size_t>(slot), false);
-    UpdateRules(op.substr(1), false);
+    std::string_view name = op.substr(1);
+    int slot = cc.Find(name);
+    if (slot >= 0) {
+      ChangePerm(static_cast<size_t>(slot), false);
+    } else if (RedisOnlyCommand(name) == RedisOnly::kNone) {
+      return kErrUnknown;
+    }
+    UpdateRules(name, false);
   } else if (op.size() >= 2 && op[0] == '+') {
     std::string_view name = op.substr(1);
     size_t bar = name.rfind('|');
     if (bar == std::string_view::npos) {
       int slot = cc.Find(name);
-      if (slot < 0) return kErrUnknown;
-      ChangePerm(static_cast<size_t>(slot), true);
+      if (slot >= 0) {
+        ChangePerm(static_cast<size_t>(slot), true);
+      } else if (RedisOnlyCommand(name) == RedisOnly::kNone) {
+        return kErrUnknown;
+      }
       UpdateRules(name, true);
       return "";
     }
     int parent = cc.Find(name.substr(0, bar));
-    if (parent < 0) return kErrUnknown;
+    if (parent < 0) {
+      const char* err = CheckRedisOnlyPair(name, bar);
+      if (err != nullptr) return err;
+      UpdateRules(name, true);
+      return "";
+    }
     if (cc.parent(static_cast<size_t>(parent)) >= 0) return kErrFirstArgOfSub;
     std::string_view sub = name.substr(bar + 1);
     if (sub.empty()) return kErrSyntax;

@@ -1,13 +1,20 @@
-// INFO and its sections (the keyspace section counts in slices).
-// Runs on the connection's worker.
+// The server's reports on itself: INFO and its sections (the keyspace
+// section counts in slices), and MEMORY (USAGE, STATS, DOCTOR, MALLOC-STATS,
+// PURGE), which shares INFO's memory figures. Runs on the connection's worker.
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
+#include <array>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <span>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/str_append.h"
@@ -16,6 +23,7 @@
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
 #include "protocol/resp/keyspace_walk.h"
+#include "protocol/resp/latency_histogram.h"
 #include "protocol/resp/resp_parser.h"
 #include "protocol/resp/resp_server.h"
 #include "protocol/resp/server_commands.h"
@@ -26,194 +34,427 @@ namespace {
 
 using engine::ItemRef;
 
+// --- Memory figures (INFO memory, MEMORY STATS and DOCTOR) ---
+
+// used is the slab memory the engine holds (Redis: the allocator's total,
+// INFO used_memory), dataset the bytes of items. Heap collections are
+// counted against -m by the engine but not yet reported in its stats.
+struct MemoryFigures {
+  int64_t used = 0;
+  int64_t dataset = 0;
+  int64_t startup = 0;  // slab memory held from the start (-L preallocates every page)
+  int64_t keys = 0;     // every database's and the memcached port's
+};
+
+MemoryFigures ReadMemory(const engine::Engine& e) {
+  MemoryFigures m;
+  for (const auto& [k, v] : e.Stats()) {
+    if (k == "bytes") ParseStrictInt64(v, &m.dataset);
+  }
+  int64_t malloced = 0;
+  for (const auto& [k, v] : e.SlabStats()) {
+    if (k == "total_malloced") ParseStrictInt64(v, &malloced);
+  }
+  m.used = std::max(malloced, m.dataset);
+  const engine::EngineOptions& o = e.options();
+  m.startup = std::min(m.used, static_cast<int64_t>(o.prealloc ? o.mem_limit : o.initial_malloced));
+  m.keys = static_cast<int64_t>(e.curr_items());
+  return m;
+}
+
+// The process's resident set size (the second field of Linux's
+// /proc/self/statm, in pages); 0 if it cannot be read.
+int64_t ResidentBytes() {
+  char buf[128];
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return 0;
+  const char* end = buf + n;
+  const char* p = std::find(static_cast<const char*>(buf), end, ' ');
+  int64_t pages = 0;
+  if (p == end || std::from_chars(p + 1, end, pages).ec != std::errc()) return 0;
+  return pages * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// What glibc's allocator holds (mallinfo2 sums every arena): allocated is
+// the bytes in use, active what the arenas and mmapped chunks took from the
+// system, resident the process's RSS.
+struct AllocatorFigures {
+  int64_t allocated = 0, active = 0, resident = 0;
+};
+
+AllocatorFigures ReadAllocator() {
+  const struct mallinfo2 mi = ::mallinfo2();
+  AllocatorFigures a;
+  a.allocated = static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+  a.active = static_cast<int64_t>(mi.arena + mi.hblkhd);
+  a.resident = ResidentBytes();
+  return a;
+}
+
+double Ratio(int64_t a, int64_t b) {
+  return b > 0 ? static_cast<double>(a) / static_cast<double>(b) : 0;
+}
+
+// --- INFO sections ---
+
+// The counters every worker keeps, summed.
+struct WorkerTotals {
+  uint64_t hits = 0, misses = 0, cmds = 0, conns = 0, errors = 0, in_bytes = 0;
+  int64_t clients = 0, pubsub_clients = 0;
+};
+
+WorkerTotals SumWorkers(const RespServer& server) {
+  WorkerTotals t;
+  // One captured reference: std::function keeps it inline, no allocation.
+  server.ForEachWorkerStats([&t](const WorkerStats& w) {
+    t.hits += w.keyspace_hits.load(std::memory_order_relaxed);
+    t.misses += w.keyspace_misses.load(std::memory_order_relaxed);
+    t.cmds += w.total_commands.load(std::memory_order_relaxed);
+    t.conns += w.total_connections.load(std::memory_order_relaxed);
+    t.clients += w.connected_clients.load(std::memory_order_relaxed);
+    t.pubsub_clients += w.pubsub_clients.load(std::memory_order_relaxed);
+    t.errors += w.error_replies.load(std::memory_order_relaxed);
+    t.in_bytes += w.net_input_bytes.load(std::memory_order_relaxed);
+  });
+  return t;
+}
+
+void AddU64(std::string* s, std::string_view k, uint64_t v) {
+  AddField(s, k, static_cast<int64_t>(v));
+}
+
+void ServerSection(CommandContext& ctx, std::string* s) {
+  const int64_t now = ctx.engine->clock()->UnixSeconds();
+  *s += "# Server\r\n";
+  AddField(s, "redis_version", kRedisVersion);
+  AddField(s, "trove_version", "0.1.0");
+  AddField(s, "redis_mode", "standalone");
+  AddField(s, "os", "Linux");
+  AddField(s, "arch_bits", 64);
+  AddField(s, "multiplexing_api", "epoll");
+  AddField(s, "process_id", static_cast<int64_t>(getpid()));
+  AddField(s, "tcp_port", ctx.server->options().port);
+  AddField(s, "uptime_in_seconds", now - ctx.server->start_unix());
+  AddField(s, "uptime_in_days", (now - ctx.server->start_unix()) / 86400);
+  AddField(s, "executable", "trove");
+  // Trove's own field: Redis shows protected-mode only in CONFIG GET.
+  AddField(s, "protected_mode", ctx.server->protected_mode().enabled() ? "yes" : "no");
+}
+
+void ClientsSection(CommandContext& ctx, std::string* s) {
+  const WorkerTotals t = SumWorkers(*ctx.server);
+  *s += "# Clients\r\n";
+  AddField(s, "connected_clients", t.clients);
+  AddField(s, "maxclients",
+           static_cast<int64_t>(ctx.server->port_limit().max.load(std::memory_order_relaxed)));
+  // Each worker's housekeeping tick samples its connections' buffers into
+  // per-second slots (net::Worker::RecentMaxBuffers); the recent peak is
+  // the largest over every worker's slots. Relaxed reads, no lock.
+  uint64_t max_in = 0, max_out = 0;
+  if (net::ConnControl* self = ctx.session != nullptr ? ctx.session->control() : nullptr) {
+    net::WorkerGroup& g = self->group();
+    for (size_t i = 0; i < g.size(); ++i) {
+      uint64_t in, out;
+      g.worker(i).RecentMaxBuffers(&in, &out);
+      max_in = std::max(max_in, in);
+      max_out = std::max(max_out, out);
+    }
+  }
+  AddU64(s, "client_recent_max_input_buffer", max_in);
+  AddU64(s, "client_recent_max_output_buffer", max_out);
+  // Clients in a blocking command, and those waiting out a CLIENT PAUSE (as Redis).
+  AddField(s, "blocked_clients",
+           ctx.server->blocks().blocked_clients() +
+               ctx.server->pause().held.load(std::memory_order_relaxed));
+  AddU64(s, "tracking_clients", ctx.server->tracking().clients());
+  AddField(s, "pubsub_clients", t.pubsub_clients);
+  AddU64(s, "watching_clients", ctx.server->watches().watching_clients());
+  // Clients blocked with a timeout (Redis's clients_timeout_table).
+  AddField(s, "clients_in_timeout_table", ctx.server->blocks().timed_clients());
+  AddU64(s, "total_watched_keys", ctx.server->watches().total_watched_keys());
+  AddField(s, "total_blocking_keys", ctx.server->blocks().blocking_keys());
+  // Keys a client stays blocked on even when they are deleted (XREADGROUP,
+  // modules in Redis): no Trove command blocks that way.
+  AddField(s, "total_blocking_keys_on_nokey", 0);
+}
+
+void MemorySection(CommandContext& ctx, std::string* s) {
+  const MemoryFigures m = ReadMemory(*ctx.engine);
+  const int64_t rss = ResidentBytes();
+  *s += "# Memory\r\n";
+  AddField(s, "used_memory", m.used);
+  AddField(s, "used_memory_rss", rss);
+  AddField(s, "used_memory_dataset", m.dataset);
+  // Trove's own: the client-tracking table's estimated bytes.
+  AddU64(s, "mem_tracking_table", ctx.server->tracking().memory_bytes());
+  AddU64(s, "maxmemory", ctx.engine->mem_limit());
+  AddField(s, "maxmemory_policy",
+           ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", Ratio(rss, m.used));
+  AddField(s, "mem_fragmentation_ratio", buf);
+  AddField(s, "mem_allocator", "libc");
+}
+
+// Trove keeps nothing on disk: no save ever ran or runs, and the start
+// stands for the last save, as LASTSAVE answers (cmd_server.cc).
+void PersistenceSection(CommandContext& ctx, std::string* s) {
+  *s +=
+      "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n"
+      "rdb_bgsave_in_progress:0\r\n";
+  AddField(s, "rdb_last_save_time", ctx.server->start_unix());
+  *s +=
+      "rdb_last_bgsave_status:ok\r\nrdb_saves:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n";
+}
+
+void StatsSection(CommandContext& ctx, std::string* s) {
+  const WorkerTotals t = SumWorkers(*ctx.server);
+  *s += "# Stats\r\n";
+  AddU64(s, "total_connections_received", t.conns);
+  AddU64(s, "total_commands_processed", t.cmds);
+  // maxclients refusals and protected-mode refusals, as Redis counts both.
+  AddU64(s, "rejected_connections",
+         ctx.server->port_limit().rejected.load(std::memory_order_relaxed) +
+             ctx.server->protected_mode().refused());
+  AddU64(s, "total_net_input_bytes", t.in_bytes);
+  AddU64(s, "keyspace_hits", t.hits);
+  AddU64(s, "keyspace_misses", t.misses);
+  AddU64(s, "total_error_replies", t.errors);
+  AddU64(s, "client_output_buffer_limit_disconnections",
+         ctx.server->obuf_limit_disconnections.load(std::memory_order_relaxed));
+  // Trove's own: expired/evicted notifications lost to a full reporter queue.
+  AddU64(s, "keyspace_events_dropped", ctx.server->key_events().dropped());
+  for (const auto& [k, v] : ctx.engine->Stats()) {
+    if (k == "evictions") AddField(s, "evicted_keys", v);
+  }
+  AddU64(
+      s, "expired_keys",
+      ctx.engine->ExpiredTotal() - ctx.server->expired_keys_base.load(std::memory_order_relaxed));
+  const acl::AclStore& acl = ctx.server->acl();
+  AddU64(s, "acl_access_denied_auth", acl.denied(acl::Denied::kAuth));
+  AddU64(s, "acl_access_denied_cmd", acl.denied(acl::Denied::kCmd));
+  AddU64(s, "acl_access_denied_key", acl.denied(acl::Denied::kKey));
+  AddU64(s, "acl_access_denied_channel", acl.denied(acl::Denied::kChannel));
+  // Trove's: rate-limit refusals per user, both protocols.
+  for (const auto& r : acl.RateRejected()) {
+    *s += "ratelimit_rejected_";
+    *s += r.user;
+    *s += ":cps=";
+    AppendU64(*s, r.cps);
+    *s += ",bps=";
+    AppendU64(*s, r.bps);
+    *s += "\r\n";
+  }
+  const Tracking& tr = ctx.server->tracking();
+  AddU64(s, "tracking_total_keys", tr.total_keys());
+  AddU64(s, "tracking_total_items", tr.total_items());
+  AddU64(s, "tracking_total_prefixes", tr.total_prefixes());
+}
+
+// No replicas and no backlog: a master that never replicated.
+void ReplicationSection(CommandContext&, std::string* s) {
+  *s +=
+      "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n"
+      "master_repl_offset:0\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n"
+      "repl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n";
+}
+
+void AddCpuTime(std::string* s, std::string_view k, const timeval& tv) {
+  char buf[48];
+  const int n = std::snprintf(buf, sizeof buf, "%ld.%06ld", static_cast<long>(tv.tv_sec),
+                              static_cast<long>(tv.tv_usec));
+  AddField(s, k, std::string_view(buf, static_cast<size_t>(n)));
+}
+
+void CpuSection(CommandContext&, std::string* s) {
+  rusage self{}, children{}, thread{};
+  ::getrusage(RUSAGE_SELF, &self);
+  ::getrusage(RUSAGE_CHILDREN, &children);
+  // Redis's main thread runs every command; here the nearest is the calling
+  // worker, which runs this connection's commands.
+  ::getrusage(RUSAGE_THREAD, &thread);
+  *s += "# CPU\r\n";
+  AddCpuTime(s, "used_cpu_sys", self.ru_stime);
+  AddCpuTime(s, "used_cpu_user", self.ru_utime);
+  AddCpuTime(s, "used_cpu_sys_children", children.ru_stime);
+  AddCpuTime(s, "used_cpu_user_children", children.ru_utime);
+  AddCpuTime(s, "used_cpu_sys_main_thread", thread.ru_stime);
+  AddCpuTime(s, "used_cpu_user_main_thread", thread.ru_utime);
+}
+
+// Trove loads no modules.
+void ModulesSection(CommandContext&, std::string* s) { *s += "# Modules\r\n"; }
+
+void CommandstatsSection(CommandContext& ctx, std::string* s) {
+  struct Totals {
+    uint64_t calls = 0, usec = 0, rejected = 0;
+  };
+  // Reused per thread: INFO allocates nothing here once warm.
+  thread_local std::vector<Totals> totals;
+  const auto& specs = CommandTable::Get().all();
+  totals.assign(specs.size(), Totals{});
+  ctx.server->ForEachWorkerStats([](const WorkerStats& w) {
+    for (size_t i = 0; i < w.cmds.size() && i < totals.size(); ++i) {
+      totals[i].calls += w.cmds[i].calls.load(std::memory_order_relaxed);
+      totals[i].usec += w.cmds[i].usec.load(std::memory_order_relaxed);
+      totals[i].rejected += w.cmds[i].rejected.load(std::memory_order_relaxed);
+    }
+  });
+  *s += "# Commandstats\r\n";
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Totals& t = totals[i];
+    if (t.calls == 0 && t.rejected == 0) continue;
+    *s += "cmdstat_";
+    *s += specs[i].name;
+    *s += ":calls=";
+    AppendU64(*s, t.calls);
+    *s += ",usec=";
+    AppendU64(*s, t.usec);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ",usec_per_call=%.2f",
+                  t.calls == 0 ? 0.0 : static_cast<double>(t.usec) / static_cast<double>(t.calls));
+    *s += buf;
+    *s += ",rejected_calls=";
+    AppendU64(*s, t.rejected);
+    *s += ",failed_calls=0\r\n";
+  }
+}
+
+// Redis counts error replies per error code (errorstat_ERR:count=...);
+// Trove counts them only in total (INFO stats total_error_replies).
+void ErrorstatsSection(CommandContext&, std::string* s) { *s += "# Errorstats\r\n"; }
+
+// Redis's default latency-tracking-info-percentiles.
+constexpr std::pair<std::string_view, double> kPercentiles[] = {
+    {"p50", 50.0}, {"p99", 99.0}, {"p99.9", 99.9}};
+
+// The p-th percentile call's latency in µs, at the histogram's resolution:
+// the upper bound of its power-of-two bucket (Redis's HdrHistogram keeps
+// three significant digits).
+int64_t PercentileUsec(const std::array<uint64_t, kLatencyBuckets>& c, uint64_t n, double p) {
+  const uint64_t rank =
+      std::max<uint64_t>(1, static_cast<uint64_t>(p / 100.0 * static_cast<double>(n) + 0.5));
+  uint64_t seen = 0;
+  for (int b = 0; b < kLatencyBuckets; ++b) {
+    seen += c[static_cast<size_t>(b)];
+    if (seen >= rank) return LatencyBucketUpperUsec(b);
+  }
+  return LatencyBucketUpperUsec(kLatencyBuckets - 1);
+}
+
+// Per RESP command and subcommand with calls, from the LATENCY HISTOGRAM
+// counts, while latency tracking is on (Redis prints the header alone
+// when it is off).
+void LatencystatsSection(CommandContext& ctx, std::string* s) {
+  *s += "# Latencystats\r\n";
+  if (!ctx.server->latency_tracking.load(std::memory_order_relaxed)) return;
+  const HistogramSlots& slots = ctx.server->histogram_slots();
+  using Counts = std::array<uint64_t, kLatencyBuckets>;
+  // Reused per thread: INFO allocates nothing here once warm.
+  thread_local std::vector<Counts> sums;
+  sums.assign(static_cast<size_t>(slots.mc_begin()), Counts{});
+  ctx.server->ForEachWorkerStats([](const WorkerStats& w) {
+    for (size_t slot = 0; slot < w.latency.size() && slot < sums.size(); ++slot) {
+      for (size_t b = 0; b < sums[slot].size(); ++b)
+        sums[slot][b] += w.latency[slot].buckets[b].load(std::memory_order_relaxed);
+    }
+  });
+  for (size_t slot = 0; slot < sums.size(); ++slot) {
+    uint64_t n = 0;
+    for (uint64_t x : sums[slot]) n += x;
+    if (n == 0) continue;
+    *s += "latency_percentiles_usec_";
+    *s += slots.name(slot);
+    char sep = ':';
+    for (const auto& [name, p] : kPercentiles) {
+      char buf[48];
+      const int len =
+          std::snprintf(buf, sizeof buf, "%c%.*s=%lld.000", sep, static_cast<int>(name.size()),
+                        name.data(), static_cast<long long>(PercentileUsec(sums[slot], n, p)));
+      s->append(buf, static_cast<size_t>(len));
+      sep = ',';
+    }
+    *s += "\r\n";
+  }
+}
+
+void ClusterSection(CommandContext&, std::string* s) { *s += "# Cluster\r\ncluster_enabled:0\r\n"; }
+
+// INFO's sections in Redis's order; bit i of a selection is kSections[i].
+struct InfoSection {
+  std::string_view name;
+  bool in_default;
+  void (*write)(CommandContext& ctx, std::string* out);  // nullptr: the keyspace (a walk)
+};
+constexpr InfoSection kSections[] = {{"server", true, ServerSection},
+                                     {"clients", true, ClientsSection},
+                                     {"memory", true, MemorySection},
+                                     {"persistence", true, PersistenceSection},
+                                     {"stats", true, StatsSection},
+                                     {"replication", true, ReplicationSection},
+                                     {"cpu", true, CpuSection},
+                                     {"modules", true, ModulesSection},
+                                     {"commandstats", false, CommandstatsSection},
+                                     {"errorstats", true, ErrorstatsSection},
+                                     {"latencystats", false, LatencystatsSection},
+                                     {"cluster", true, ClusterSection},
+                                     {"keyspace", true, nullptr}};
+constexpr uint32_t kAllSections = (1u << std::size(kSections)) - 1;
+
+constexpr uint32_t DefaultSections() {
+  uint32_t m = 0;
+  for (size_t i = 0; i < std::size(kSections); ++i)
+    if (kSections[i].in_default) m |= 1u << i;
+  return m;
+}
+
+// Redis's rules: no argument is `default`; `default` adds the default
+// sections, `all` every section and `everything` also modules' own (none
+// here); other names select their section, case-insensitively, each once;
+// "module_list" is the modules section's other name; unknown names are
+// ignored.
+uint32_t SelectedSections(std::span<const std::string_view> args) {
+  if (args.empty()) return DefaultSections();
+  uint32_t m = 0;
+  for (std::string_view a : args) {
+    if (EqualsIgnoreCase(a, "default")) {
+      m |= DefaultSections();
+    } else if (EqualsIgnoreCase(a, "all") || EqualsIgnoreCase(a, "everything")) {
+      m |= kAllSections;
+    } else {
+      for (size_t i = 0; i < std::size(kSections); ++i) {
+        if (EqualsIgnoreCase(a, kSections[i].name) ||
+            (kSections[i].name == "modules" && EqualsIgnoreCase(a, "module_list")))
+          m |= 1u << i;
+      }
+    }
+  }
+  return m;
+}
+
 // --- INFO ---
 
 void CmdInfo(CommandContext& ctx) {
-  std::vector<std::string> want;
-  for (size_t i = 1; i < ctx.argc(); ++i) want.push_back(ToLower(ctx.argv[i]));
-  bool all = false, everything = false, dflt = want.empty();
-  for (const auto& w : want) {
-    if (w == "all") all = true;
-    if (w == "everything") everything = true;
-    if (w == "default") dflt = true;
-  }
-  auto show = [&](std::string_view sec, bool in_default) {
-    if (everything || all) return true;
-    if (dflt && in_default) return true;
-    for (const auto& w : want)
-      if (w == sec) return true;
-    return false;
-  };
-  uint64_t hits = 0, misses = 0, cmds = 0, conns = 0, errors = 0, in_bytes = 0;
-  int64_t clients = 0, pubsub_clients = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> per_cmd(CommandTable::Get().size());
-  std::vector<uint64_t> rejected(CommandTable::Get().size());
-  ctx.server->ForEachWorkerStats([&](const WorkerStats& w) {
-    hits += w.keyspace_hits.load(std::memory_order_relaxed);
-    misses += w.keyspace_misses.load(std::memory_order_relaxed);
-    cmds += w.total_commands.load(std::memory_order_relaxed);
-    conns += w.total_connections.load(std::memory_order_relaxed);
-    clients += w.connected_clients.load(std::memory_order_relaxed);
-    pubsub_clients += w.pubsub_clients.load(std::memory_order_relaxed);
-    errors += w.error_replies.load(std::memory_order_relaxed);
-    in_bytes += w.net_input_bytes.load(std::memory_order_relaxed);
-    for (size_t i = 0; i < w.cmds.size() && i < per_cmd.size(); ++i) {
-      per_cmd[i].first += w.cmds[i].calls.load(std::memory_order_relaxed);
-      per_cmd[i].second += w.cmds[i].usec.load(std::memory_order_relaxed);
-      rejected[i] += w.cmds[i].rejected.load(std::memory_order_relaxed);
-    }
-  });
-  int64_t now = ctx.engine->clock()->UnixSeconds();
+  const uint32_t want = SelectedSections(ctx.argv.subspan(1));
   std::string s;
-  if (show("server", true)) {
-    s += "# Server\r\n";
-    AddField(&s, "redis_version", kRedisVersion);
-    AddField(&s, "trove_version", "0.1.0");
-    AddField(&s, "redis_mode", "standalone");
-    AddField(&s, "os", "Linux");
-    AddField(&s, "arch_bits", 64);
-    AddField(&s, "multiplexing_api", "epoll");
-    AddField(&s, "process_id", static_cast<int64_t>(getpid()));
-    AddField(&s, "tcp_port", ctx.server->options().port);
-    AddField(&s, "uptime_in_seconds", now - ctx.server->start_unix());
-    AddField(&s, "uptime_in_days", (now - ctx.server->start_unix()) / 86400);
-    AddField(&s, "executable", "trove");
-    // Trove's own field: Redis shows protected-mode only in CONFIG GET.
-    AddField(&s, "protected_mode", ctx.server->protected_mode().enabled() ? "yes" : "no");
-    s += "\r\n";
-  }
-  if (show("clients", true)) {
-    s += "# Clients\r\n";
-    AddField(&s, "connected_clients", clients);
-    AddField(&s, "maxclients",
-             static_cast<int64_t>(ctx.server->port_limit().max.load(std::memory_order_relaxed)));
-    // Each worker's housekeeping tick samples its connections' buffers into
-    // per-second slots (net::Worker::RecentMaxBuffers); the recent peak is
-    // the largest over every worker's slots. Relaxed reads, no lock.
-    uint64_t max_in = 0, max_out = 0;
-    if (net::ConnControl* self = ctx.session != nullptr ? ctx.session->control() : nullptr) {
-      net::WorkerGroup& g = self->group();
-      for (size_t i = 0; i < g.size(); ++i) {
-        uint64_t in, out;
-        g.worker(i).RecentMaxBuffers(&in, &out);
-        max_in = std::max(max_in, in);
-        max_out = std::max(max_out, out);
-      }
+  bool keyspace = false;
+  for (size_t i = 0; i < std::size(kSections); ++i) {
+    if (!(want & (1u << i))) continue;
+    if (kSections[i].write == nullptr) {
+      keyspace = true;
+      continue;
     }
-    AddField(&s, "client_recent_max_input_buffer", static_cast<int64_t>(max_in));
-    AddField(&s, "client_recent_max_output_buffer", static_cast<int64_t>(max_out));
-    // Clients in a blocking command, and those waiting out a CLIENT PAUSE (as Redis).
-    AddField(&s, "blocked_clients",
-             ctx.server->blocks().blocked_clients() +
-                 ctx.server->pause().held.load(std::memory_order_relaxed));
-    AddField(&s, "tracking_clients", static_cast<int64_t>(ctx.server->tracking().clients()));
-    AddField(&s, "pubsub_clients", pubsub_clients);
-    AddField(&s, "watching_clients",
-             static_cast<int64_t>(ctx.server->watches().watching_clients()));
-    // Clients blocked with a timeout (Redis's clients_timeout_table).
-    AddField(&s, "clients_in_timeout_table", ctx.server->blocks().timed_clients());
-    AddField(&s, "total_watched_keys",
-             static_cast<int64_t>(ctx.server->watches().total_watched_keys()));
-    AddField(&s, "total_blocking_keys", ctx.server->blocks().blocking_keys());
-    // Keys a client stays blocked on even when they are deleted (XREADGROUP,
-    // modules in Redis): no Trove command blocks that way.
-    AddField(&s, "total_blocking_keys_on_nokey", 0);
-    s += "\r\n";
+    if (!s.empty()) s += "\r\n";  // a blank line between sections, none after the last
+    kSections[i].write(ctx, &s);
   }
-  if (show("memory", true)) {
-    s += "# Memory\r\n";
-    // used_memory is the slab memory the engine holds (Redis: allocator
-    // total); used_memory_dataset the bytes of items. Heap collections are
-    // counted against -m by the engine but not yet reported in its stats.
-    int64_t items = 0, malloced = 0;
-    for (const auto& [k, v] : ctx.engine->Stats()) {
-      if (k == "bytes") ParseStrictInt64(v, &items);
-    }
-    for (const auto& [k, v] : ctx.engine->SlabStats()) {
-      if (k == "total_malloced") ParseStrictInt64(v, &malloced);
-    }
-    AddField(&s, "used_memory", malloced > items ? malloced : items);
-    AddField(&s, "used_memory_dataset", items);
-    // Trove's own: the client-tracking table's estimated bytes.
-    AddField(&s, "mem_tracking_table", static_cast<int64_t>(ctx.server->tracking().memory_bytes()));
-    AddField(&s, "maxmemory", static_cast<int64_t>(ctx.engine->mem_limit()));
-    AddField(&s, "maxmemory_policy",
-             ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");
-    s += "\r\n";
-  }
-  if (show("persistence", true)) {
-    s += "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:0\r\n\r\n";
-  }
-  if (show("stats", true)) {
-    s += "# Stats\r\n";
-    AddField(&s, "total_connections_received", static_cast<int64_t>(conns));
-    AddField(&s, "total_commands_processed", static_cast<int64_t>(cmds));
-    // maxclients refusals and protected-mode refusals, as Redis counts both.
-    AddField(&s, "rejected_connections",
-             static_cast<int64_t>(ctx.server->port_limit().rejected.load(std::memory_order_relaxed) +
-                                  ctx.server->protected_mode().refused()));
-    AddField(&s, "total_net_input_bytes", static_cast<int64_t>(in_bytes));
-    AddField(&s, "keyspace_hits", static_cast<int64_t>(hits));
-    AddField(&s, "keyspace_misses", static_cast<int64_t>(misses));
-    AddField(&s, "total_error_replies", static_cast<int64_t>(errors));
-    AddField(&s, "client_output_buffer_limit_disconnections",
-             static_cast<int64_t>(
-                 ctx.server->obuf_limit_disconnections.load(std::memory_order_relaxed)));
-    // Trove's own: expired/evicted notifications lost to a full reporter queue.
-    AddField(&s, "keyspace_events_dropped", static_cast<int64_t>(ctx.server->key_events().dropped()));
-    for (const auto& [k, v] : ctx.engine->Stats()) {
-      if (k == "evictions") AddField(&s, "evicted_keys", v);
-    }
-    AddField(&s, "expired_keys",
-             static_cast<int64_t>(ctx.engine->ExpiredTotal() -
-                                  ctx.server->expired_keys_base.load(std::memory_order_relaxed)));
-    const acl::AclStore& acl = ctx.server->acl();
-    AddField(&s, "acl_access_denied_auth", static_cast<int64_t>(acl.denied(acl::Denied::kAuth)));
-    AddField(&s, "acl_access_denied_cmd", static_cast<int64_t>(acl.denied(acl::Denied::kCmd)));
-    AddField(&s, "acl_access_denied_key", static_cast<int64_t>(acl.denied(acl::Denied::kKey)));
-    AddField(&s, "acl_access_denied_channel",
-             static_cast<int64_t>(acl.denied(acl::Denied::kChannel)));
-    // Trove's: rate-limit refusals per user, both protocols.
-    for (const auto& r : acl.RateRejected()) {
-      AddField(&s, "ratelimit_rejected_" + r.user,
-               "cps=" + std::to_string(r.cps) + ",bps=" + std::to_string(r.bps));
-    }
-    const Tracking& tr = ctx.server->tracking();
-    AddField(&s, "tracking_total_keys", static_cast<int64_t>(tr.total_keys()));
-    AddField(&s, "tracking_total_items", static_cast<int64_t>(tr.total_items()));
-    AddField(&s, "tracking_total_prefixes", static_cast<int64_t>(tr.total_prefixes()));
-    s += "\r\n";
-  }
-  if (show("replication", true)) s += "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n";
-  if (show("cpu", true)) s += "# CPU\r\n\r\n";
-  if (show("commandstats", false)) {
-    s += "# Commandstats\r\n";
-    const auto& specs = CommandTable::Get().all();
-    for (size_t i = 0; i < specs.size(); ++i) {
-      if (per_cmd[i].first == 0 && rejected[i] == 0) continue;
-      std::string v = "calls=";
-      AppendU64(v, per_cmd[i].first);
-      v += ",usec=";
-      AppendU64(v, per_cmd[i].second);
-      char buf[64];
-      std::snprintf(buf, sizeof buf, ",usec_per_call=%.2f",
-                    per_cmd[i].first == 0 ? 0.0
-                                          : static_cast<double>(per_cmd[i].second) /
-                                                static_cast<double>(per_cmd[i].first));
-      v += buf;
-      v += ",rejected_calls=";
-      AppendU64(v, rejected[i]);
-      v += ",failed_calls=0";
-      AddField(&s, std::string("cmdstat_") + specs[i].name, v);
-    }
-    s += "\r\n";
-  }
-  if (show("cluster", true)) s += "# Cluster\r\ncluster_enabled:0\r\n\r\n";
-  if (!show("keyspace", true)) {
-    if (s.size() >= 2) s.resize(s.size() - 2);  // Redis drops the last blank line
+  if (!keyspace) {
     ctx.w->Verbatim(s);
     return;
   }
+  if (!s.empty()) s += "\r\n";
   // The keyspace section walks every key: in slices (keyspace_walk.h).
   struct State {
     std::string text;
@@ -237,17 +478,186 @@ void CmdInfo(CommandContext& ctx) {
     out += "# Keyspace\r\n";
     for (size_t d = 0; d < st->dbs.size(); ++d) {
       if (st->dbs[d].first == 0) continue;
-      std::string v = "keys=";
-      AppendI64(v, st->dbs[d].first);
-      v += ",expires=";
-      AppendI64(v, st->dbs[d].second);
-      v += ",avg_ttl=0";
-      AddField(&out, "db" + std::to_string(d), v);
+      out += "db";
+      AppendU64(out, d);
+      out += ":keys=";
+      AppendI64(out, st->dbs[d].first);
+      out += ",expires=";
+      AppendI64(out, st->dbs[d].second);
+      out += ",avg_ttl=0\r\n";
     }
-    // Redis drops the last blank line (the keyspace section ends without one).
     w.Verbatim(out);
   };
   RunSlicedWalk(ctx, std::move(walk));
+}
+
+// --- MEMORY ---
+
+int64_t MemoryOf(const ItemRef& it) {
+  int64_t base = static_cast<int64_t>(it.key().size()) + 48;
+  if (it.is_heap()) return base + static_cast<int64_t>(it.heap()->MemoryUsage());
+  return base + static_cast<int64_t>(it.value_length());
+}
+
+void MemoryUsage(CommandContext& ctx) {
+  if (ctx.argc() < 3) {
+    SubArity(ctx);
+    return;
+  }
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    int64_t n;
+    if (EqualsIgnoreCase(ctx.argv[i], "samples") && i + 1 < ctx.argc()) {
+      if (!ArgInt(ctx, ctx.argv[++i], &n)) return;
+    } else {
+      ctx.SyntaxError();
+      return;
+    }
+  }
+  std::string key = ctx.Key(2);
+  engine::KeyLockSet lock(ctx.engine, key);
+  ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
+  if (!it)
+    ctx.w->Null();
+  else
+    ctx.w->Integer(MemoryOf(it));
+}
+
+// Redis's fields, Trove's figures: total.allocated is INFO's used_memory
+// and the dataset the items' bytes, so overhead.total is the slab memory
+// not holding them. No high-water mark is kept: the peak is the current
+// figure. Replication, cluster, AOF and scripting do not exist here (0);
+// connections' buffers are not totalled (clients.normal 0). Trove has one
+// hash table for every database, so no db.<n> overheads are listed. The
+// allocator's figures are glibc's (ReadAllocator).
+void MemoryStats(CommandContext& ctx) {
+  const MemoryFigures m = ReadMemory(*ctx.engine);
+  const AllocatorFigures a = ReadAllocator();
+  const int64_t net = m.used - m.startup;
+  auto num = [&ctx](std::string_view k, int64_t v) {
+    ctx.w->Bulk(k);
+    ctx.w->Integer(v);
+  };
+  auto ratio = [&ctx](std::string_view k, double v) {
+    ctx.w->Bulk(k);
+    ctx.w->Double(v);
+  };
+  ctx.w->MapHeader(27);
+  num("peak.allocated", m.used);
+  num("total.allocated", m.used);
+  num("startup.allocated", m.startup);
+  num("replication.backlog", 0);
+  num("clients.slaves", 0);
+  num("clients.normal", 0);
+  num("cluster.links", 0);
+  num("aof.buffer", 0);
+  num("lua.caches", 0);
+  num("functions.caches", 0);
+  num("overhead.total", m.used - m.dataset);
+  num("keys.count", m.keys);
+  num("keys.bytes-per-key", m.keys > 0 ? net / m.keys : 0);
+  num("dataset.bytes", m.dataset);
+  ratio("dataset.percentage", Ratio(m.dataset * 100, net));
+  ratio("peak.percentage", m.used > 0 ? 100.0 : 0.0);
+  num("allocator.allocated", a.allocated);
+  num("allocator.active", a.active);
+  num("allocator.resident", a.resident);
+  ratio("allocator-fragmentation.ratio", Ratio(a.active, a.allocated));
+  num("allocator-fragmentation.bytes", a.active - a.allocated);
+  ratio("allocator-rss.ratio", Ratio(a.resident, a.active));
+  num("allocator-rss.bytes", a.resident - a.active);
+  // The allocator's resident figure is the process's RSS itself.
+  ratio("rss-overhead.ratio", 1.0);
+  num("rss-overhead.bytes", 0);
+  ratio("fragmentation", Ratio(a.resident, m.used));
+  num("fragmentation.bytes", a.resident - m.used);
+}
+
+// Redis's texts around Trove's one check: memory over a maxmemory that was
+// lowered below it at run time.
+void MemoryDoctor(CommandContext& ctx) {
+  const MemoryFigures m = ReadMemory(*ctx.engine);
+  if (m.used < (int64_t{5} << 20)) {
+    ctx.w->Verbatim(
+        "Hi Sam, this instance is empty or is using very little memory, my issues detector "
+        "can't be used in these conditions. Please, leave for your mission on Earth and fill it "
+        "with some data. The new Sam and I will be back to our programming as soon as I "
+        "finished rebooting.");
+    return;
+  }
+  if (!ctx.engine->over_mem_limit()) {
+    ctx.w->Verbatim(
+        "Hi Sam, I can't find any memory issue in your instance. I can only account for what "
+        "occurs on this base.");
+    return;
+  }
+  ctx.w->Verbatim(
+      "Sam, I detected a few issues in this Redis instance memory implants:\n\n"
+      " * Memory over maxmemory: maxmemory was set below the memory the server already holds. "
+      "Commands that may add data are refused until enough keys expire or are deleted, or "
+      "maxmemory is raised.\n\n"
+      "I'm here to keep you safe, Sam. I want to help you.\n");
+}
+
+// glibc's own report (malloc_info's XML), where Redis prints jemalloc's.
+void MemoryMallocStats(CommandContext& ctx) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = ::open_memstream(&buf, &len);
+  if (f == nullptr) {
+    ctx.w->Verbatim("Stats not supported for the current allocator");
+    return;
+  }
+  ::malloc_info(0, f);
+  std::fclose(f);
+  ctx.w->Verbatim(std::string_view(buf, len));
+  std::free(buf);
+}
+
+void CmdMemory(CommandContext& ctx) {
+  const std::string sub = ToLower(ctx.argv[1]);
+  if (sub == "usage") {
+    MemoryUsage(ctx);
+    return;
+  }
+  if (sub != "stats" && sub != "doctor" && sub != "malloc-stats" && sub != "purge" &&
+      sub != "help") {
+    UnknownSubcommand(ctx);
+    return;
+  }
+  if (ctx.argc() != 2) {
+    SubArity(ctx);
+    return;
+  }
+  if (sub == "stats") {
+    MemoryStats(ctx);
+  } else if (sub == "doctor") {
+    MemoryDoctor(ctx);
+  } else if (sub == "malloc-stats") {
+    MemoryMallocStats(ctx);
+  } else if (sub == "purge") {
+    // glibc's malloc_trim gives free memory back to the system, as
+    // jemalloc's purge does for Redis.
+    ::malloc_trim(0);
+    ctx.w->Ok();
+  } else {
+    const std::string_view lines[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "MALLOC-STATS",
+        "    Return internal statistics report from the memory allocator.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS",
+        "    Return information about the memory usage of the server.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP",
+        "    Prints this help."};
+    ctx.w->ArrayHeader(std::size(lines));
+    for (auto l : lines) ctx.w->Simple(l);
+  }
 }
 
 }  // namespace
@@ -259,6 +669,8 @@ void RegisterInfoCommands(std::vector<CommandSpec>* t) {
   };
   add("info", -1, kCmdLoading | kCmdStale | kCmdGlobal, CmdInfo, "server",
       "Returns information and statistics about the server.", "1.0.0");
+  add("memory", -2, kCmdReadonly | kCmdGlobal, CmdMemory, "server",
+      "A container for memory diagnostics commands.", "4.0.0");
 }
 
 }  // namespace trove::resp

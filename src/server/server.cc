@@ -250,7 +250,10 @@ Status Server::Bind() {
         resp_port_ = -1;
         break;
       }
-      if (resp_port_ < 0) resp_port_ = ls.value()[0].port;
+      if (resp_port_ < 0) {
+        resp_port_ = ls.value()[0].port;
+        resp::SetBoundPort(resp_factory_.get(), resp_port_);
+      }
       for (net::Listener& l : ls.value()) all.push_back(std::move(l));
     }
     if (!all.empty()) {

@@ -64,7 +64,7 @@ const ConfigParam kParams[] = {
     {"list-max-ziplist-size", &RespServer::list_max_listpack_size, true},
     {"databases", nullptr, false},
     {"maxmemory", nullptr, true},
-    {"maxmemory-policy", nullptr, false},
+    {"maxmemory-policy", nullptr, true},
     {"requirepass", nullptr, true},
     {"port", nullptr, false},
     {"daemonize", nullptr, false},
@@ -99,7 +99,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   else if (n == "requirepass")
     v = "";  // only the password's SHA-256 is kept (docs/resp.md)
   else if (n == "port")
-    AppendI64(v, ctx.server->options().port);
+    AppendI64(v, ctx.server->bound_port());
   else if (n == "appendonly" || n == "daemonize")
     v = "no";
   else if (n == "save")
@@ -183,6 +183,17 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     // commands answer -OOM until pages are given back (docs/resp.md).
     if (!ctx.engine->SetMemLimit(static_cast<size_t>(n))) {
       SetFailed(ctx, name, "the memory is preallocated (-L) and cannot shrink");
+      return false;
+    }
+    return true;
+  }
+  if (name == "maxmemory-policy") {
+    // Chosen at start (memcached's -M: noeviction); setting the policy in
+    // force is accepted, another is refused rather than ignored.
+    const std::string cur = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
+    if (ToLower(value) != cur) {
+      SetFailed(ctx, name,
+                "Trove's eviction policy is set at start (-M for noeviction); it is " + cur);
       return false;
     }
     return true;
@@ -277,6 +288,36 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
   return true;
 }
 
+// One parameter's new value, checked and applied; false after the error
+// reply.
+bool ApplyParam(CommandContext& ctx, const ConfigParam& p, const std::string& name,
+                std::string_view value) {
+  if (p.field != nullptr) {
+    int64_t v;
+    if (!ParseStrictInt64(value, &v)) {
+      SetFailed(ctx, name, "argument couldn't be parsed into an integer");
+      return false;
+    }
+    if (v < p.min || v > p.max) {
+      std::string m = "argument must be between ";
+      AppendI64(m, p.min);
+      m += " and ";
+      AppendI64(m, p.max);
+      m += " inclusive";
+      SetFailed(ctx, name, m);
+      return false;
+    }
+    (ctx.server->*p.field).store(v, std::memory_order_relaxed);
+    ctx.server->ConfigChanged();
+    return true;
+  }
+  if (name == "requirepass") {
+    ctx.server->set_requirepass(value);
+    return true;
+  }
+  return SetSpecial(ctx, name, value);
+}
+
 void CmdConfig(CommandContext& ctx) {
   std::string sub = ToLower(ctx.argv[1]);
   if (sub == "get") {
@@ -312,6 +353,16 @@ void CmdConfig(CommandContext& ctx) {
         }
       }
     }
+    // All or nothing, as Redis 7: every name is checked first; then each
+    // value is applied, and on a failure the ones applied before it get
+    // their old values back. requirepass cannot fail and keeps no readable
+    // old value, so it goes last.
+    struct Pending {
+      const ConfigParam* p;
+      std::string name;
+      std::string_view value;
+    };
+    std::vector<Pending> todo;
     for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
       std::string name = ToLower(ctx.argv[i]);
       const ConfigParam* found = nullptr;
@@ -325,39 +376,29 @@ void CmdConfig(CommandContext& ctx) {
         return;
       }
       if (!found->mutable_) {
-        std::string m = "ERR CONFIG SET failed (possibly related to argument '";
-        m += name;
-        m += "') - can't set immutable config";
-        ctx.Error(m);
+        if (ctx.argv[i + 1] == ConfigValue(ctx, *found)) continue;  // its value already
+        SetFailed(ctx, name, "can't set immutable config");
         return;
       }
-      if (found->field != nullptr) {
-        int64_t v;
-        if (!ParseStrictInt64(ctx.argv[i + 1], &v)) {
-          std::string m = "ERR CONFIG SET failed (possibly related to argument '";
-          m += name;
-          m += "') - argument couldn't be parsed into an integer";
-          ctx.Error(m);
-          return;
+      todo.push_back({found, std::move(name), ctx.argv[i + 1]});
+    }
+    std::stable_partition(todo.begin(), todo.end(),
+                          [](const Pending& t) { return t.name != "requirepass"; });
+    std::vector<std::pair<const Pending*, std::string>> done;  // with old values
+    for (const Pending& t : todo) {
+      std::string old = t.name == "requirepass" ? std::string() : ConfigValue(ctx, *t.p);
+      if (!ApplyParam(ctx, *t.p, t.name, t.value)) {
+        // The error is written; put back what was applied, quietly.
+        net::OutputBuffer junk;
+        RespWriter jw(&junk, ctx.w->proto());
+        CommandContext quiet = ctx;
+        quiet.w = &jw;
+        for (auto it = done.rbegin(); it != done.rend(); ++it) {
+          (void)ApplyParam(quiet, *it->first->p, it->first->name, it->second);
         }
-        if (v < found->min || v > found->max) {
-          std::string m = "ERR CONFIG SET failed (possibly related to argument '";
-          m += name;
-          m += "') - argument must be between ";
-          AppendI64(m, found->min);
-          m += " and ";
-          AppendI64(m, found->max);
-          m += " inclusive";
-          ctx.Error(m);
-          return;
-        }
-        (ctx.server->*found->field).store(v, std::memory_order_relaxed);
-        ctx.server->ConfigChanged();
-      } else if (name == "requirepass") {
-        ctx.server->set_requirepass(ctx.argv[i + 1]);
-      } else if (!SetSpecial(ctx, name, ctx.argv[i + 1])) {
         return;
       }
+      done.emplace_back(&t, std::move(old));
     }
     ctx.w->Ok();
   } else if (sub == "resetstat") {

@@ -136,7 +136,7 @@ void ServerSection(CommandContext& ctx, std::string* s) {
   AddField(s, "arch_bits", 64);
   AddField(s, "multiplexing_api", "epoll");
   AddField(s, "process_id", static_cast<int64_t>(getpid()));
-  AddField(s, "tcp_port", ctx.server->options().port);
+  AddField(s, "tcp_port", ctx.server->bound_port());
   AddField(s, "uptime_in_seconds", now - ctx.server->start_unix());
   AddField(s, "uptime_in_days", (now - ctx.server->start_unix()) / 86400);
   AddField(s, "executable", "trove");

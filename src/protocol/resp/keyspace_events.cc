@@ -81,15 +81,24 @@ void KeyEvents::Notify(uint32_t cls, std::string_view event, std::string_view ek
 void KeyEvents::OnRemoved(const engine::ItemRemoval& r) {
   const bool evicted = r.cause == engine::RemovalCause::kEvicted;
   const uint32_t cls = evicted ? protocol::kKeClassEvicted : protocol::kKeClassExpired;
-  if ((enabled() & (cls | protocol::kKeTracking)) == 0) return;
+  const uint32_t on = enabled();
+  if ((on & (cls | protocol::kKeTracking)) == 0) return;
+  bool track = (on & protocol::kKeTracking) != 0;
+  if (track && evicted && tracking_ != nullptr) {
+    int db = 0;
+    std::string_view key;
+    DecodeDbKey(r.key, &db, &key);
+    if (Tracking::CaptureEvicted(key)) track = false;  // its command's session invalidates it
+  }
+  if ((on & cls) == 0 && !track) return;
   {
     MutexLock l(&mu_);
     if (queue_.size() >= kMaxQueued) {
       ++dropped_;
-      if (tracking_on_) tracking_overflow_ = true;
+      if (tracking_on_ && track) tracking_overflow_ = true;
       return;
     }
-    queue_.push_back({evicted, std::string(r.key)});
+    queue_.push_back({evicted, track, std::string(r.key)});
   }
   cv_.Signal();
 }
@@ -125,7 +134,7 @@ void KeyEvents::Loop() {
     for (const Removal& r : batch) {
       Notify(r.evicted ? protocol::kKeClassEvicted : protocol::kKeClassExpired,
              r.evicted ? "evicted" : "expired", r.ekey);
-      if (tracking) {
+      if (tracking && r.track) {
         int db = 0;
         std::string_view key;
         DecodeDbKey(r.ekey, &db, &key);

@@ -77,6 +77,9 @@ class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserv
   void TrackingChanged() EXCLUDES(mu_);
 
   // ItemObserver: queue an expired or evicted key for the reporter thread.
+  // A key evicted on a thread with an open Tracking::EvictionCapture (a RESP
+  // command running) is handed to that capture for tracking instead, so its
+  // invalidation precedes the command's reply; its event is still queued.
   bool WantsRemovals() const override {
     return (enabled() & (protocol::kKeClassExpired | protocol::kKeClassEvicted |
                          protocol::kKeTracking)) != 0;
@@ -88,6 +91,7 @@ class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserv
  private:
   struct Removal {
     bool evicted;
+    bool track;  // the reporter invalidates it (false: a capture took it)
     std::string ekey;
   };
   void StartThreadLocked() REQUIRES(mu_);

@@ -50,6 +50,10 @@ net::AcceptGate* AcceptGateOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->protected_mode();
 }
 
+void SetBoundPort(net::ProtocolFactory* resp_factory, int port) {
+  static_cast<RespFactory*>(resp_factory)->server()->set_bound_port(port);
+}
+
 net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->port_limit();
 }

@@ -50,5 +50,8 @@ acl::AclStore* AclStoreOf(net::ProtocolFactory* resp_factory);
 // protected-mode's accept gate, for every RESP listener (admin port included).
 net::AcceptGate* AcceptGateOf(net::ProtocolFactory* resp_factory);
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);
+// The RESP port actually bound (an ephemeral --resp-port 0 included), for
+// CONFIG GET port and INFO tcp_port. Before the workers start.
+void SetBoundPort(net::ProtocolFactory* resp_factory, int port);
 
 }  // namespace trove::resp

@@ -123,6 +123,10 @@ class RespServer final : public protocol::CommandLog {
   const HistogramSlots& histogram_slots() const { return *slots_; }
 
   int64_t start_unix() const { return start_unix_; }
+  // The RESP port bound at start (options().port may be 0: ephemeral). Set
+  // once before the workers start; read-only afterwards.
+  int bound_port() const { return bound_port_ != 0 ? bound_port_ : options().port; }
+  void set_bound_port(int port) { bound_port_ = port; }
   int64_t NowMs() const;
   int64_t NowUs() const;
 
@@ -218,6 +222,7 @@ class RespServer final : public protocol::CommandLog {
   KeyEvents key_events_{&pubsub_, &tracking_};
   LiveClients live_clients_;
   net::PortLimit port_limit_;
+  int bound_port_ = 0;
   net::LogHub* log_ = nullptr;
   ObufLimits obuf_limits_;
   WatchRegistry watches_;

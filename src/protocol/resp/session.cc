@@ -258,7 +258,16 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   ctx.scratch = &scratch;
   bool write_failed = false;
   ctx.write_failed = &write_failed;
-  const bool stage = spec.stages_reply;
+  // Keys the engine evicts while this command runs are invalidated before
+  // its reply, as Redis (which evicts before running a command) does: the
+  // capture takes them from the KeyEvents reporter, and a tracking client's
+  // reply to a command that may allocate is staged so they go out first.
+  // Inside EXEC the outer EXEC's capture collects them (after its reply).
+  std::optional<Tracking::EvictionCapture> evictions;
+  if (!in_exec && !locked && server_->tracking().active()) evictions.emplace();
+  const bool stage = spec.stages_reply ||
+                     (evictions.has_value() && conn_.tracking().on &&
+                      (spec.flags & kCmdDenyOom) != 0 && (spec.flags & kCmdGlobal) == 0);
   std::optional<net::OutputBuffer> staged;
   std::optional<RespWriter> staged_writer;
   if (stage) {
@@ -312,6 +321,11 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
       view_buf_ = std::move(views);
     }
     idx_buf_ = std::move(idx);
+  }
+  if (evictions.has_value()) {  // no stripe held now
+    std::vector<std::string> evicted = evictions->Take();
+    evictions.reset();
+    if (!evicted.empty()) server_->tracking().InvalidateEvicted(evicted, conn_.identity().id());
   }
   if (stage) {
     if (write_failed)

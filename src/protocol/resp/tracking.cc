@@ -119,6 +119,49 @@ void Tracking::TakeKey(std::string_view key, uint64_t modifier, Batch* out) {
 void Tracking::Invalidate(std::span<const std::string_view> keys, uint64_t modifier) {
   if (keys.empty()) return;
   Batch batch;
+  Collect(keys, modifier, modifier, &batch);
+  if (!batch.empty()) Send(batch);
+}
+
+namespace {
+// The innermost open capture of this thread (null: none).
+thread_local Tracking::EvictionCapture* tls_capture = nullptr;
+}  // namespace
+
+Tracking::EvictionCapture::EvictionCapture() : outer_(tls_capture) { tls_capture = this; }
+
+Tracking::EvictionCapture::~EvictionCapture() {
+  if (open_) tls_capture = outer_;
+}
+
+std::vector<std::string> Tracking::EvictionCapture::Take() {
+  if (open_) {
+    open_ = false;
+    tls_capture = outer_;
+  }
+  return std::move(keys_);
+}
+
+bool Tracking::CaptureEvicted(std::string_view key) {
+  EvictionCapture* c = tls_capture;
+  if (c == nullptr) return false;
+  c->keys_.emplace_back(key);
+  return true;
+}
+
+void Tracking::InvalidateEvicted(std::span<const std::string> keys, uint64_t self) {
+  if (keys.empty()) return;
+  std::vector<std::string_view> names(keys.begin(), keys.end());
+  Batch batch;
+  // Redis's trackingInvalidateKey: NOLOOP skips the current client for a
+  // remembered read; a BCAST client is told whoever evicted the key.
+  Collect(names, self, 0, &batch);
+  if (!batch.empty()) Send(batch, self);
+}
+
+void Tracking::Collect(std::span<const std::string_view> keys, uint64_t modifier,
+                       uint64_t bcast_modifier, Batch* out) {
+  Batch& batch = *out;
   if (total_keys() != 0) {
     for (std::string_view k : keys) TakeKey(k, modifier, &batch);
   }
@@ -133,7 +176,7 @@ void Tracking::Invalidate(std::span<const std::string_view> keys, uint64_t modif
         if (!m) {
           m = std::make_shared<TrackingMessage>();
           m->bcast = true;
-          m->modifier = modifier;
+          m->modifier = bcast_modifier;
         }
         m->keys.emplace_back(k);
       }
@@ -141,7 +184,6 @@ void Tracking::Invalidate(std::span<const std::string_view> keys, uint64_t modif
       for (uint64_t id : ids) batch.emplace_back(id, m);
     }
   }
-  if (!batch.empty()) Send(batch);
 }
 
 void Tracking::InvalidateAll() {
@@ -205,14 +247,20 @@ size_t Tracking::memory_bytes() const {
   return bytes + total_items() * sizeof(uint64_t);
 }
 
-void Tracking::Send(Batch& batch) {
+void Tracking::Send(Batch& batch, uint64_t in_place) {
   if (group_ == nullptr || group_->size() == 0) {
     for (const auto& [id, m] : batch) deliver_(id, m);  // tests without workers
     return;
   }
   const size_t n = group_->size();
   std::vector<Batch> per_worker(n);
-  for (auto& e : batch) per_worker[group_->OwnerOf(e.first)].push_back(std::move(e));
+  for (auto& e : batch) {
+    if (in_place != 0 && e.first == in_place && !e.second->bcast) {
+      deliver_(e.first, e.second);  // the caller runs on its worker (InvalidateEvicted)
+      continue;
+    }
+    per_worker[group_->OwnerOf(e.first)].push_back(std::move(e));
+  }
   const DeliverFn deliver = deliver_;
   for (size_t w = 0; w < n; ++w) {
     if (per_worker[w].empty()) continue;

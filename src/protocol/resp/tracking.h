@@ -17,11 +17,18 @@
 //  3. The messages go to the tracking clients' own workers (DeliverFn), one
 //     task per worker and call; the owner session applies its mode (NOLOOP,
 //     a default-mode key reaching a client now in BCAST) and its redirect.
+//  4. A key the engine evicts while a RESP command runs on this thread (an
+//     EvictionCapture is open) is invalidated by that command's session
+//     (InvalidateEvicted), its own message written in place, before its
+//     reply, as Redis (which evicts before running the command) does; other
+//     expired and evicted keys come through the KeyEvents reporter thread.
 //
 // Thread safety: all methods are thread-safe. Every mutex here is a leaf,
 // never held while posting to a worker: callers may hold nothing either
 // (Invalidate posts; REQUIRES: no engine stripe held on this thread, since a
 // full inbox makes the poster wait for a worker that may want that stripe).
+// An EvictionCapture is the exception: it belongs to the thread that opened
+// it, and only that thread's engine calls reach it.
 //
 // Invariants:
 //  1. total_keys() is the number of keys in the table and total_items() the
@@ -123,6 +130,40 @@ class Tracking {
   void Invalidate(std::string_view key, uint64_t modifier) {
     Invalidate(std::span<const std::string_view>(&key, 1), modifier);
   }
+
+  // Collects the keys the engine evicts on this thread while it is open, in
+  // place of the KeyEvents reporter (which would invalidate them after the
+  // reply of the command that evicted them). Session::Run opens one around
+  // a command while anyone tracks. One per thread at a time: a nested one
+  // hides the outer one until it closes.
+  class EvictionCapture {
+   public:
+    EvictionCapture();
+    ~EvictionCapture();
+    EvictionCapture(const EvictionCapture&) = delete;
+    EvictionCapture& operator=(const EvictionCapture&) = delete;
+    // Closes the capture and returns the names (no database) it collected.
+    std::vector<std::string> Take();
+
+   private:
+    friend class Tracking;
+    std::vector<std::string> keys_;
+    EvictionCapture* outer_;
+    bool open_ = true;
+  };
+  // The engine evicted `key` (a name, no database) on this thread; called
+  // from its removal report, stripe and LRU locks maybe held, so it only
+  // appends. True if a capture is open here and now holds the key: its
+  // session invalidates it, the caller must not.
+  static bool CaptureEvicted(std::string_view key);
+  // `keys` were evicted while client `self` ran a command on this thread:
+  // every client that read one is told (NOLOOP counts the eviction as
+  // self's change, as Redis's current client), and self's own message is
+  // delivered at once, in place, so that it precedes the reply the session
+  // writes next. BCAST messages are posted as usual (Redis broadcasts them
+  // after the reply). REQUIRES: on self's worker; no engine stripe held.
+  void InvalidateEvicted(std::span<const std::string> keys, uint64_t self);
+
   // Every key went away (FLUSHALL, FLUSHDB, memcached flush_all): every
   // tracking client, BCAST or not, gets one null message; the table empties.
   void InvalidateAll() EXCLUDES(clients_mu_);
@@ -151,8 +192,13 @@ class Tracking {
   // Takes `key` out of its shard; appends one message to `out` per client.
   void TakeKey(std::string_view key, uint64_t modifier, Batch* out);
   void EnforceLimitSlow();
-  // Posts each (client, message) to the client's worker.
-  void Send(Batch& batch);
+  // The messages for `keys`: the readers' (modifier `modifier`) and the
+  // BCAST prefixes' (modifier `bcast_modifier`).
+  void Collect(std::span<const std::string_view> keys, uint64_t modifier, uint64_t bcast_modifier,
+               Batch* out) EXCLUDES(prefix_mu_);
+  // Posts each (client, message) to the client's worker; a default-mode
+  // message for client `in_place` (0: none) is delivered here instead.
+  void Send(Batch& batch, uint64_t in_place = 0);
 
   const DeliverFn deliver_;
   net::WorkerGroup* group_ = nullptr;

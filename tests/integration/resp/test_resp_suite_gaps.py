@@ -218,3 +218,26 @@ def test_monitor_shows_a_blocked_command_once_when_it_blocks(raw, r):
             break
     assert any(b'"lpush"' in ln.lower() for ln in lines)
     assert not any(b'"blpop"' in ln.lower() for ln in lines)  # not again on wake-up
+
+
+def test_config_set_is_all_or_nothing(rd):
+    before = rd.config_get("slowlog-max-len")["slowlog-max-len"]
+    with pytest.raises(redis.exceptions.ResponseError, match="timeout"):
+        rd.execute_command("CONFIG", "SET", "slowlog-max-len", "77", "timeout", "-5")
+    assert rd.config_get("slowlog-max-len")["slowlog-max-len"] == before  # rolled back
+    assert rd.execute_command("CONFIG", "SET", "slowlog-max-len", "77", "timeout", "0") == "OK"
+    assert rd.config_get("slowlog-max-len")["slowlog-max-len"] == "77"
+    rd.config_set("slowlog-max-len", before)
+
+
+def test_config_set_to_the_value_in_force(rd, resp_port):
+    # Redis's "CONFIG sanity" sets every parameter to its own value.
+    assert rd.config_set("port", resp_port) is True
+    policy = rd.config_get("maxmemory-policy")["maxmemory-policy"]
+    assert rd.config_set("maxmemory-policy", policy) is True
+
+
+@pytest.mark.skipif(ON_REDIS, reason="Redis changes its eviction policy at run time")
+def test_another_eviction_policy_is_refused_not_ignored(rd):
+    with pytest.raises(redis.exceptions.ResponseError, match="set at start"):
+        rd.config_set("maxmemory-policy", "volatile-ttl")

@@ -286,6 +286,41 @@ TEST_F(TrackingTest, ConcurrentRememberAndInvalidateEndEmpty) {
   }
 }
 
+TEST_F(TrackingTest, EvictionCaptureCollectsOnItsOwnThreadOnly) {
+  EXPECT_FALSE(Tracking::CaptureEvicted("none"));  // no capture open
+  Tracking::EvictionCapture outer;
+  EXPECT_TRUE(Tracking::CaptureEvicted("a"));
+  bool other_thread = true;
+  std::thread([&] { other_thread = Tracking::CaptureEvicted("b"); }).join();
+  EXPECT_FALSE(other_thread);
+  {
+    Tracking::EvictionCapture inner;  // hides the outer one until it closes
+    EXPECT_TRUE(Tracking::CaptureEvicted("c"));
+    EXPECT_EQ(inner.Take(), (std::vector<std::string>{"c"}));
+    EXPECT_TRUE(Tracking::CaptureEvicted("d"));  // the outer one again
+  }
+  EXPECT_EQ(outer.Take(), (std::vector<std::string>{"a", "d"}));
+  EXPECT_FALSE(Tracking::CaptureEvicted("e"));
+}
+
+TEST_F(TrackingTest, InvalidateEvictedIsTheEvictingClientsChangeForReadsOnly) {
+  t_.Remember("k", 1);
+  t_.Remember("k", 2);
+  t_.AddPrefix("k", 3);
+  std::vector<std::string> keys{"k", "never"};
+  t_.InvalidateEvicted(keys, 1);
+  ASSERT_EQ(GotFor(1).size(), 1u);
+  EXPECT_EQ(GotFor(1)[0].modifier, 1u);  // NOLOOP drops it for client 1
+  ASSERT_EQ(GotFor(2).size(), 1u);
+  EXPECT_EQ(GotFor(2)[0].modifier, 1u);
+  ASSERT_EQ(GotFor(3).size(), 1u);
+  EXPECT_TRUE(GotFor(3)[0].bcast);
+  EXPECT_EQ(GotFor(3)[0].keys, (std::vector<std::string>{"k"}));
+  EXPECT_EQ(GotFor(3)[0].modifier, 0u);  // Redis's BCAST: whoever evicted
+  EXPECT_EQ(t_.total_keys(), 0u);
+  t_.RemovePrefix("k", 3);
+}
+
 TEST(LiveClientsTest, AddRemoveContains) {
   LiveClients lc;
   EXPECT_FALSE(lc.Contains(1));

@@ -74,18 +74,25 @@ size_t Element(std::string_view p, size_t i, char c, bool nocase, bool* match) {
   }
 }
 
-}  // namespace
-
-bool GlobMatch(std::string_view p, std::string_view s, bool nocase) {
+// The walk. Stars are entered in pattern order and never again (a retry
+// goes back only to just after the last one), so counting the runs entered
+// applies Redis's nesting limit: the run it would recurse past 1000 levels
+// for fails the whole match, as Redis's skip-longer-matches cut then makes
+// every caller give up. A trailing run matches at once in both.
+template <bool kCount>
+bool Walk(std::string_view p, std::string_view s, bool nocase, [[maybe_unused]] uint64_t* steps) {
   if (s.empty()) return p.empty();
   constexpr size_t kNone = static_cast<size_t>(-1);
   size_t pi = 0, si = 0;
   size_t star_p = kNone;  // pattern position just after the last star seen
   size_t star_s = 0;      // subject position that star's run ends at, so far
+  size_t star_runs = 0;   // star runs entered
   while (si < s.size()) {
+    if constexpr (kCount) ++*steps;
     if (pi < p.size() && p[pi] == '*') {
       while (pi < p.size() && p[pi] == '*') ++pi;
       if (pi == p.size()) return true;
+      if (++star_runs > kGlobMaxStarRuns) return false;
       star_p = pi;
       star_s = si;
       continue;
@@ -106,6 +113,17 @@ bool GlobMatch(std::string_view p, std::string_view s, bool nocase) {
   }
   while (pi < p.size() && p[pi] == '*') ++pi;
   return pi == p.size();
+}
+
+}  // namespace
+
+bool GlobMatch(std::string_view p, std::string_view s, bool nocase) {
+  return Walk<false>(p, s, nocase, nullptr);
+}
+
+bool GlobMatchCountingSteps(std::string_view p, std::string_view s, bool nocase, uint64_t* steps) {
+  *steps = 0;
+  return Walk<true>(p, s, nocase, steps);
 }
 
 }  // namespace trove

@@ -200,11 +200,15 @@ void MemorySection(CommandContext& ctx, std::string* s) {
 }
 
 // Trove keeps nothing on disk: no save ever ran or runs, and the start
-// stands for the last save, as LASTSAVE answers (cmd_server.cc).
+// stands for the last save, as LASTSAVE answers (cmd_server.cc). The
+// changes since then are every worker's dirty counter (WorkerStats).
 void PersistenceSection(CommandContext& ctx, std::string* s) {
-  *s +=
-      "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\n"
-      "rdb_bgsave_in_progress:0\r\n";
+  uint64_t dirty = 0;
+  ctx.server->ForEachWorkerStats(
+      [&dirty](const WorkerStats& w) { dirty += w.dirty.load(std::memory_order_relaxed); });
+  *s += "# Persistence\r\nloading:0\r\nasync_loading:0\r\n";
+  AddU64(s, "rdb_changes_since_last_save", dirty);
+  *s += "rdb_bgsave_in_progress:0\r\n";
   AddField(s, "rdb_last_save_time", ctx.server->start_unix());
   *s +=
       "rdb_last_bgsave_status:ok\r\nrdb_saves:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n";

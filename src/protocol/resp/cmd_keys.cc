@@ -24,6 +24,7 @@ void CmdDel(CommandContext& ctx) {
   for (size_t i = 1; i < ctx.argc(); ++i) {
     if (ctx.engine->UnlinkLocked(ctx.Key(i), ctx.ts)) ++n;
   }
+  ctx.dirty = n;
   ctx.w->Integer(n);
 }
 
@@ -98,6 +99,7 @@ void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
     when += now;
   }
   std::string key = ctx.Key(1);
+  ctx.dirty = 0;  // until the expiry is set below
   ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
   if (!it) {
     ctx.w->Integer(0);
@@ -126,6 +128,7 @@ void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
     ctx.engine->UnlinkLocked(key, ctx.ts);
   else
     ctx.engine->SetExpiryMsLocked(key, expire_ms, ctx.ts);
+  ctx.dirty = 1;
   ctx.w->Integer(1);
 }
 void CmdExpire(CommandContext& ctx) { ExpireGeneric(ctx, false, false); }
@@ -171,12 +174,14 @@ void CmdPExpireTime(CommandContext& ctx) { TtlGeneric(ctx, 3); }
 void CmdPersist(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ItemRef it = ctx.engine->GetLocked(key, ctx.ts, false);
+  ctx.dirty = 0;
   if (!it || it.expires_at_unix_ms() == 0) {
     ctx.w->Integer(0);
     return;
   }
   it.Reset();
   ctx.engine->SetExpiryMsLocked(key, 0, ctx.ts);
+  ctx.dirty = 1;
   ctx.w->Integer(1);
 }
 
@@ -187,6 +192,7 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
     ctx.Error("ERR no such key");
     return;
   }
+  ctx.dirty = 0;  // renaming a key to itself changes nothing (Redis)
   if (src == dst) {
     if (nx)
       ctx.w->Integer(0);
@@ -201,6 +207,7 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
   if (!CopyItemLocked(ctx, it, dst, it.expires_at_unix_ms())) return;
   it.Reset();
   ctx.engine->UnlinkLocked(src, ctx.ts);
+  ctx.dirty = 1;
   if (nx)
     ctx.w->Integer(1);
   else
@@ -243,6 +250,7 @@ void CmdCopy(CommandContext& ctx) {
   engine::KeyLockSet lock(ctx.engine, keys);
   ItemRef it = ctx.engine->GetLocked(src, ctx.ts, false);
   CountKeyspace(ctx, static_cast<bool>(it));  // the source is read, the target not
+  ctx.dirty = 0;
   if (!it) {
     ctx.w->Integer(0);
     return;
@@ -256,6 +264,7 @@ void CmdCopy(CommandContext& ctx) {
   CommandContext inner = ctx;
   inner.locked = true;
   if (!CopyItemLocked(inner, it, dst, it.expires_at_unix_ms())) return;
+  ctx.dirty = 1;
   ctx.w->Integer(1);
   // Redis adds the copy (dbAdd: "new") and then reports copy_to.
   if (ctx.notify & protocol::kKeClassNew) ctx.session->QueueKeyEvent(protocol::kKeClassNew, "new", dst);
@@ -275,6 +284,7 @@ void CmdMove(CommandContext& ctx) {
   std::string_view keys[2] = {src, dst};
   engine::KeyLockSet lock(ctx.engine, keys);
   ItemRef it = ctx.engine->GetLocked(src, ctx.ts, false);
+  ctx.dirty = 0;
   if (!it || ctx.engine->GetLocked(dst, ctx.ts, false)) {
     ctx.w->Integer(0);
     return;
@@ -284,6 +294,7 @@ void CmdMove(CommandContext& ctx) {
   if (!CopyItemLocked(inner, it, dst, it.expires_at_unix_ms())) return;
   it.Reset();
   ctx.engine->UnlinkLocked(src, ctx.ts);
+  ctx.dirty = 1;
   ctx.w->Integer(1);
   if (ctx.notify & protocol::kKeClassNew) ctx.session->QueueKeyEvent(protocol::kKeClassNew, "new", dst);
   if (ctx.notify & protocol::kKeClassGeneric) {

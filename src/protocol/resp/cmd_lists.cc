@@ -27,6 +27,7 @@ void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
   if (only_existing) {
     if (!ReadList(ctx, key, &v)) return;
     if (v == nullptr) {
+      ctx.dirty = 0;
       ctx.w->Integer(0);
       return;
     }
@@ -44,6 +45,7 @@ void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
   }
   int64_t n = static_cast<int64_t>(v->size());
   FinishUpdate(ctx, key, v, before);
+  ctx.dirty = static_cast<int64_t>(ctx.argc() - 2);  // Redis: one per element pushed
   ctx.w->Integer(n);
 }
 void CmdLPush(CommandContext& ctx) { PushGeneric(ctx, true, false); }

@@ -30,7 +30,8 @@ static bool ParseScoreBound(std::string_view s, double* v, bool* ex) {
     *ex = true;
     s.remove_prefix(1);
   }
-  return ParseDouble(s, v);
+  // Redis's zslParseRange: strtod with no range check (1e400 is +inf).
+  return trove::ParseDouble(s, v) && !std::isnan(*v);
 }
 
 static bool ParseScoreRange(CommandContext& ctx, std::string_view a, std::string_view b, ScoreRange* r) {

@@ -2,8 +2,11 @@
 // ZINTERCARD; run on the connection's worker with the keys' stripes held.
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "common/str_append.h"
 #include "protocol/resp/collections.h"
@@ -18,11 +21,71 @@ namespace {
 
 enum class Agg { kSum, kMin, kMax };
 enum class ZOp { kUnion, kInter, kDiff };
+// What the caller does with the result: reply with it (WITHSCORES allowed),
+// store it (no WITHSCORES), or count it (ZINTERCARD: LIMIT, no options).
+enum class ZOut { kReply, kStore, kCard };
 
-// ZUNION/ZINTER/ZDIFF[STORE] core. numkeys at argv[nk]. Sets count as
-// score 1 (as Redis). False after an error reply.
-bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, bool* withscores,
-              std::vector<Entry>* out) {
+// One input key: a sorted set, a set (every member scores 1, as Redis), or
+// nothing (a missing key is an empty input). The collection stays valid for
+// the whole command: the stripes are held and nothing is written until the
+// result has been copied out.
+struct ZInput {
+  const ZsetValue* zset = nullptr;
+  const SetValue* set = nullptr;
+  double weight = 1.0;
+
+  size_t size() const { return zset ? zset->size() : set ? set->size() : 0; }
+  // fn(member, score) for every member, in the collection's own order,
+  // until fn returns false.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    if (zset != nullptr) {
+      for (const Entry& e : zset->ordered()) {
+        if (!fn(std::string_view(e.second), e.first)) return;
+      }
+    } else if (set != nullptr) {
+      for (const std::string& m : set->members()) {
+        if (!fn(std::string_view(m), 1.0)) return;
+      }
+    }
+  }
+  bool Find(std::string_view m, double* score) const {
+    if (zset != nullptr) {
+      const double* s = zset->Score(m);
+      if (s == nullptr) return false;
+      *score = *s;
+      return true;
+    }
+    if (set != nullptr && set->Contains(m)) {
+      *score = 1.0;
+      return true;
+    }
+    return false;
+  }
+};
+
+// Redis's zunionInterAggregate: a SUM that gives NaN (inf + -inf) is 0; MIN
+// and MAX keep the target when the value does not compare (NaN).
+void Aggregate(Agg agg, double* target, double val) {
+  switch (agg) {
+    case Agg::kSum:
+      *target += val;
+      if (std::isnan(*target)) *target = 0.0;
+      break;
+    case Agg::kMin:
+      if (val < *target) *target = val;
+      break;
+    case Agg::kMax:
+      if (val > *target) *target = val;
+      break;
+  }
+}
+
+// The arguments of one call, in Redis's order of checks: numkeys, then the
+// keys' types (WRONGTYPE before any option error), then the options.
+// False after an error reply.
+bool ParseZInputs(CommandContext& ctx, ZOp op, ZOut mode, size_t nk, std::vector<ZInput>* inputs,
+                  Agg* agg, bool* withscores, int64_t* limit) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[nk], &n)) return false;
   if (n < 1) {
@@ -32,117 +95,140 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
     ctx.Error(m);
     return false;
   }
-  if (static_cast<size_t>(n) > ctx.argc() - nk - 1) {
+  if (static_cast<uint64_t>(n) > ctx.argc() - nk - 1) {
     ctx.SyntaxError();
     return false;
   }
-  size_t first = nk + 1, end = nk + 1 + static_cast<size_t>(n);
-  std::vector<double> weights(static_cast<size_t>(n), 1.0);
-  Agg agg = Agg::kSum;
-  for (size_t i = end; i < ctx.argc(); ++i) {
-    std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "weights") && op != ZOp::kDiff &&
-        i + static_cast<size_t>(n) < ctx.argc()) {
-      for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
-        if (!ParseDouble(ctx.argv[i + 1 + k], &weights[k])) {
-          ctx.Error("ERR weight value is not a float");
-          return false;
-        }
-      }
-      i += static_cast<size_t>(n);
-    } else if (EqualsIgnoreCase(o, "aggregate") && op != ZOp::kDiff && i + 1 < ctx.argc()) {
-      std::string_view a = ctx.argv[++i];
-      if (EqualsIgnoreCase(a, "sum"))
-        agg = Agg::kSum;
-      else if (EqualsIgnoreCase(a, "min"))
-        agg = Agg::kMin;
-      else if (EqualsIgnoreCase(a, "max"))
-        agg = Agg::kMax;
-      else {
-        ctx.SyntaxError();
-        return false;
-      }
-    } else if (EqualsIgnoreCase(o, "withscores") && allow_withscores) {
-      *withscores = true;
-    } else {
-      ctx.SyntaxError();
-      return false;
-    }
-  }
-  std::vector<std::map<std::string, double>> inputs;
-  std::vector<bool> present;
+  const size_t count = static_cast<size_t>(n);
+  const size_t first = nk + 1, end = first + count;
+  inputs->assign(count, ZInput{});
   for (size_t i = first; i < end; ++i) {
     CollectionBase* c = nullptr;
     engine::ValueType type = engine::ValueType::kZset;
     LoadStatus st = LoadAnyCollection(ctx, ctx.Key(i), &c, &type);
-    std::map<std::string, double> m;
     if (st == LoadStatus::kWrongType ||
         (st == LoadStatus::kOk && type != engine::ValueType::kZset &&
          type != engine::ValueType::kSet)) {
       ctx.WrongType();
       return false;
     }
-    if (st == LoadStatus::kOk) {
-      if (type == engine::ValueType::kZset) {
-        for (const auto& e : static_cast<ZsetValue*>(c)->ordered()) m[e.second] = e.first;
+    if (st != LoadStatus::kOk) continue;
+    ZInput& in = (*inputs)[i - first];
+    if (type == engine::ValueType::kZset)
+      in.zset = static_cast<const ZsetValue*>(c);
+    else
+      in.set = static_cast<const SetValue*>(c);
+  }
+  const bool scored = op != ZOp::kDiff && mode != ZOut::kCard;
+  for (size_t i = end; i < ctx.argc();) {
+    std::string_view o = ctx.argv[i];
+    const size_t remaining = ctx.argc() - i;
+    if (scored && remaining >= count + 1 && EqualsIgnoreCase(o, "weights")) {
+      for (size_t k = 0; k < count; ++k) {
+        if (!ParseDouble(ctx.argv[i + 1 + k], &(*inputs)[k].weight)) {
+          ctx.Error("ERR weight value is not a float");
+          return false;
+        }
+      }
+      i += count + 1;
+    } else if (scored && remaining >= 2 && EqualsIgnoreCase(o, "aggregate")) {
+      std::string_view a = ctx.argv[i + 1];
+      if (EqualsIgnoreCase(a, "sum")) {
+        *agg = Agg::kSum;
+      } else if (EqualsIgnoreCase(a, "min")) {
+        *agg = Agg::kMin;
+      } else if (EqualsIgnoreCase(a, "max")) {
+        *agg = Agg::kMax;
       } else {
-        for (const auto& s : static_cast<SetValue*>(c)->members()) m[s] = 1.0;
+        ctx.SyntaxError();
+        return false;
       }
-    }
-    present.push_back(st == LoadStatus::kOk);
-    inputs.push_back(std::move(m));
-  }
-  auto combine = [agg](double a, double b) {
-    switch (agg) {
-      case Agg::kSum: {
-        double r = a + b;
-        return std::isnan(r) ? 0.0 : r;
+      i += 2;
+    } else if (mode == ZOut::kReply && EqualsIgnoreCase(o, "withscores")) {
+      *withscores = true;
+      ++i;
+    } else if (mode == ZOut::kCard && remaining >= 2 && EqualsIgnoreCase(o, "limit")) {
+      if (!ParseStrictInt64(ctx.argv[i + 1], limit) || *limit < 0) {
+        ctx.Error("ERR LIMIT can't be negative");
+        return false;
       }
-      case Agg::kMin:
-        return std::min(a, b);
-      case Agg::kMax:
-        return std::max(a, b);
-    }
-    return a;
-  };
-  auto weighted = [](double s, double w) {
-    double r = s * w;
-    return std::isnan(r) ? 0.0 : r;
-  };
-  std::map<std::string, double> res;
-  if (op == ZOp::kUnion) {
-    for (size_t k = 0; k < inputs.size(); ++k) {
-      for (const auto& [m, s] : inputs[k]) {
-        double ws = weighted(s, weights[k]);
-        auto it = res.find(m);
-        if (it == res.end())
-          res.emplace(m, ws);
-        else
-          it->second = combine(it->second, ws);
-      }
-    }
-  } else if (op == ZOp::kInter) {
-    size_t smallest = 0;
-    for (size_t k = 1; k < inputs.size(); ++k)
-      if (inputs[k].size() < inputs[smallest].size()) smallest = k;
-    for (const auto& [m, s0] : inputs[smallest]) {
-      bool all = true;
-      for (size_t k = 0; k < inputs.size() && all; ++k) all = inputs[k].count(m) > 0;
-      if (!all) continue;
-      double acc = weighted(inputs[0].at(m), weights[0]);
-      for (size_t k = 1; k < inputs.size(); ++k)
-        acc = combine(acc, weighted(inputs[k].at(m), weights[k]));
-      res.emplace(m, acc);
-    }
-  } else {
-    for (const auto& [m, s] : inputs[0]) {
-      bool keep = true;
-      for (size_t k = 1; k < inputs.size() && keep; ++k) keep = inputs[k].count(m) == 0;
-      if (keep) res.emplace(m, s);
+      i += 2;
+    } else {
+      ctx.SyntaxError();
+      return false;
     }
   }
+  return true;
+}
+
+// The union and the intersection visit the inputs from the smallest to the
+// largest, as Redis does (stable for equal sizes): the order decides the
+// result when a SUM meets inf and -inf, and the intersection walks only the
+// smallest input.
+void SortBySize(std::vector<ZInput>* inputs) {
+  std::stable_sort(inputs->begin(), inputs->end(),
+                   [](const ZInput& a, const ZInput& b) { return a.size() < b.size(); });
+}
+
+// The intersection: fn(member, score) for each member of every input, until
+// fn returns false. The smallest input's weighted score has NaN (0 * inf)
+// made 0; the others' weighted scores go to Aggregate as they are (Redis).
+template <typename Fn>
+void Intersect(const std::vector<ZInput>& in, Agg agg, Fn&& fn) {
+  if (in[0].size() == 0) return;
+  in[0].ForEach([&](std::string_view m, double s) {
+    double score = in[0].weight * s;
+    if (std::isnan(score)) score = 0;
+    for (size_t j = 1; j < in.size(); ++j) {
+      double v;
+      if (!in[j].Find(m, &v)) return true;
+      Aggregate(agg, &score, v * in[j].weight);
+    }
+    return fn(m, score);
+  });
+}
+
+// ZUNION/ZINTER/ZDIFF[STORE]: the result in Redis's order (score, then
+// member bytes). numkeys at argv[nk]. False after an error reply.
+bool ZCombine(CommandContext& ctx, ZOp op, ZOut mode, size_t nk, bool* withscores,
+              std::vector<Entry>* out) {
+  std::vector<ZInput> in;
+  Agg agg = Agg::kSum;
+  int64_t limit = 0;
+  if (!ParseZInputs(ctx, op, mode, nk, &in, &agg, withscores, &limit)) return false;
   out->clear();
-  for (const auto& [m, s] : res) out->emplace_back(s, m);
+  if (op == ZOp::kUnion) {
+    SortBySize(&in);
+    std::unordered_map<std::string_view, double> acc;
+    acc.reserve(in.back().size());
+    for (const ZInput& src : in) {
+      src.ForEach([&](std::string_view m, double s) {
+        double score = src.weight * s;
+        if (std::isnan(score)) score = 0;
+        auto [it, added] = acc.try_emplace(m, score);
+        if (!added) Aggregate(agg, &it->second, score);
+        return true;
+      });
+    }
+    out->reserve(acc.size());
+    for (const auto& [m, s] : acc) out->emplace_back(s, std::string(m));
+  } else if (op == ZOp::kInter) {
+    SortBySize(&in);
+    Intersect(in, agg, [out](std::string_view m, double s) {
+      out->emplace_back(s, std::string(m));
+      return true;
+    });
+  } else {
+    // Members of the first input found in no other, with the first's scores.
+    in[0].ForEach([&](std::string_view m, double s) {
+      double unused;
+      for (size_t j = 1; j < in.size(); ++j) {
+        if (in[j].Find(m, &unused)) return true;
+      }
+      out->emplace_back(s, std::string(m));
+      return true;
+    });
+  }
   std::sort(out->begin(), out->end());
   return true;
 }
@@ -150,7 +236,7 @@ bool ZCombine(CommandContext& ctx, ZOp op, size_t nk, bool allow_withscores, boo
 void ZOpGeneric(CommandContext& ctx, ZOp op) {
   bool withscores = false;
   std::vector<Entry> out;
-  if (!ZCombine(ctx, op, 1, true, &withscores, &out)) return;
+  if (!ZCombine(ctx, op, ZOut::kReply, 1, &withscores, &out)) return;
   WriteEntries(ctx, out, withscores);
 }
 void CmdZUnion(CommandContext& ctx) { ZOpGeneric(ctx, ZOp::kUnion); }
@@ -160,9 +246,11 @@ void CmdZDiff(CommandContext& ctx) { ZOpGeneric(ctx, ZOp::kDiff); }
 void ZStoreGeneric(CommandContext& ctx, ZOp op) {
   bool withscores = false;
   std::vector<Entry> out;
-  if (!ZCombine(ctx, op, 2, false, &withscores, &out)) return;
+  if (!ZCombine(ctx, op, ZOut::kStore, 2, &withscores, &out)) return;
+  // The result is copied out of the inputs, so the destination may be one.
   std::string dst = ctx.Key(1);
-  ctx.engine->UnlinkLocked(dst, ctx.ts);
+  const bool had_dst = ctx.engine->UnlinkLocked(dst, ctx.ts);
+  ctx.dirty = had_dst || !out.empty() ? 1 : 0;  // Redis: stored, or an old key deleted
   if (!out.empty()) {
     auto z = std::make_unique<ZsetValue>();
     for (const auto& e : out) z->Put(e.second, e.first);
@@ -176,41 +264,20 @@ void CmdZUnionStore(CommandContext& ctx) { ZStoreGeneric(ctx, ZOp::kUnion); }
 void CmdZInterStore(CommandContext& ctx) { ZStoreGeneric(ctx, ZOp::kInter); }
 void CmdZDiffStore(CommandContext& ctx) { ZStoreGeneric(ctx, ZOp::kDiff); }
 
+// ZINTERCARD counts without building the result and stops at LIMIT.
 void CmdZInterCard(CommandContext& ctx) {
-  int64_t n;
-  if (!ArgInt(ctx, ctx.argv[1], &n)) return;
-  if (n <= 0) {
-    ctx.Error("ERR at least 1 input key is needed for 'zintercard' command");
-    return;
-  }
-  if (static_cast<size_t>(n) + 2 > ctx.argc()) {
-    ctx.SyntaxError();
-    return;
-  }
-  size_t pos = 2 + static_cast<size_t>(n);
+  std::vector<ZInput> in;
+  Agg agg = Agg::kSum;
+  bool withscores = false;
   int64_t limit = 0;
-  for (size_t i = pos; i < ctx.argc(); ++i) {
-    if (EqualsIgnoreCase(ctx.argv[i], "limit") && i + 1 < ctx.argc()) {
-      if (!ParseStrictInt64(ctx.argv[++i], &limit) || limit < 0) {
-        ctx.Error("ERR LIMIT can't be negative");
-        return;
-      }
-    } else {
-      ctx.SyntaxError();
-      return;
-    }
-  }
-  // Reuse the intersection over the key arguments only.
-  std::vector<std::string_view> sub(ctx.argv.begin(),
-                                    ctx.argv.begin() + static_cast<std::ptrdiff_t>(pos));
-  CommandContext inner = ctx;
-  inner.argv = sub;
-  bool ws = false;
-  std::vector<Entry> out;
-  if (!ZCombine(inner, ZOp::kInter, 1, false, &ws, &out)) return;
-  int64_t c = static_cast<int64_t>(out.size());
-  if (limit > 0 && c > limit) c = limit;
-  ctx.w->Integer(c);
+  if (!ParseZInputs(ctx, ZOp::kInter, ZOut::kCard, 1, &in, &agg, &withscores, &limit)) return;
+  SortBySize(&in);
+  int64_t n = 0;
+  Intersect(in, agg, [&n, limit](std::string_view, double) {
+    ++n;
+    return limit == 0 || n < limit;
+  });
+  ctx.w->Integer(n);
 }
 
 }  // namespace

@@ -100,6 +100,14 @@ struct CommandContext {
   // writer's worker, BlockRegistry): a blocking command that still finds no
   // data sets *would_block instead of blocking (cmd_blocking.cc).
   bool* would_block = nullptr;
+  // The changes this command made to the keyspace, as Redis's server.dirty
+  // counts them (INFO persistence rdb_changes_since_last_save). A handler
+  // that knows the count sets it, where that is cheap: DEL the keys
+  // removed, LPUSH the elements pushed, 0 when nothing changed. Left at
+  // kDirtyUnknown, a write command counts 1 unless it replied with an error
+  // (Session::Run, Session::ServeOne).
+  static constexpr int64_t kDirtyUnknown = -1;
+  int64_t dirty = kDirtyUnknown;
 
   size_t argc() const { return argv.size(); }
   int db() const { return conn->identity().db(); }

@@ -207,7 +207,9 @@ bool ParseDouble(std::string_view s, double* out) {
   if (std::isspace(static_cast<unsigned char>(s[0]))) return false;  // Redis: no leading space
   double v;
   if (!trove::ParseDouble(s, &v) || std::isnan(v)) return false;
-  if (errno == ERANGE && !std::isinf(v) && v != 0) return false;
+  // Redis's getDoubleFromObject: strtod's overflow (+-HUGE_VAL) and its
+  // underflow to zero are errors; a denormal result is kept.
+  if (errno == ERANGE && (std::isinf(v) || v == 0)) return false;
   *out = v;
   return true;
 }

@@ -56,6 +56,9 @@ struct WorkerStats {
   std::atomic<uint64_t> expired_keys{0};
   std::atomic<uint64_t> error_replies{0};
   std::atomic<uint64_t> net_input_bytes{0};
+  // Changes to the keyspace made by this worker's commands (Redis's
+  // server.dirty; CommandContext::dirty). Never reset: Trove never saves.
+  std::atomic<uint64_t> dirty{0};
 };
 
 // Thread safety: the engine and services are thread-safe; config values are

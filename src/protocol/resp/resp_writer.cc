@@ -32,6 +32,7 @@ void RespWriter::Simple(std::string_view s) {
 }
 
 void RespWriter::Error(std::string_view msg) {
+  ++errors_;
   std::string line;
   line.reserve(msg.size() + 3);
   line.push_back('-');

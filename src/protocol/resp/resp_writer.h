@@ -33,6 +33,8 @@ class RespWriter {
   void Ok() { Simple("OK"); }
   // msg is "CODE text" ("ERR syntax error", "WRONGTYPE ..."); CR/LF become spaces.
   void Error(std::string_view msg);
+  // Error replies written so far (a command failed if this moved while it ran).
+  uint64_t errors() const { return errors_; }
   void Integer(int64_t v);
   void Bulk(std::string_view s);
   // Sends an item's value straight from item memory (the reference moves into
@@ -58,6 +60,7 @@ class RespWriter {
   void Header(char c, size_t n);
   net::OutputBuffer* out_;
   int proto_;
+  uint64_t errors_ = 0;
 };
 
 // Redis 7.0's reply form of a double ("%.17g", "inf", "-inf").

@@ -275,6 +275,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     staged_writer.emplace(&*staged, w->proto());
     ctx.w = &*staged_writer;
   }
+  const uint64_t errors_before = ctx.w->errors();
   // One clock read per command: a command's start is the previous one's end
   // (or the start of the input batch), so parse time counts toward it.
   const Clock* clock = server_->engine()->clock();
@@ -350,6 +351,15 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   c.calls.fetch_add(1, std::memory_order_relaxed);
   c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);
   stats_->total_commands.fetch_add(1, std::memory_order_relaxed);
+  // Redis's dirty counter: the handler's count, else 1 for a write that
+  // replied without an error; nothing when the reply became -OOM (a command
+  // that blocked counts when it is served, ServeOne).
+  uint64_t dirty = 0;
+  if (ctx.dirty != CommandContext::kDirtyUnknown)
+    dirty = static_cast<uint64_t>(ctx.dirty);
+  else if ((spec.flags & kCmdWrite) != 0 && ctx.w->errors() == errors_before)
+    dirty = 1;
+  if (dirty > 0 && !write_failed) stats_->dirty.fetch_add(dirty, std::memory_order_relaxed);
   server_->RecordCommand(stats_, spec, slot, argv, conn_.identity(), (t1 - t0) / 1000);
 }
 

@@ -40,6 +40,19 @@ std::string NoDataReply(int proto) { return proto >= 3 ? "_\r\n" : "*-1\r\n"; }
 
 constexpr char kUnblockedError[] = "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n";
 
+// A served blocked command counts its changes on the writer's worker, as
+// Redis 7.2+ counts a served BLPOP or BLMOVE in server.dirty (7.0 did not);
+// the same rule as Session::Run.
+void CountServedDirty(WorkerStats* stats, const CommandContext& ctx, bool write_failed,
+                      bool errored) {
+  uint64_t n = 0;
+  if (ctx.dirty != CommandContext::kDirtyUnknown)
+    n = static_cast<uint64_t>(ctx.dirty);
+  else if (!errored)
+    n = 1;
+  if (n > 0 && !write_failed) stats->dirty.fetch_add(n, std::memory_order_relaxed);
+}
+
 // Sends `reply` to the blocked client's worker (posted even when that is this
 // worker: the reply then follows this turn's own replies, as in Redis).
 void PostReply(net::WorkerGroup* group, uint64_t conn_id, uint64_t token, std::string reply) {
@@ -163,10 +176,12 @@ bool Session::ServeOne(const Waiter& w, std::string* reply) {
     if (bytes.compare(0, kWrongType.size(), kWrongType) == 0) return false;
     *reply = write_failed ? std::string("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
                           : bytes;
+    CountServedDirty(stats_, ctx, write_failed, rw.errors() != 0);
     return true;
   }
   *reply = write_failed ? std::string("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
                         : TakeBytes(out);
+  CountServedDirty(stats_, ctx, write_failed, rw.errors() != 0);
   return true;
 }
 

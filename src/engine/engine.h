@@ -376,6 +376,12 @@ class Engine {
   // (SlabAllocator::over_limit: lock-free, for per-command checks).
   size_t mem_limit() const;
   bool over_mem_limit() const;
+  // Redis's eviction to a lowered maxmemory: with eviction on (no -M),
+  // evicts the coldest items, class by class, until the items' bytes plus
+  // heap bytes fit the limit or nothing is left to evict. Slab pages stay
+  // allocated (over_mem_limit() still tells). Returns the items evicted.
+  // Any thread holding no item lock; takes LRU and stripe locks per item.
+  uint64_t EvictToLimit();
   // slabs reassign src dst: "OK", "BUSY", "BADCLASS", "NOSPARE", "SAME" (memcached's replies).
   std::string SlabsReassign(int src, int dst);
   void SetSlabAutomove(int mode);

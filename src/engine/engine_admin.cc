@@ -291,6 +291,31 @@ bool Engine::SetMemLimit(size_t bytes) { return impl_->slabs.SetMemLimit(bytes);
 size_t Engine::mem_limit() const { return impl_->slabs.mem_limit(); }
 bool Engine::over_mem_limit() const { return impl_->slabs.over_limit(); }
 
+uint64_t Engine::EvictToLimit() {
+  Impl* m = impl_.get();
+  const size_t limit = m->slabs.mem_limit();
+  if (!opts_.evict_to_free || limit == 0) return 0;
+  auto used = [m] {
+    uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(0, m->slabs.heap_bytes()));
+    for (int c = 1; c <= m->slabs.largest_class(); ++c) {
+      for (int g = 0; g < kSegments; ++g) bytes += m->lru.Bytes(c, static_cast<Segment>(g));
+    }
+    return bytes;
+  };
+  uint64_t evicted = 0;
+  while (used() > limit) {
+    bool progress = false;
+    for (int c = 1; c <= m->slabs.largest_class(); ++c) {
+      for (int i = 0; i < 64 && m->FreeSomething(c); ++i) {
+        progress = true;
+        ++evicted;
+      }
+    }
+    if (!progress) break;
+  }
+  return evicted;
+}
+
 std::string Engine::SlabsReassign(int src, int dst) {
   if (!opts_.slab_reassign) return "CLIENT_ERROR slab reassignment disabled";
   return impl_->rebalancer->Reassign(src, dst);

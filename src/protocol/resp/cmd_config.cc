@@ -185,6 +185,9 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
       SetFailed(ctx, name, "the memory is preallocated (-L) and cannot shrink");
       return false;
     }
+    // As Redis: keys are evicted (with `evicted` events) until the data
+    // fits, or none is left.
+    (void)ctx.engine->EvictToLimit();
     return true;
   }
   if (name == "maxmemory-policy") {

@@ -382,6 +382,10 @@ class Engine {
   // allocated (over_mem_limit() still tells). Returns the items evicted.
   // Any thread holding no item lock; takes LRU and stripe locks per item.
   uint64_t EvictToLimit();
+  // Whether a full cache evicts (memcached's default) or refuses the write
+  // (-M); CONFIG SET maxmemory-policy allkeys-lru / noeviction changes it.
+  bool evict_to_free() const;
+  void SetEvictToFree(bool on);
   // slabs reassign src dst: "OK", "BUSY", "BADCLASS", "NOSPARE", "SAME" (memcached's replies).
   std::string SlabsReassign(int src, int dst);
   void SetSlabAutomove(int mode);

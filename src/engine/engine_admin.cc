@@ -137,7 +137,7 @@ StatList Engine::SettingsStats() const {
   const EngineOptions& o = opts_;
   StatList l;
   Add(&l, "maxbytes", impl_->slabs.mem_limit());
-  AddStr(&l, "evictions", o.evict_to_free ? "on" : "off");
+  AddStr(&l, "evictions", impl_->evict_to_free.load(std::memory_order_relaxed) ? "on" : "off");
   char f[32];  // memcached prints the factor with "%.2f"
   std::snprintf(f, sizeof(f), "%.2f", o.factor);
   AddStr(&l, "growth_factor", f);
@@ -290,11 +290,13 @@ std::string Engine::DetailDump() const { return impl_->prefix.Dump(); }
 bool Engine::SetMemLimit(size_t bytes) { return impl_->slabs.SetMemLimit(bytes); }
 size_t Engine::mem_limit() const { return impl_->slabs.mem_limit(); }
 bool Engine::over_mem_limit() const { return impl_->slabs.over_limit(); }
+bool Engine::evict_to_free() const { return impl_->evict_to_free.load(std::memory_order_relaxed); }
+void Engine::SetEvictToFree(bool on) { impl_->evict_to_free.store(on, std::memory_order_relaxed); }
 
 uint64_t Engine::EvictToLimit() {
   Impl* m = impl_.get();
   const size_t limit = m->slabs.mem_limit();
-  if (!opts_.evict_to_free || limit == 0) return 0;
+  if (!m->evict_to_free.load(std::memory_order_relaxed) || limit == 0) return 0;
   auto used = [m] {
     uint64_t bytes = static_cast<uint64_t>(std::max<int64_t>(0, m->slabs.heap_bytes()));
     for (int c = 1; c <= m->slabs.largest_class(); ++c) {

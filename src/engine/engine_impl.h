@@ -166,6 +166,10 @@ struct Engine::Impl {
 
   Engine* engine;
   const EngineOptions opts;
+  // opts.evict_to_free at start (-M clears it); CONFIG SET maxmemory-policy
+  // (allkeys-lru / noeviction) changes it at run time. Relaxed: each
+  // allocation that needs room reads it once.
+  std::atomic<bool> evict_to_free{opts.evict_to_free};
   const Clock* clock;
   const int64_t started;   // unix seconds at rel time 0 (kept across a warm restart)
   const size_t header;     // item header bytes incl. CAS

@@ -53,7 +53,7 @@ AllocOutput Engine::AllocateHeap(std::string_view key, int64_t exptime, ValueTyp
   // items live in (their headers are small) before giving up.
   const int cls = m->slabs.ClassFor(m->header + key.size() + sizeof(HeapValue*) + 2);
   for (int i = 0; i < 64 && m->slabs.OverLimit(usage) && cls != 0; ++i) {
-    if (!opts_.evict_to_free || !m->FreeSomething(cls)) break;
+    if (!m->evict_to_free.load(std::memory_order_relaxed) || !m->FreeSomething(cls)) break;
   }
   AllocOutput out;
   if (m->slabs.OverLimit(usage)) {

@@ -198,7 +198,8 @@ int Engine::Impl::PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode 
 }
 
 bool Engine::Impl::FreeSomething(int cls) {
-  const PullMode mode = opts.evict_to_free ? PullMode::kEvict : PullMode::kReclaim;
+  const PullMode mode =
+      evict_to_free.load(std::memory_order_relaxed) ? PullMode::kEvict : PullMode::kReclaim;
   if (PullTail(cls, Segment::kCold, 0, mode, 0) > 0) return true;
   // COLD had nothing to give: push HOT (then WARM) tails down into COLD.
   if (PullTail(cls, Segment::kHot, 0, PullMode::kJuggle, 0) > 0) return true;

@@ -98,7 +98,7 @@ uint32_t MemcacheCategories(std::string_view c) {
 // CommandCategories first, so one Trove adds later may stay listed here.
 // clang-format off
 constexpr std::string_view kRedisOnlyCommands[] = {
-    "asking", "bgrewriteaof", "bgsave", "bitcount", "bitfield", "bitfield_ro", "bitop", "bitpos",
+    "asking", "bgrewriteaof", "bitcount", "bitfield", "bitfield_ro", "bitop", "bitpos",
     "cluster", "cluster|addslots", "cluster|addslotsrange", "cluster|bumpepoch",
     "cluster|count-failure-reports", "cluster|countkeysinslot", "cluster|delslots",
     "cluster|delslotsrange", "cluster|failover", "cluster|flushslots", "cluster|forget",
@@ -114,7 +114,7 @@ constexpr std::string_view kRedisOnlyCommands[] = {
     "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "httl", "migrate", "module", "module|help",
     "module|list", "module|load", "module|loadex", "module|unload", "pfadd", "pfcount", "pfdebug",
     "pfmerge", "pfselftest", "psync", "readonly", "readwrite", "replconf", "replicaof", "restore",
-    "restore-asking", "save", "script", "script|debug", "script|exists", "script|flush",
+    "restore-asking", "script", "script|debug", "script|exists", "script|flush",
     "script|help", "script|kill", "script|load", "setbit", "slaveof", "sort", "sort_ro", "sync",
     "wait", "waitaof", "xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xgroup|create",
     "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy", "xgroup|help", "xgroup|setid",

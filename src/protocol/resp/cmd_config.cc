@@ -95,7 +95,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
   else if (n == "maxmemory")
     AppendU64(v, ctx.engine->mem_limit());
   else if (n == "maxmemory-policy")
-    v = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
+    v = ctx.engine->evict_to_free() ? "allkeys-lru" : "noeviction";
   else if (n == "requirepass")
     v = "";  // only the password's SHA-256 is kept (docs/resp.md)
   else if (n == "port")
@@ -191,14 +191,21 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     return true;
   }
   if (name == "maxmemory-policy") {
-    // Chosen at start (memcached's -M: noeviction); setting the policy in
-    // force is accepted, another is refused rather than ignored.
-    const std::string cur = ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction";
-    if (ToLower(value) != cur) {
+    // Trove's two: evict the coldest keys (memcached's segmented LRU, which
+    // is what allkeys-lru names) or refuse the write (noeviction, -M). The
+    // volatile-*, *-lfu and *-random policies are refused, not approximated.
+    const std::string v = ToLower(value);
+    if (v != "allkeys-lru" && v != "noeviction") {
+      const bool known = v == "volatile-lru" || v == "volatile-lfu" || v == "volatile-random" ||
+                         v == "volatile-ttl" || v == "allkeys-lfu" || v == "allkeys-random";
       SetFailed(ctx, name,
-                "Trove's eviction policy is set at start (-M for noeviction); it is " + cur);
+                known ? "Trove evicts by LRU over all keys: only allkeys-lru and noeviction"
+                      : "argument(s) must be one of the following: volatile-lru, volatile-lfu, "
+                        "volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, "
+                        "allkeys-random, noeviction");
       return false;
     }
+    ctx.engine->SetEvictToFree(v == "allkeys-lru");
     return true;
   }
   if (name == "save") {

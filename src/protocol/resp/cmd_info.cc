@@ -192,10 +192,12 @@ void MemorySection(CommandContext& ctx, std::string* s) {
   AddU64(s, "mem_tracking_table", ctx.server->tracking().memory_bytes());
   AddU64(s, "maxmemory", ctx.engine->mem_limit());
   AddField(s, "maxmemory_policy",
-           ctx.engine->options().evict_to_free ? "allkeys-lru" : "noeviction");
+           ctx.engine->evict_to_free() ? "allkeys-lru" : "noeviction");
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", Ratio(rss, m.used));
   AddField(s, "mem_fragmentation_ratio", buf);
+  // Trove frees removed values at once (no lazy-free thread).
+  *s += "lazyfree_pending_objects:0\r\nlazyfreed_objects:0\r\n";
   AddField(s, "mem_allocator", "libc");
 }
 

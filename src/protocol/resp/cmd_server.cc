@@ -197,6 +197,13 @@ void CmdRole(CommandContext& ctx) {
 // start, which is what Redis answers until its first save.
 void CmdLastSave(CommandContext& ctx) { ctx.w->Integer(ctx.server->start_unix()); }
 
+// SAVE / BGSAVE: Trove is a cache and keeps no snapshot (memcached's -e
+// memory file is its warm restart), so both are refused with a reason, never
+// accepted. SAVE is not allowed inside MULTI, as in Redis.
+void CmdSave(CommandContext& ctx) {
+  ctx.Error("ERR Trove keeps no snapshots on disk: SAVE and BGSAVE are not supported");
+}
+
 // LOLWUT's art: dots on a grid printed as Unicode braille characters, each
 // character a cell of 2 x 4 dots.
 // Thread safety: a local of one LOLWUT call.
@@ -358,6 +365,10 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
       "Returns the replication role.", "2.8.12");
   add("lastsave", 1, kCmdFast | kCmdLoading | kCmdStale, CmdLastSave, "server",
       "Returns the Unix timestamp of the last successful save to disk.", "1.0.0");
+  add("save", 1, kCmdAdmin | kCmdNoMulti, CmdSave, "server",
+      "Synchronously saves the database(s) to disk.", "1.0.0");
+  add("bgsave", -1, kCmdAdmin, CmdSave, "server",
+      "Asynchronously saves the database(s) to disk.", "1.0.0");
   add("lolwut", -1, kCmdReadonly | kCmdFast, CmdLolwut, "server",
       "Displays computer art and the Redis version", "5.0.0");
   RegisterInfoCommands(t);

@@ -237,10 +237,23 @@ def test_config_set_to_the_value_in_force(rd, resp_port):
     assert rd.config_set("maxmemory-policy", policy) is True
 
 
-@pytest.mark.skipif(ON_REDIS, reason="Redis changes its eviction policy at run time")
-def test_another_eviction_policy_is_refused_not_ignored(rd):
-    with pytest.raises(redis.exceptions.ResponseError, match="set at start"):
+@pytest.mark.skipif(ON_REDIS, reason="Redis has every policy")
+def test_eviction_policies_trove_lacks_are_refused_not_ignored(rd):
+    with pytest.raises(redis.exceptions.ResponseError, match="only allkeys-lru and noeviction"):
         rd.config_set("maxmemory-policy", "volatile-ttl")
+    with pytest.raises(redis.exceptions.ResponseError, match="must be one of"):
+        rd.config_set("maxmemory-policy", "bogus")
+
+
+def test_maxmemory_policy_changes_at_run_time(rd):
+    before = rd.config_get("maxmemory-policy")["maxmemory-policy"]
+    try:
+        for p in ("noeviction", "allkeys-lru"):
+            assert rd.config_set("maxmemory-policy", p) is True
+            assert rd.config_get("maxmemory-policy")["maxmemory-policy"] == p
+            assert rd.info("memory")["maxmemory_policy"] == p
+    finally:
+        rd.config_set("maxmemory-policy", before)
 
 
 def test_lowering_maxmemory_evicts_with_events(r, resp_port, restore_maxmemory):
@@ -266,3 +279,21 @@ def test_lowering_maxmemory_evicts_with_events(r, resp_port, restore_maxmemory):
         sub.close()
         r.config_set("notify-keyspace-events", events)
         r.config_set("maxmemory-policy", policy)
+
+
+def test_save_inside_multi_is_not_allowed(raw):
+    c = raw()
+    assert c.cmd("MULTI") == b"+OK\r\n"
+    assert b"Command not allowed inside a transaction" in c.cmd("SAVE")
+    assert c.cmd("EXEC").startswith(b"-EXECABORT")
+
+
+@pytest.mark.skipif(ON_REDIS, reason="Redis saves; Trove keeps no snapshot")
+def test_save_and_bgsave_are_refused_with_a_reason(r):
+    for cmd in ("SAVE", "BGSAVE"):
+        with pytest.raises(redis.exceptions.ResponseError, match="no snapshots"):
+            r.execute_command(cmd)
+
+
+def test_info_memory_reports_no_pending_lazyfree(r):
+    assert r.info("memory")["lazyfree_pending_objects"] == 0

@@ -41,6 +41,7 @@ struct Engine::Impl {
   uint64_t next_cas = 0;
   int64_t heap_bytes = 0;
   size_t mem_limit = 0;  // CONFIG SET maxmemory; never enforced here
+  bool evict = true;     // CONFIG SET maxmemory-policy; never acted on here
   std::vector<std::unique_ptr<ThreadStats>> stats;
 
   int64_t Abs(const Clock* c, int64_t e) const {
@@ -205,6 +206,9 @@ bool Engine::SetMemLimit(size_t bytes) {
 }
 size_t Engine::mem_limit() const { return impl_->mem_limit; }
 bool Engine::over_mem_limit() const { return false; }
+uint64_t Engine::EvictToLimit() { return 0; }  // the fake never evicts
+bool Engine::evict_to_free() const { return impl_->evict; }
+void Engine::SetEvictToFree(bool on) { impl_->evict = on; }
 
 uint64_t Engine::KeyHash(std::string_view key) { return std::hash<std::string_view>{}(key); }
 // Recorded so tests can check what a look-ahead asked for (single thread).

@@ -82,10 +82,7 @@ void PopFirstNonEmpty(CommandContext& ctx, size_t reply_len, Pop pop) {
   for (size_t i = 1; i < last; ++i) {
     std::string key = ctx.Key(i);
     T* v = nullptr;
-    if (LoadCollection<T>(ctx, key, &v) == LoadStatus::kWrongType) {
-      ctx.WrongType();
-      return;
-    }
+    if (!ReadPopSource(ctx, key, &v)) return;
     if (v == nullptr) continue;
     ctx.w->ArrayHeader(reply_len);
     ctx.w->Bulk(ctx.argv[i]);
@@ -122,10 +119,7 @@ void MoveBlocking(CommandContext& ctx, bool from_left, bool to_left, std::string
   int64_t ms;
   if (!ParseBlockTimeout(ctx, timeout, &ms)) return;
   ListValue* v = nullptr;
-  if (LoadCollection<ListValue>(ctx, ctx.Key(1), &v) == LoadStatus::kWrongType) {
-    ctx.WrongType();
-    return;
-  }
+  if (!ReadPopSource(ctx, ctx.Key(1), &v)) return;
   if (v != nullptr) {
     ListMove(ctx, from_left, to_left);  // checks the destination's type first
     return;
@@ -159,10 +153,6 @@ void MPopBlocking(CommandContext& ctx, bool (*mpop)(CommandContext&)) {
 }
 void CmdBLMPop(CommandContext& ctx) { MPopBlocking(ctx, ListMPop); }
 void CmdBZMPop(CommandContext& ctx) { MPopBlocking(ctx, ZsetMPop); }
-
-void NumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out) {
-  NumKeysAt(2, argv, out);
-}
 
 }  // namespace
 

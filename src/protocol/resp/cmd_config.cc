@@ -431,8 +431,7 @@ void CmdConfig(CommandContext& ctx) {
         "    Reset statistics reported by the INFO command.",
         "HELP",
         "    Print this help."};
-    ctx.w->ArrayHeader(std::size(lines));
-    for (auto l : lines) ctx.w->Simple(l);
+    WriteHelp(ctx, lines);
   } else {
     UnknownSubcommand(ctx);
   }

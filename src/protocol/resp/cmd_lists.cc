@@ -388,7 +388,8 @@ bool ListMPop(CommandContext& ctx) {
   for (size_t k = 2; k < pos; ++k) {
     std::string key = ctx.Key(k);
     ListValue* v;
-    if (!ReadList(ctx, key, &v)) return true;
+    // Served while blocked, a key of another type means "still waiting".
+    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
     if (v == nullptr) continue;
     size_t before = v->MemoryUsage();
     size_t take = std::min(static_cast<size_t>(count), v->size());

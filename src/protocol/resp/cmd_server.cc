@@ -40,6 +40,11 @@ void UnknownSubcommand(CommandContext& ctx) {
   ctx.Error(m);
 }
 
+void WriteHelp(CommandContext& ctx, std::span<const std::string_view> lines) {
+  ctx.w->ArrayHeader(lines.size());
+  for (std::string_view l : lines) ctx.w->Simple(l);
+}
+
 void SubArity(CommandContext& ctx) {
   std::string m = "ERR wrong number of arguments for '";
   m += ctx.spec->name;
@@ -372,7 +377,9 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
   add("lolwut", -1, kCmdReadonly | kCmdFast, CmdLolwut, "server",
       "Displays computer art and the Redis version", "5.0.0");
   RegisterInfoCommands(t);
+  RegisterMemoryCommands(t);
   RegisterConfigCommands(t);
+  RegisterCommandCommand(t);
   RegisterIntrospectionCommands(t);
   RegisterSlowlogCommands(t);
   add("shutdown", -1, kCmdAdmin | kCmdNoMulti | kCmdLoading | kCmdStale, CmdShutdown, "server",

@@ -252,7 +252,8 @@ bool ZsetMPop(CommandContext& ctx) {
   for (size_t k = 2; k < pos; ++k) {
     std::string key = ctx.Key(k);
     ZsetValue* v;
-    if (!ReadZset(ctx, key, &v)) return true;
+    // Served while blocked, a key of another type means "still waiting".
+    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
     if (v == nullptr) continue;
     size_t before = v->MemoryUsage();
     std::vector<Entry> out = PopEntries(v, max, static_cast<size_t>(count));

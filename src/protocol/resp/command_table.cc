@@ -86,6 +86,14 @@ void NumKeysAt(size_t at, std::span<const std::string_view> argv, std::vector<si
 void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out) {
   NumKeysAt(1, argv, out);
 }
+void NumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out) {
+  NumKeysAt(2, argv, out);
+}
+int KeyCountAt(const CommandSpec& spec) {
+  if (spec.keys == NumKeysAt1) return 1;
+  if (spec.keys == NumKeysAt2 || spec.keys == DestAndNumKeysAt2) return 2;
+  return -1;
+}
 void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out) {
   out->push_back(1);
   NumKeysAt(2, argv, out);

@@ -37,9 +37,14 @@ class CommandTable {
 // (LMPOP, ZMPOP, SINTERCARD, ZUNION ...); nothing when numkeys is not a
 // positive integer (the command itself then replies with the error).
 void NumKeysAt(size_t at, std::span<const std::string_view> argv, std::vector<size_t>* out);
-// KeysFn forms: numkeys at argv[1]; or a destination at argv[1] and numkeys at argv[2].
+// KeysFn forms: numkeys at argv[1]; at argv[2] (BLMPOP/BZMPOP, after the
+// timeout); or a destination at argv[1] and numkeys at argv[2].
 void NumKeysAt1(std::span<const std::string_view> argv, std::vector<size_t>* out);
+void NumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out);
 void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_t>* out);
+// Where the key count of `spec` is in argv (1 or 2), from its KeysFn; -1
+// for a command whose keys do not follow a count.
+int KeyCountAt(const CommandSpec& spec);
 
 // Lower-cases ASCII.
 std::string ToLower(std::string_view s);

@@ -45,9 +45,9 @@ class Identity {
   bool no_touch() const { return no_touch_; }
   void SetNoTouch(bool on) { no_touch_ = on; }
   void SetNoEvict(bool on) { no_evict_ = on; }
-  // CLIENT REPLY: kSkip is set by CLIENT REPLY SKIP and, once that command
-  // is done, makes the next command kSkipping (its reply dropped; kOn after
-  // it unless that command changed the mode, as Redis's SKIP/SKIP_NEXT).
+  // CLIENT REPLY: kSkip is set by CLIENT REPLY SKIP and makes the next
+  // command kSkipping (its reply dropped; kOn after it unless that command
+  // changed the mode), as Redis's SKIP_NEXT / SKIP flags.
   enum class Reply : uint8_t { kOn, kOff, kSkip, kSkipping };
   Reply reply_mode() const { return reply_; }
   void SetReplyMode(Reply r) { reply_ = r; }

@@ -1,10 +1,12 @@
 // The connection and server commands, split by concern over cmd_server.cc,
-// cmd_connection.cc, cmd_client.cc, cmd_info.cc, cmd_config.cc,
-// cmd_introspection.cc and cmd_slowlog.cc, and the helpers they share.
+// cmd_connection.cc, cmd_client.cc, cmd_info.cc, cmd_memory.cc,
+// cmd_config.cc, cmd_command.cc, cmd_introspection.cc and cmd_slowlog.cc,
+// and the helpers they share.
 // Connection's worker.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +24,8 @@ inline constexpr const char* kRedisVersion = "7.0.15";
 void UnknownSubcommand(CommandContext& ctx);
 // "ERR wrong number of arguments for '<cmd>|<sub>' command"
 void SubArity(CommandContext& ctx);
+// A HELP reply: the lines as simple strings, in one array.
+void WriteHelp(CommandContext& ctx, std::span<const std::string_view> lines);
 // CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO (cmd_tracking.cc):
 // false when `sub` (lower case) is none of them or has the wrong arity.
 bool ClientTrackingCommand(CommandContext& ctx, std::string_view sub);
@@ -39,7 +43,9 @@ void AddField(std::string* s, std::string_view k, int64_t v);
 void RegisterConnectionCommands(std::vector<CommandSpec>* t);
 void RegisterClientCommands(std::vector<CommandSpec>* t);
 void RegisterInfoCommands(std::vector<CommandSpec>* t);
+void RegisterMemoryCommands(std::vector<CommandSpec>* t);
 void RegisterConfigCommands(std::vector<CommandSpec>* t);
+void RegisterCommandCommand(std::vector<CommandSpec>* t);
 void RegisterIntrospectionCommands(std::vector<CommandSpec>* t);
 void RegisterSlowlogCommands(std::vector<CommandSpec>* t);
 void RegisterMonitorCommands(std::vector<CommandSpec>* t);

@@ -87,10 +87,8 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
       Identity& id = conn_.identity();
       cur_qbuf_ = len - used;
       // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
-      if (skip_next_reply_) {
-        skip_next_reply_ = false;
-        id.SetReplyMode(Identity::Reply::kSkipping);
-      }
+      // kSkip was left by a CLIENT REPLY SKIP before this command.
+      if (id.reply_mode() == Identity::Reply::kSkip) id.SetReplyMode(Identity::Reply::kSkipping);
       if (id.reply_mode() == Identity::Reply::kOn) {
         w.set_proto(id.proto());
         Execute(argv, &w);
@@ -105,12 +103,9 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
         if (id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(dropped_);
         dropped_.Clear();
       }
-      if (id.reply_mode() == Identity::Reply::kSkipping) {
-        id.SetReplyMode(Identity::Reply::kOn);
-      } else if (id.reply_mode() == Identity::Reply::kSkip) {  // skips the next reply
-        id.SetReplyMode(Identity::Reply::kOn);
-        skip_next_reply_ = true;
-      }
+      // Skipped and left as it was: replies are on again (a SKIP, ON or OFF
+      // run by this command stays).
+      if (id.reply_mode() == Identity::Reply::kSkipping) id.SetReplyMode(Identity::Reply::kOn);
     }
     used += consumed;
     // client-output-buffer-limit, once per command (a pipeline stops at the

@@ -217,7 +217,6 @@ class Session final : public net::ProtocolHandler {
   std::vector<std::string_view> view_buf_;
   bool close_ = false;
   uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
-  bool skip_next_reply_ = false;  // CLIENT REPLY SKIP ran: drop the next reply
   // While OnData executes a command: the unparsed input from that command's
   // first byte on (CLIENT LIST qbuf=; its argv-mem= is parser_.args()).
   size_t cur_qbuf_ = 0;

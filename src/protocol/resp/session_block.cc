@@ -164,21 +164,6 @@ bool Session::ServeOne(const Waiter& w, std::string* reply) {
     }
   }
   if (would_block) return false;
-  // The waited key now holds another type (LPUSH + DEL + SET in one
-  // transaction): Redis serves a blocked client only from a key of the type
-  // it waits for, so the client stays blocked. The type check comes before
-  // any change, so nothing was done. BLMOVE/BRPOPLPUSH whose destination
-  // is of the wrong type still get the error, as in Redis.
-  static constexpr std::string_view kWrongType = "-WRONGTYPE";
-  const std::string_view name = w.spec->name;
-  if (name != "blmove" && name != "brpoplpush" && out.pending_bytes() >= kWrongType.size()) {
-    const std::string bytes = TakeBytes(out);
-    if (bytes.compare(0, kWrongType.size(), kWrongType) == 0) return false;
-    *reply = write_failed ? std::string("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
-                          : bytes;
-    CountServedDirty(stats_, ctx, write_failed, rw.errors() != 0);
-    return true;
-  }
   *reply = write_failed ? std::string("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
                         : TakeBytes(out);
   CountServedDirty(stats_, ctx, write_failed, rw.errors() != 0);

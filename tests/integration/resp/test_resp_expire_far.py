@@ -9,17 +9,11 @@ import time
 import pytest
 import redis
 
+from resp_errors import err
+
 FAR = 33177117420                 # seconds: the year 3021
 INT64_MAX = 9223372036854775807
 MAX_EXPIREAT = INT64_MAX // 1000  # 9223372036854775: larger overflows in ms
-
-
-def err(fn, *a, match=None):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*a)
-    if match is not None:
-        assert str(e.value) == match
-    return str(e.value)
 
 
 def now_ms():

@@ -5,13 +5,7 @@ import time
 import pytest
 import redis
 
-
-def err(fn, *a, match=None):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*a)
-    if match is not None:
-        assert str(e.value) == match
-    return str(e.value)
+from resp_errors import err
 
 
 def test_del_unlink_exists_touch_type(r):

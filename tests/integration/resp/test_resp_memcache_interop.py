@@ -111,3 +111,24 @@ def test_memcached_set_replaces_a_collection(trove, rd):
     assert _mc_roundtrip(trove.port, b"set coll:set 0 0 2\r\nhi\r\n") == b"STORED\r\n"
     assert rd.type("coll:set") == "string"
     assert rd.get("coll:set") == "hi"
+
+
+def test_maxmemory_and_policy_are_memcached_limit_and_evictions(trove, rd):
+    """CONFIG SET maxmemory / maxmemory-policy change the limit and the
+    eviction switch memcached's port reports (stats settings)."""
+    from pymemcache.client.base import Client
+    mc = Client(("127.0.0.1", trove.port), timeout=5)
+    limit = rd.config_get("maxmemory")["maxmemory"]
+    policy = rd.config_get("maxmemory-policy")["maxmemory-policy"]
+    try:
+        rd.config_set("maxmemory-policy", "noeviction")
+        rd.config_set("maxmemory", str(200 << 20))
+        settings = mc.stats("settings")
+        assert settings[b"evictions"] == b"off"
+        assert int(settings[b"maxbytes"]) == 200 << 20
+        rd.config_set("maxmemory-policy", "allkeys-lru")
+        assert mc.stats("settings")[b"evictions"] == b"on"
+    finally:
+        rd.config_set("maxmemory", limit)
+        rd.config_set("maxmemory-policy", policy)
+        mc.close()

@@ -3,15 +3,9 @@
 import pytest
 import redis
 
+from resp_errors import err
+
 WT = "WRONGTYPE Operation against a key holding the wrong kind of value"
-
-
-def err(fn, *a, match=None):
-    with pytest.raises(redis.ResponseError) as e:
-        fn(*a)
-    if match is not None:
-        assert str(e.value) == match
-    return str(e.value)
 
 
 def test_set_basics(r):

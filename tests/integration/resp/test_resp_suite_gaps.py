@@ -172,9 +172,14 @@ def test_smove_leaves_a_destination_that_has_the_member_untouched(r, resp_port):
 
 # --- blocking ---
 
-def test_blocked_pop_is_not_woken_by_a_key_that_becomes_a_string(raw, r):
+@pytest.mark.parametrize("argv,reply", [
+    ((b"BLPOP", b"bl-key", b"0"), b"*2\r\n$6\r\nbl-key\r\n$1\r\nb\r\n"),
+    ((b"BLMPOP", b"0", b"1", b"bl-key", b"LEFT"),
+     b"*2\r\n$6\r\nbl-key\r\n*1\r\n$1\r\nb\r\n"),
+])
+def test_blocked_pop_is_not_woken_by_a_key_that_becomes_a_string(raw, r, argv, reply):
     waiter = raw()
-    waiter.send(b"*3\r\n$5\r\nBLPOP\r\n$6\r\nbl-key\r\n$1\r\n0\r\n")
+    waiter.send(b"*%d\r\n" % len(argv) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in argv))
     deadline = time.monotonic() + 2
     while int(r.info("clients")["blocked_clients"]) < 1:
         assert time.monotonic() < deadline
@@ -187,7 +192,7 @@ def test_blocked_pop_is_not_woken_by_a_key_that_becomes_a_string(raw, r):
     r.delete("bl-key")
     r.lpush("bl-key", "b")
     waiter.sock.settimeout(2)
-    assert waiter.read_reply() == b"*2\r\n$6\r\nbl-key\r\n$1\r\nb\r\n"
+    assert waiter.read_reply() == reply
 
 
 def test_blpop_with_a_millisecond_timeout_ends(raw, r):
@@ -297,3 +302,21 @@ def test_save_and_bgsave_are_refused_with_a_reason(r):
 
 def test_info_memory_reports_no_pending_lazyfree(r):
     assert r.info("memory")["lazyfree_pending_objects"] == 0
+
+
+def test_client_query_buffer_limit_closes_a_client_past_it(raw, rd):
+    old = rd.config_get("client-query-buffer-limit")["client-query-buffer-limit"]
+    rd.config_set("client-query-buffer-limit", "1mb")
+    try:
+        c = raw()
+        # An argument announced at 3 MB, of which 2 MB arrive: the unparsed
+        # input passes the 1 MB limit and the client is closed.
+        c.send(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000000\r\n")
+        try:
+            c.send(b"x" * 2000000)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert c.closed(timeout=3)
+        assert rd.ping() is True  # the others are served
+    finally:
+        rd.config_set("client-query-buffer-limit", old)

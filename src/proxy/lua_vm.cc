@@ -117,8 +117,28 @@ bool CopyOut(lua_State* L, int idx, CopiedValue* out, std::string* err, int dept
     }
     case LUA_TTABLE: {
       out->kind = CopiedValue::kTable;
+      // The sequence 1..n first and in order (PushCopy rebuilds it as the
+      // table's array part, so pairs() visits it in order, as in the config
+      // VM and in memcached), then every other key.
+      const auto seq = static_cast<lua_Integer>(lua_rawlen(L, idx));
+      for (lua_Integer i = 1; i <= seq; ++i) {
+        CopiedValue k, v;
+        k.kind = CopiedValue::kInt;
+        k.i = i;
+        lua_rawgeti(L, idx, i);
+        if (!CopyOut(L, -1, &v, err, depth + 1)) {
+          lua_pop(L, 1);
+          return false;
+        }
+        lua_pop(L, 1);
+        out->table.emplace_back(std::move(k), std::move(v));
+      }
       lua_pushnil(L);
       while (lua_next(L, idx) != 0) {
+        if (lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1 && lua_tointeger(L, -2) <= seq) {
+          lua_pop(L, 1);
+          continue;
+        }
         const int kt = lua_type(L, -2);
         if (kt != LUA_TSTRING && kt != LUA_TNUMBER) {
           lua_pop(L, 2);
@@ -163,14 +183,26 @@ void PushCopy(lua_State* L, const CopiedValue& v) {
     case CopiedValue::kInt: lua_pushinteger(L, v.i); break;
     case CopiedValue::kNum: lua_pushnumber(L, v.d); break;
     case CopiedValue::kStr: lua_pushlstring(L, v.s.data(), v.s.size()); break;
-    case CopiedValue::kTable:
-      lua_createtable(L, 0, static_cast<int>(v.table.size()));
-      for (const auto& kv : v.table) {
-        PushCopy(L, kv.first);
-        PushCopy(L, kv.second);
+    case CopiedValue::kTable: {
+      // CopyOut put the sequence 1..n first: it becomes the array part.
+      size_t seq = 0;
+      while (seq < v.table.size() && v.table[seq].first.kind == CopiedValue::kInt &&
+             v.table[seq].first.i == static_cast<int64_t>(seq) + 1) {
+        ++seq;
+      }
+      lua_createtable(L, static_cast<int>(seq), static_cast<int>(v.table.size() - seq));
+      for (size_t i = 0; i < v.table.size(); ++i) {
+        if (i < seq) {
+          PushCopy(L, v.table[i].second);
+          lua_rawseti(L, -2, static_cast<lua_Integer>(i) + 1);
+          continue;
+        }
+        PushCopy(L, v.table[i].first);
+        PushCopy(L, v.table[i].second);
         lua_rawset(L, -3);
       }
       break;
+    }
     case CopiedValue::kPool: Ctx(L)->worker->PushPoolProxy(L, v.pool); break;
     case CopiedValue::kGlobalTbf: {
       void* p = lua_newuserdatauv(L, sizeof(GlobalTbfUd), 0);

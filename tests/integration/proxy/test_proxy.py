@@ -854,3 +854,25 @@ end
     c = T.to(px)
     assert c.call("mg x\r\n") == "SERVER_ERROR via unix\r\n"
     assert c.call("version\r\n").startswith("VERSION ")
+
+
+def test_config_sequences_keep_their_order_in_worker_vms(make_server, tmp_path):
+    # A list returned by mcp_config_pools is a sequence again in every worker
+    # VM: pairs() and ipairs() visit it in order, as in the config VM
+    # (memcached's t/proxyfuncgen.lua builds its handles with pairs()).
+    cfg = write(tmp_path, "seq.lua", r"""
+function mcp_config_pools()
+  -- three entries: a hash part of 4 nodes would give 3, 1, 2
+  return { short = { "a", "b", "c" }, long = { "d", "e", "f", "g", "h", "i", "j" } }
+end
+function mcp_config_routes(t)
+  local out = {}
+  for _, list in ipairs({ t.short, t.long }) do
+    for _, v in pairs(list) do out[#out + 1] = v end
+  end
+  local s = table.concat(out)
+  mcp.attach(mcp.CMD_MG, function(r) return "SERVER_ERROR " .. s .. "\r\n" end)
+end
+""")
+    px = proxy(make_server, cfg)
+    assert T.to(px).call("mg k\r\n") == "SERVER_ERROR abcdefghij\r\n"

@@ -1,11 +1,13 @@
 // The mcp functions of the config VM: backends, pools, the global tunables,
 // crons, user stats, global rate limiters, and the helpers both kinds of VM
 // have (log, time, start_arg).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
 #include "common/clock.h"
+#include "proxy/hash_dist.h"
 #include "proxy/lua_vm.h"
 #include "proxy/runtime.h"
 #include "proxy/worker.h"
@@ -147,11 +149,24 @@ int McpBackend(lua_State* L) {
   return 1;
 }
 
-// mcp.pool({backends...}[, {iothread = bool}])
+// mcp.pool({backends...}[, {iothread=, beprefix=, dist=, omode=, obuckets=,
+// filter=, filter_conf=, hash=, seed=}]): memcached's options (the key ones
+// in hash_dist_lib.cc); an option memcached does not know is refused.
 int McpPool(lua_State* L) {
   ProxyRuntime* rt = ConfigRuntime(L, "mcp.pool");
   luaL_checktype(L, 1, LUA_TTABLE);
-  auto spec = std::make_shared<PoolSpec>();
+  const bool has_opts = !lua_isnoneornil(L, 2);
+  if (has_opts) luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  // The userdata owns the spec from here on, so a Lua error below frees it.
+  auto* ud = new (lua_newuserdatauv(L, sizeof(PoolUd), 0)) PoolUd{};
+  luaL_setmetatable(L, kPoolMt);
+  PoolSpec* spec = nullptr;
+  {
+    auto made = std::make_shared<PoolSpec>();
+    spec = made.get();
+    ud->spec = std::move(made);
+  }
   spec->use_iothread = rt->pending_settings().use_iothread;
   const lua_Integer n = luaL_len(L, 1);
   for (lua_Integer i = 1; i <= n; ++i) {
@@ -161,23 +176,37 @@ int McpPool(lua_State* L) {
     spec->backends.push_back(b->spec);
     lua_pop(L, 1);
   }
-  if (!lua_isnoneornil(L, 2)) {
-    luaL_checktype(L, 2, LUA_TTABLE);
+  if (has_opts) {
+    static constexpr const char* kKnown[] = {"iothread", "beprefix", "dist", "omode", "obuckets",
+                                             "filter", "filter_conf", "hash", "seed"};
     lua_pushnil(L);
     while (lua_next(L, 2) != 0) {
       const char* k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
-      if (std::strcmp(k, "iothread") == 0) {
-        luaL_checktype(L, -1, LUA_TBOOLEAN);
-        spec->use_iothread = lua_toboolean(L, -1) != 0;
-      } else {
-        luaL_error(L, "pool: option '%s' is not supported by Trove yet", k);
-      }
+      bool known = false;
+      for (const char* name : kKnown) known = known || std::strcmp(k, name) == 0;
+      if (!known) luaL_error(L, "pool: unknown option '%s'", k);
       lua_pop(L, 1);
     }
+    if (lua_getfield(L, 2, "iothread") != LUA_TNIL) {
+      luaL_checktype(L, -1, LUA_TBOOLEAN);
+      spec->use_iothread = lua_toboolean(L, -1) != 0;
+    }
+    lua_pop(L, 1);
+    if (lua_getfield(L, 2, "beprefix") != LUA_TNIL) {
+      if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "pool: beprefix must be a string");
+      size_t len = 0;
+      const char* pfx = lua_tolstring(L, -1, &len);
+      // memcached keeps MAX_LABELLEN-1 bytes of it.
+      len = std::min<size_t>(len, 511);
+      for (auto& b : spec->backends) {
+        auto copy = std::make_shared<BackendSpec>(*b);
+        copy->key_prefix.assign(pfx, len);
+        b = std::move(copy);
+      }
+    }
+    lua_pop(L, 1);
   }
-  void* p = lua_newuserdatauv(L, sizeof(PoolUd), 0);
-  new (p) PoolUd{std::move(spec)};
-  luaL_setmetatable(L, kPoolMt);
+  ReadPoolKeyOptions(L, has_opts ? 2 : 0, spec);
   return 1;
 }
 
@@ -364,6 +393,7 @@ void OpenConfigFunctions(lua_State* L) {
     lua_pushboolean(L, 0);
   }
   lua_setfield(L, -2, "start_arg");
+  OpenHashDistFunctions(L);
 }
 
 }  // namespace trove::proxy

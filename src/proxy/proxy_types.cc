@@ -13,7 +13,7 @@ std::string BackendSpec::Key() const {
                 o.flap_backoff_max, o.failure_limit, o.depth_limit, o.connections, o.down ? 1 : 0,
                 o.tcp_keepalive ? 1 : 0, o.log ? 1 : 0, o.log_rate,
                 o.log_errors ? 1 : 0, static_cast<long long>(o.log_deadline_ms));
-  return label + "\n" + host + "\n" + port + buf + o.log_tag;
+  return key_prefix + "\n" + label + "\n" + host + "\n" + port + buf + o.log_tag;
 }
 
 CopiedValue::CopiedValue() = default;

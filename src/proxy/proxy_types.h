@@ -15,6 +15,7 @@
 
 #include "common/mutex.h"
 #include "protocol/memcache/request_classify.h"
+#include "proxy/hash_dist.h"
 
 namespace trove::proxy {
 
@@ -62,14 +63,20 @@ struct BackendOptions {
 struct BackendSpec {
   std::string label, host, port;
   BackendOptions opts;
+  // A pool's `beprefix`: part of Key() only, so that a pool with one gets
+  // sockets of its own (memcached's backend cache label); logs and stats
+  // keep the label.
+  std::string key_prefix;
   // Equal keys denote the same backend (reused across reloads).
   std::string Key() const;
 };
 
-// One mcp.pool(): its backends in order (the jump hash's buckets).
+// One mcp.pool(): its backends in order (the distribution's indexes) and
+// how a key picks one (hash_dist.h).
 struct PoolSpec {
   std::vector<std::shared_ptr<const BackendSpec>> backends;
   bool use_iothread = false;
+  KeySelector selector;
 };
 
 // mcp.ratelim_global_tbf: one bucket for every worker.

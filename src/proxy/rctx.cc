@@ -1,6 +1,5 @@
 // The request engine of a worker (rctx.h): slots, handles, waits, timers,
 // backend dispatch and the results routes return.
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
@@ -266,10 +265,9 @@ void ProxyWorker::Dispatch(Rctx* rc, size_t hi) {
   op->elapsed_us = 0;
   op->origin = loop_;
   op->start_ns = loop_->TurnNs();
-  const std::string_view key = hs.rq->key();
-  const uint64_t h = XXH3_64bits(key.data(), key.size());
-  const auto n = static_cast<int32_t>(pool->backends.size());
-  const std::shared_ptr<Backend>& be = pool->backends[static_cast<size_t>(JumpHash(h, n))];
+  const int32_t pick = pool->selector.Select(hs.rq->key());  // the pool's hash and dist
+  DCHECK(pick >= 0 && static_cast<size_t>(pick) < pool->backends.size());
+  const std::shared_ptr<Backend>& be = pool->backends[static_cast<size_t>(pick)];
   op->log_spec = be->spec().opts.log ? be->spec_ptr() : nullptr;
   if (hs.res->be.get() != be->spec_ptr().get()) hs.res->be = be->spec_ptr();
   ++rc->pending;

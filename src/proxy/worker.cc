@@ -153,6 +153,7 @@ std::shared_ptr<Backend> ProxyWorker::LocalBackend(const std::shared_ptr<const B
 void ProxyWorker::PushPoolProxy(lua_State* L, const std::shared_ptr<const PoolSpec>& spec) {
   auto wp = std::make_shared<WorkerPool>();
   wp->io = spec->use_iothread;
+  wp->selector = spec->selector;
   for (const auto& bs : spec->backends) {
     wp->backends.push_back(wp->io ? rt_->IoBackend(bs) : LocalBackend(bs));
   }

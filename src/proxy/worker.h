@@ -46,6 +46,7 @@ class ProxyRuntime;
 struct WorkerPool {
   std::vector<std::shared_ptr<Backend>> backends;
   bool io = false;
+  KeySelector selector;  // the PoolSpec's (its ring is shared, read-only)
 };
 
 // A client's request as the connection found it (its bytes in the read

@@ -940,19 +940,23 @@ routes{ tag = "cccc", default = route_direct{ child = "baz" } }
     assert mg_value(T(Conn(pc)), "k") == "from-baz"
 
 
-def test_docs_example_with_pool_filter_is_refused_clearly(tmp_path):
-    # configure.md's complete example sets pool_options.filter, which Trove lacks
-    err = start_error(tmp_path, """
+def test_docs_example_with_pool_filter_runs(make_server, tmp_path, mocks):
+    # configure.md's complete example: pool_options.filter hashes the {tag}
+    a, b = mocks("a"), mocks("b")
+    px = start(make_server, tmp_path, """
 verbose(true)
 settings {
     backend_connect_timeout = 3,
     pool_options = { filter = "tags", filter_conf = "{}" }
 }
-pools { main_pool = { backends = { "127.0.0.1:1" } } }
+pools { main_pool = { backends = { "%s", "%s" } } }
 routes { default = route_direct { child = "main_pool" } }
-""")
-    assert "pools{} 'main_pool': pool: option 'filter" in err
-    assert "is not supported by Trove yet" in err
+""" % (a.addr, b.addr))
+    c = T.to(px)
+    for i in range(40):
+        assert c.call("ms k%d{same}x 1\r\nv\r\n" % i) == "HD\r\n"
+    # every key hashes as "same": one backend has them all
+    assert sorted([len(a.data), len(b.data)]) == [0, 40]
 
 
 # ---- settings, logging, reload ---------------------------------------------------
@@ -1121,8 +1125,10 @@ POOL = 'pools{ main = { backends = { "127.0.0.1:1" } } }\n'
      "the environment variable TROVE_ROUTELIB_NO_SUCH_VAR is not set"),
     ('pools{ main = { backend = { "127.0.0.1:1" } } }\nroutes{ default = route_null{} }',
      "pools{} 'main': unknown pool option 'backend'"),
-    ('pools{ main = { backends = { "127.0.0.1:1" }, options = { seed = "x" } } }\n'
-     'routes{ default = route_null{} }', "option 'seed' is not supported by Trove yet"),
+    ('pools{ main = { backends = { "127.0.0.1:1" }, options = { seed = 1 } } }\n'
+     'routes{ default = route_null{} }', "pools{} 'main': pool: seed must be a string"),
+    ('pools{ main = { backends = { "127.0.0.1:1" }, options = { filter = "tag" } } }\n'
+     'routes{ default = route_null{} }', "pools{} 'main': unknown hash filter specified: tag"),
     ('pools{ main = { backends = { { host = "127.0.0.1", port = 1, tls = true } } } }\n'
      'routes{ default = route_null{} }', "backend option 'tls' is not supported by Trove yet"),
     ('pools{ set_x = { backends = { "127.0.0.1:1" } } }\nroutes{ default = route_null{} }',

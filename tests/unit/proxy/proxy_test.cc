@@ -114,7 +114,7 @@ TEST(Commands, NumbersAndValueTokens) {
 }
 
 TEST(BackendSpec, KeyChangesWithEveryOption) {
-  BackendSpec a{"b1", "127.0.0.1", "11211", {}};
+  BackendSpec a{"b1", "127.0.0.1", "11211", {}, ""};
   BackendSpec b = a;
   EXPECT_EQ(a.Key(), b.Key());
   b.opts.connections = 3;
@@ -124,6 +124,9 @@ TEST(BackendSpec, KeyChangesWithEveryOption) {
   EXPECT_NE(a.Key(), b.Key());
   b = a;
   b.label = "b2";
+  EXPECT_NE(a.Key(), b.Key());
+  b = a;
+  b.key_prefix = "pfx";  // a pool's beprefix: sockets of its own
   EXPECT_NE(a.Key(), b.Key());
 }
 

@@ -437,10 +437,13 @@ void Worker::Close(Connection* c) {
   }
   if (opts_.log != nullptr && opts_.log->Wants(kLogConnevents)) LogConnEvent(*c, false);
   loop_.DelFd(c->fd);
+  c->out.Clear();  // runs the releasers of values still referenced
+  // The handler goes before the socket: a peer that has seen EOF must find
+  // the connection gone everywhere (e.g. a tracking client redirecting to
+  // it sees tracking-redir-broken, not a message lost in between).
+  c->handler.reset();
   ::close(c->fd);
   c->fd = -1;
-  c->out.Clear();  // runs the releasers of values still referenced
-  c->handler.reset();
   ReleaseSlot(c->own_limit);
   counters_->connection_structures.fetch_sub(1, std::memory_order_relaxed);
   num_conns_.fetch_sub(1, std::memory_order_relaxed);

@@ -26,6 +26,8 @@ struct VmContext {
   const void* request_mt = nullptr;
   const void* response_mt = nullptr;
   const void* rctx_mt = nullptr;
+  const void* inspector_mt = nullptr;
+  const void* mutator_mt = nullptr;
 };
 
 inline VmContext* Ctx(lua_State* L) { return *static_cast<VmContext**>(lua_getextraspace(L)); }
@@ -60,6 +62,8 @@ inline constexpr const char* kFuncgenMt = "mcp.funcgen";
 inline constexpr const char* kRctxMt = "mcp.rctx";
 inline constexpr const char* kRequestMt = "mcp.request";
 inline constexpr const char* kResponseMt = "mcp.response";
+inline constexpr const char* kInspectorMt = "mcp.inspector";
+inline constexpr const char* kMutatorMt = "mcp.mutator";
 
 // Userdata bodies (placement-new'd; __gc runs the destructor).
 struct BackendUd {

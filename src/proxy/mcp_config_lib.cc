@@ -388,7 +388,7 @@ void OpenConfigFunctions(lua_State* L) {
   // mcp.start_arg: -o proxy_arg, false without one.
   VmContext* c = Ctx(L);
   if (c->runtime != nullptr && c->runtime->options().has_arg) {
-    lua_pushstring(L, c->runtime->options().arg.c_str());
+    PushStartArg(L, c->runtime->options().arg);  // a table for "k_v:k2" (internal.h)
   } else {
     lua_pushboolean(L, 0);
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "protocol/memcache/text_parser.h"
+#include "proxy/inspect_mutate.h"
 #include "proxy/lua_vm.h"
 #include "proxy/runtime.h"
 #include "proxy/worker.h"
@@ -141,6 +142,7 @@ int Stat(lua_State* L) {
 void OpenWorkerFunctions(lua_State* L) {
   OpenRctxFunctions(L);
   OpenRequestFunctions(L);
+  OpenInspectMutateFunctions(L);
   VmContext* ctx = Ctx(L);
   for (auto [name, slot] : {std::pair{kRequestMt, &ctx->request_mt},
                             std::pair{kResponseMt, &ctx->response_mt},
@@ -166,6 +168,7 @@ void OpenWorkerFunctions(lua_State* L) {
       {"stat", Stat},          {nullptr, nullptr},
   };
   luaL_setfuncs(L, kFns, 0);
+  OpenInternalFunctions(L);  // mcp.internal, mcp.internal_handler, mcp.server_stats
 }
 
 }  // namespace trove::proxy

@@ -46,6 +46,8 @@ void ProxyWorker::NewSlot(lua_State* L, int fg_idx) {
     lua_rawgeti(L, -1, static_cast<lua_Integer>(i + 1));
     if (auto* pp = static_cast<PoolProxyUd*>(luaL_testudata(L, -1, kPoolProxyMt))) {
       rc->h[i].pool = pp->pool;
+    } else if (luaL_testudata(L, -1, kInternalMt) != nullptr) {
+      rc->h[i].internal = true;
     } else {
       // A child funcgen: this slot pins one of its slots, a cached one
       // first (the one ready() made), as memcached does.
@@ -208,10 +210,24 @@ void ProxyWorker::Drive(Rctx* rc, int nargs) {
 
 bool ProxyWorker::RunHandles(Rctx* rc, int* nargs) {
   bool met = false;
+  // Everything queued goes out first, so that pending counts every request
+  // before any result is weighed against the wait (rctx.h invariant 5).
+  for (size_t i = 0; i < rc->h.size(); ++i) {
+    if (rc->h[i].state == HandleSlot::kQueued) Dispatch(rc, i);
+  }
   for (size_t i = 0; i < rc->h.size(); ++i) {
     HandleSlot& hs = rc->h[i];
-    if (hs.state == HandleSlot::kQueued) {
-      Dispatch(rc, i);
+    if (hs.internal_done) {
+      // What OnOpDone does for a backend's reply.
+      hs.internal_done = false;
+      hs.state = HandleSlot::kComplete;
+      ProcessReturn(rc, i, hs.res);
+      if (!met && rc->wait_count > 0) {
+        --rc->pending;  // the waiting coroutine still counts, so never 0 here
+        met = ProcessWait(rc, i, nargs);
+      } else {
+        Dec(rc);
+      }
     } else if (!met && hs.state == HandleSlot::kComplete && rc->wait_count > 0) {
       met = ProcessWait(rc, i, nargs);
     }
@@ -246,7 +262,7 @@ void ProxyWorker::Dispatch(Rctx* rc, size_t hi) {
     return;
   }
   const std::shared_ptr<WorkerPool>& pool = hs.pool;
-  if (!hs.op) {
+  if (!hs.op && !hs.internal) {
     hs.op = std::make_shared<BackendOp>();
     hs.op->done = [this](BackendOp* o) { OnOpDone(o); };
   }
@@ -254,6 +270,13 @@ void ProxyWorker::Dispatch(Rctx* rc, size_t hi) {
     hs.res = new (lua_newuserdatauv(L_, sizeof(ResponseUd), 0)) ResponseUd{};
     luaL_setmetatable(L_, kResponseMt);
     hs.res_ref = luaL_ref(L_, LUA_REGISTRYINDEX);
+  }
+  if (hs.internal) {
+    // Answered now; RunHandles returns it (rctx.h invariant 5).
+    RunInternal(*hs.rq, hs.res);
+    hs.internal_done = true;
+    ++rc->pending;
+    return;
   }
   BackendOp* op = hs.op.get();
   op->owner = rc;
@@ -550,6 +573,7 @@ void ProxyWorker::Reset(Rctx* rc) {
     }
     if (hs.child != nullptr) Reset(hs.child);
   }
+  ResetUserObjects(rc);
 }
 
 }  // namespace trove::proxy

@@ -20,6 +20,11 @@
 //     never from inside the parent's own resume.
 //  4. A BackendOp names its slot by pointer; the slot clears that pointer
 //     when it is collected, so a reply for a dead slot is dropped.
+//  5. An internal-cache handle (mcp.internal_handler) is answered inside
+//     Dispatch, with no backend; it counts in pending, as a request on a
+//     backend does, until RunHandles hands its result to the wait, in handle
+//     order, after every queued handle has been dispatched. So a wait sees
+//     the same returns as with backends, only sooner.
 #pragma once
 
 #include <lua5.4/lua.hpp>
@@ -39,6 +44,7 @@ class ProxyWorker;
 struct WorkerPool;
 struct Rctx;
 struct RouterConf;
+struct FuncgenUd;
 
 // Result classes (memcached's RQUEUE_R_*; RES_GOOD / RES_OK / RES_ANY in Lua).
 inline constexpr uint8_t kResResume = 1 << 1;
@@ -76,6 +82,8 @@ struct HandleSlot {
   State state = kIdle;
   uint8_t flags = 0;
   std::shared_ptr<WorkerPool> pool;  // a pool handle
+  bool internal = false;             // an mcp.internal_handler handle
+  bool internal_done = false;        // answered by Dispatch, not yet returned (invariant 5)
   Rctx* child = nullptr;             // a child funcgen handle: the pinned slot
   int child_ref = LUA_NOREF;
   RequestUd* rq = nullptr;  // the queued request, held by req_ref until reset
@@ -91,6 +99,7 @@ struct HandleSlot {
 // function, uservalue 2 its funcgen.
 struct Rctx {
   ProxyWorker* worker = nullptr;
+  FuncgenUd* fgen = nullptr;  // its funcgen (uservalue 2 keeps it alive)
   int self_ref = LUA_NOREF;  // while in use (pending > 0), or pinned by a parent
   lua_State* co = nullptr;
   int co_ref = LUA_NOREF;
@@ -112,8 +121,21 @@ struct Rctx {
   bool multiget = false;
   int cfd = 0;
   std::string fgen_name;
+  // User objects (rctx:request_new / response_new, at most the funcgen's
+  // user_objs): kept alive by the VM's table of them (mutator.cc) and
+  // blanked by ResetUserObjects when the slot is released.
+  std::vector<RequestUd*> user_reqs;
+  std::vector<ResponseUd*> user_res;
   explicit Rctx(ProxyWorker* w);
 };
+
+// memcached's slot cleanup of user objects: each goes back to blank (its
+// buffer kept unless large), so a route can mutate it again next request.
+void ResetUserObjects(Rctx* rc);
+
+// fg:ready{u = N}: 1..kMaxUserObjs user objects per slot (memcached's
+// RQUEUE_UOBJ_MAX).
+inline constexpr int kMaxUserObjs = 255;
 
 // The funcgen userdata body (mcp.funcgen). Uservalue 1: { handles = {...},
 // gen = f, arg = a } (a handle is a pool proxy or a funcgen); uservalue 2:
@@ -124,7 +146,14 @@ struct FuncgenUd {
   std::string name;
   bool ready = false;
   int64_t slots = 0;
+  int user_objs = 0;             // fg:ready{u = N}
   RouterConf* router = nullptr;  // owned
+  // The slot cache (slot_cache.cc): memcached's easing of idle slots.
+  int64_t free_pressure = 0;
+  int64_t free_waiter_s = 0;  // monotonic second after which a slot may be freed; 0: none
+  // No attached hook reaches it any more (a reload replaced it): its idle
+  // slots were freed, and slots that finish are freed, not cached.
+  bool closed = false;
 };
 
 // memcached's proxy_req log line body (watch proxyreqs) for request rq and

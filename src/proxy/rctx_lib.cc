@@ -3,6 +3,7 @@
 // results). A wait is a C function that queues and sets the wait, then a
 // Lua wrapper yields: Lua's longjmp crosses only Lua frames, never C++
 // ones (see rctx.h for the engine).
+#include "proxy/inspect_mutate.h"
 #include "proxy/lua_vm.h"
 #include "proxy/rctx.h"
 #include "proxy/router.h"
@@ -53,9 +54,11 @@ int FuncgenNewHandle(lua_State* L) {
   auto* fg = static_cast<FuncgenUd*>(luaL_checkudata(L, 1, kFuncgenMt));
   if (fg->router != nullptr) return luaL_error(L, "new_handle: not on a router");
   if (fg->ready) return luaL_error(L, "new_handle: the function generator is already ready");
-  if (luaL_testudata(L, 2, kPoolProxyMt) == nullptr) {
+  if (luaL_testudata(L, 2, kPoolProxyMt) == nullptr && luaL_testudata(L, 2, kInternalMt) == nullptr) {
     auto* child = static_cast<FuncgenUd*>(luaL_testudata(L, 2, kFuncgenMt));
-    if (child == nullptr) return luaL_error(L, "new_handle: expected a pool or a function generator");
+    if (child == nullptr) {
+      return luaL_error(L, "new_handle: expected a pool, mcp.internal_handler or a function generator");
+    }
     if (child->router != nullptr) return luaL_error(L, "new_handle: a router cannot be a handle");
     if (!child->ready) return luaL_error(L, "new_handle: the function generator is not ready");
   }
@@ -87,11 +90,19 @@ int FuncgenReady(lua_State* L) {
   }
   lua_pop(L, 1);
   if (fg->name.empty()) fg->name = "anonymous";
-  for (const char* k : {"u", "l"}) {  // uobj / lazy slot options of 1.6.45 we lack
-    lua_getfield(L, 2, k);
-    if (!lua_isnil(L, -1)) return luaL_error(L, "ready: option '%s' is not supported by Trove yet", k);
-    lua_pop(L, 1);
+  // u: user objects per slot (rctx:request_new / response_new); a value
+  // that is not a number is ignored, as memcached does.
+  if (lua_getfield(L, 2, "u") == LUA_TNUMBER) {
+    const lua_Integer u = luaL_checkinteger(L, -1);
+    if (u < 1 || u > kMaxUserObjs) {
+      return RaisePlain(L, "user obj ('u') in fgen:ready must be between 1 and %d", kMaxUserObjs);
+    }
+    fg->user_objs = static_cast<int>(u);
   }
+  lua_pop(L, 1);
+  lua_getfield(L, 2, "l");
+  if (!lua_isnil(L, -1)) return luaL_error(L, "ready: option 'l' is not supported by Trove yet");
+  lua_pop(L, 1);
   fg->ready = true;
   fg->worker->CountFuncgen(fg->name, 1, 0);
   // memcached makes the first slot at once, so a broken generator fails

@@ -33,6 +33,7 @@
 #include "net/event_loop.h"
 #include "net/log_hub.h"
 #include "proxy/backend.h"
+#include "proxy/internal.h"
 #include "proxy/lua_vm.h"
 #include "proxy/proxy_shared.h"
 #include "proxy/proxy_types.h"
@@ -46,6 +47,9 @@ struct RuntimeOptions {
   std::string arg;                 // proxy_arg (mcp.start_arg)
   bool has_arg = false;
   int num_workers = 1;
+  // Trove's own cache and stats (mcp.internal, mcp.server_stats); null in
+  // tests without a server.
+  std::shared_ptr<LocalServer> local;
 };
 
 class ProxyRuntime {

@@ -13,6 +13,9 @@ ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)
     : rt_(rt), id_(id), loop_(loop), ustats_(new std::atomic<uint64_t>[kMaxUstats + 1]) {
   for (int i = 0; i <= kMaxUstats; ++i) ustats_[static_cast<size_t>(i)].store(0);
   ustat_names_.resize(kMaxUstats + 1);
+  if (rt != nullptr && rt->options().local != nullptr) {
+    internal_ = std::make_unique<InternalCache>(rt->options().local.get(), id);
+  }
   vm_ctx_.is_config = false;
   vm_ctx_.runtime = rt;
   vm_ctx_.worker = this;

@@ -32,6 +32,7 @@
 
 #include "net/event_loop.h"
 #include "proxy/backend.h"
+#include "proxy/internal.h"
 #include "proxy/lua_vm.h"
 #include "proxy/proxy_types.h"
 #include "proxy/rctx.h"
@@ -122,6 +123,9 @@ class ProxyWorker {
   // A wait's timer fired; a backend op came back (both on this thread).
   void OnTimeout(Rctx* rc);
   void OnOpDone(BackendOp* op);
+  // Runs r on Trove's own cache (internal.h) and fills *res; a failed
+  // response when this proxy has no cache behind it.
+  void RunInternal(const RequestUd& r, ResponseUd* res);
   // The table mcp.attach writes into during mcp_config_routes (registry ref).
   int pending_hooks_ref() const { return pending_hooks_ref_; }
   void CountFuncgen(const std::string& name, int64_t funcs, int64_t slots);
@@ -170,6 +174,22 @@ class ProxyWorker {
   // pending reached 0: reset and back to the funcgen (or tell the parent).
   void Release(Rctx* rc);
   void Reset(Rctx* rc);
+  // --- the slot cache (slot_cache.cc) ---
+  // memcached's easing: whether a slot that just finished goes back to its
+  // funcgen's free list (`nfree` slots there now) or is freed at once.
+  bool KeepSlot(FuncgenUd* fg, int64_t nfree);
+  // Frees an idle slot and the child slots it pins: their counts drop now
+  // and every Lua object they hold becomes garbage in one collection.
+  void FreeSlot(Rctx* rc);
+  // After a (re)load installed new hooks: funcgens no hook reaches any more
+  // are closed (their idle slots freed); the reachable ones are recorded.
+  void CloseUnreachable();
+  // A funcgen a request is about to take a slot from has none idle.
+  static void SlotCacheMiss(FuncgenUd* fg) {
+    fg->free_pressure = 0;
+    fg->free_waiter_s = 0;
+  }
+  int live_fgens_ref_ = LUA_NOREF;  // { [funcgen] = true } reached by the hooks
   // The bytes a top-level route's result gives its client.
   std::string_view Output(Rctx* rc, int idx);
   // Backend log={...}: the proxyreqs line for this reply, when it qualifies.
@@ -205,6 +225,7 @@ class ProxyWorker {
   net::Timer flush_timer_{[this] { FlushOut(); }};
   uint64_t sample_seed_ = 0x9E3779B97F4A7C15ULL;  // log rate sampling (xorshift)
   std::string scratch_;  // request bytes for a backend, when edited
+  std::unique_ptr<InternalCache> internal_;  // mcp.internal and internal handles; null without a server
   // Backends on this loop, by spec key (reused across reloads).
   std::map<std::string, std::weak_ptr<Backend>> backends_;
   std::vector<std::shared_ptr<Backend>> dirty_;

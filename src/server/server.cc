@@ -3,6 +3,7 @@
 #include "server/server.h"
 
 #include "proxy/proxy_handler.h"
+#include "server/proxy_local.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -130,6 +131,11 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
     po.arg = cfg.proxy_arg;
     po.has_arg = cfg.proxy_arg_set;
     po.num_workers = cfg.num_threads;
+    // mcp.internal and mcp.server_stats reach the cache and the stats
+    // through it, never the engine directly (docs/STYLE.md, layering).
+    po.local = std::make_shared<ProxyLocal>(s->engine_.get(), s.get(), s->log_.get(),
+                                            resp::CommandLogOf(s->resp_factory_.get()), key_events,
+                                            mc_opts, cfg.num_threads);
     s->proxy_ = std::make_unique<proxy::ProxyRuntime>(po, s->log_.get());
     Status ps = s->proxy_->LoadInitial();
     if (!ps.ok()) return ps;
@@ -535,6 +541,10 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
   // on | off | off_default_port_in_use (the default port was taken at start).
   s.emplace_back("resp_status", resp_status_);
+  // memcached (a proxy build) prints these just before memory_file;
+  // Trove refuses -o proxy_uring.
+  s.emplace_back("proxy_enabled", yn(proxy_ != nullptr));
+  s.emplace_back("proxy_uring_enabled", "no");
   // memcached prints a NULL string through printf: "(null)" without -e.
   s.emplace_back("memory_file", cfg_.memory_file.empty() ? "(null)" : cfg_.memory_file);
   return s;

@@ -200,8 +200,8 @@ local function build_pools(pool_opts, be_opts)
     for _, name in ipairs(sorted_keys(R.pools)) do
         local def = R.pools[name]
         if name == "internal" then
-            fail("pools{}: the name 'internal' is reserved for memcached's internal cache, "
-                .. "which Trove does not support yet")
+            fail("pools{}: the name 'internal' is reserved: it names the proxy's own cache "
+                .. "(mcp.internal_handler)")
         end
         if name:find("^set_") then
             make_pool_set(cache, name, def, pool_opts, be_opts, P)
@@ -247,9 +247,8 @@ end
 -- A pool name's reference: the name of a pool (or set member), or for a
 -- pool set a table of its members' names.
 function ConfCtx:resolve(name)
-    if name == "internal" then
-        fail("%s: the 'internal' pool (memcached's mcp.internal) is not supported by Trove yet", self:where())
-    end
+    -- The proxy's own cache: the workers hand out mcp.internal_handler.
+    if name == "internal" then return name end
     local set = self._P.sets[name]
     if set ~= nil then return copy(set) end
     if self._P.refs[name] ~= nil then return name end

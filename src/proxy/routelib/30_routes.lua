@@ -12,6 +12,7 @@ function WorkCtx:cmd() return self._cmd end
 -- A pool object, or a table of them for a pool set.
 function WorkCtx:get_child(name)
     if type(name) ~= "string" then fail("get_child: invalid child: %s", type(name)) end
+    if name == "internal" then return mcp.internal_handler end  -- the proxy's own cache
     local c = self._c
     local set = c.sets[name]
     if set ~= nil then

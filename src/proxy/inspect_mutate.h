@@ -1,0 +1,49 @@
+// Inspectors and mutators (memcached's proxy_inspector.c and
+// proxy_mutator.c): step lists compiled once, when a route config makes
+// them, into arrays of C++ step structs, then run over request and response
+// objects with no allocation per call; and the per-slot user objects
+// (rctx:request_new / rctx:response_new) mutators write into.
+//
+// Worker VMs only; each VM on its owner worker thread.
+#pragma once
+
+#include <cstdint>
+#include <lua5.4/lua.hpp>
+#include <string_view>
+
+namespace trove::proxy {
+
+struct RequestUd;
+struct ResponseUd;
+
+// Adds mcp.req_mutator_new, mcp.res_mutator_new, the inspectors (through
+// OpenInspectorFunctions) and rctx:request_new / rctx:response_new to the
+// mcp table on the stack top. REQUIRES: the rctx metatable exists
+// (OpenRctxFunctions ran).
+void OpenInspectMutateFunctions(lua_State* L);
+// mcp.req_inspector_new, mcp.res_inspector_new and their metatable.
+void OpenInspectorFunctions(lua_State* L);
+
+// --- shared by inspectors and mutators ---
+
+// memcached's proxy_lua_ferror: raises a Lua error whose message is the
+// formatted text alone (luaL_error would prefix the calling Lua line, which
+// memcached's messages do not have). Never returns.
+int RaisePlain(lua_State* L, const char* fmt, ...);
+
+// A meta reply (mcmc's MCMC_RESP_META): HD, VA, EN, NF, NS, EX, MN, ME.
+bool IsMetaReply(const ResponseUd& r);
+// The flags of a meta reply: its line after the code (after a VA's
+// length); empty for other replies.
+std::string_view ReplyMetaFlags(const ResponseUd& r);
+// The first space-separated token of `flags` that starts with f: *found,
+// and the token without its flag (mcmc_token_get_flag).
+std::string_view FlagTokenIn(std::string_view flags, char f, bool* found);
+// The same over a request's meta flags (after its key, after an ms's
+// length); never found for a text command.
+std::string_view RequestFlagToken(const RequestUd& r, char f, bool* found);
+// mcmc_tokto64: an optional '-' then only digits, at most 22 bytes, no
+// overflow. ("-" alone is 0, as in mcmc.)
+bool TokenToInt64(std::string_view s, int64_t* out);
+
+}  // namespace trove::proxy

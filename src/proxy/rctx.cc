@@ -37,6 +37,7 @@ void ProxyWorker::NewSlot(lua_State* L, int fg_idx) {
   luaL_setmetatable(L, kRctxMt);
   const int rci = lua_gettop(L);
   rc->fgen_name = fg->name;
+  rc->fgen = fg;
   lua_pushvalue(L, fg_idx);
   lua_setiuservalue(L, rci, 2);
   lua_getfield(L, ft, "handles");
@@ -61,6 +62,7 @@ void ProxyWorker::NewSlot(lua_State* L, int fg_idx) {
         lua_remove(L, -2);
       } else {
         lua_pop(L, 1);
+        SlotCacheMiss(static_cast<FuncgenUd*>(lua_touserdata(L, cfg)));
         NewSlot(L, cfg);
       }
       auto* child = static_cast<Rctx*>(lua_touserdata(L, -1));
@@ -91,11 +93,13 @@ void ProxyWorker::ForgetSlot(Rctx* rc) {
     if (hs.op) hs.op->owner = nullptr;  // a late reply finds no slot
     for (int* r : {&hs.child_ref, &hs.req_ref, &hs.res_ref, &hs.result_ref, &hs.cb_ref}) {
       if (*r != LUA_NOREF && L != nullptr && !closing_) luaL_unref(L, LUA_REGISTRYINDEX, *r);
+      *r = LUA_NOREF;
     }
   }
-  if (!closing_ && L != nullptr) {
-    luaL_unref(L, LUA_REGISTRYINDEX, rc->co_ref);
-    luaL_unref(L, LUA_REGISTRYINDEX, rc->req_ref);
+  // NOREF after: a slot freed by the slot cache comes here again from __gc.
+  for (int* r : {&rc->co_ref, &rc->req_ref}) {
+    if (*r != LUA_NOREF && L != nullptr && !closing_) luaL_unref(L, LUA_REGISTRYINDEX, *r);
+    *r = LUA_NOREF;
   }
 }
 
@@ -133,6 +137,7 @@ void ProxyWorker::StartRequest(int hook_ref, const RequestView& req, FinishFn fi
     lua_pushnil(L);
     lua_rawseti(L, -3, n);
   } else {
+    SlotCacheMiss(fg);
     lua_pushcfunction(L, NewSlotProtected);
     lua_pushvalue(L, fgi);
     if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
@@ -534,12 +539,17 @@ void ProxyWorker::Release(Rctx* rc) {
   lua_State* L = L_;
   req_active_.fetch_sub(1, std::memory_order_relaxed);
   Reset(rc);
-  // Back to its funcgen's free list.
+  // Back to its funcgen's free list, or freed (slot_cache.cc).
   lua_rawgeti(L, LUA_REGISTRYINDEX, rc->self_ref);
   lua_getiuservalue(L, -1, 2);  // its funcgen
   lua_getiuservalue(L, -1, 2);  // the free list
-  lua_pushvalue(L, -3);
-  lua_rawseti(L, -2, static_cast<lua_Integer>(lua_rawlen(L, -2)) + 1);
+  const auto nfree = static_cast<lua_Integer>(lua_rawlen(L, -1));
+  if (rc->fgen != nullptr && KeepSlot(rc->fgen, nfree)) {
+    lua_pushvalue(L, -3);
+    lua_rawseti(L, -2, nfree + 1);
+  } else {
+    FreeSlot(rc);
+  }
   lua_pop(L, 3);
   luaL_unref(L, LUA_REGISTRYINDEX, rc->self_ref);
   rc->self_ref = LUA_NOREF;

@@ -154,6 +154,9 @@ struct FuncgenUd {
   // No attached hook reaches it any more (a reload replaced it): its idle
   // slots were freed, and slots that finish are freed, not cached.
   bool closed = false;
+  // Closed with no slot left: no longer counted in funcs_<name> (as
+  // memcached's cleanup), even while the VM has not collected it yet.
+  bool retired = false;
 };
 
 // memcached's proxy_req log line body (watch proxyreqs) for request rq and

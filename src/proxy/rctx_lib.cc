@@ -116,7 +116,7 @@ int FuncgenReady(lua_State* L) {
 
 int FuncgenGc(lua_State* L) {
   auto* fg = static_cast<FuncgenUd*>(lua_touserdata(L, 1));
-  if (fg->ready) fg->worker->CountFuncgen(fg->name, -1, -fg->slots);
+  if (fg->ready) fg->worker->CountFuncgen(fg->name, fg->retired ? 0 : -1, -fg->slots);
   if (fg->router != nullptr) {
     fg->router->Unref(L);
     delete fg->router;

@@ -45,6 +45,19 @@ struct RouterConf {
   int Route(std::string_view key, int cmd) const;
   // Drops every reference (the router is being collected).
   void Unref(lua_State* L);
+  // Calls f(ref) for every funcgen reference it holds (LUA_NOREF skipped).
+  template <class F>
+  void ForEachRef(F&& f) const {
+    auto one = [&f](int r) {
+      if (r != LUA_NOREF) f(r);
+    };
+    for (const auto& [k, e] : map) {
+      one(e.any);
+      for (int r : e.by_cmd) one(r);
+    }
+    for (int r : cmap) one(r);
+    one(def);
+  }
 };
 
 // mcp.router_new{...}: pushes the router (a funcgen userdata).

@@ -116,6 +116,8 @@ bool ProxyWorker::Load(const ConfigGeneration& gen, std::string* err) {
   }
   luaL_unref(L, LUA_REGISTRYINDEX, pending);
   lua_settop(L, top);
+  // Funcgens the new hooks no longer reach stop caching slots (slot_cache.cc).
+  CloseUnreachable();
   // User stats: a renamed (or removed) index starts again from zero.
   for (int i = 1; i <= kMaxUstats; ++i) {
     const std::string& nn = static_cast<size_t>(i) < gen.ustat_names.size()

@@ -184,6 +184,8 @@ class ProxyWorker {
   // After a (re)load installed new hooks: funcgens no hook reaches any more
   // are closed (their idle slots freed); the reachable ones are recorded.
   void CloseUnreachable();
+  // A closed funcgen whose last slot went: out of funcs_<name> now.
+  void RetireIfIdle(FuncgenUd* fg);
   // A funcgen a request is about to take a slot from has none idle.
   static void SlotCacheMiss(FuncgenUd* fg) {
     fg->free_pressure = 0;

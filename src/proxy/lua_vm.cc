@@ -50,6 +50,9 @@ constexpr NamedInt kConstants[] = {
     {"MCMC_CODE_NOT_STORED", 14}, {"MCMC_CODE_OK", 15}, {"MCMC_CODE_NOP", 16},
     {"MCMC_CODE_END", 17}, {"MCMC_CODE_ERROR", 21}, {"MCMC_CODE_CLIENT_ERROR", 22},
     {"MCMC_CODE_SERVER_ERROR", 23},
+    // mcmc's status of a failed call and memcached's P_OK (both exported by
+    // memcached's proxy_register_defines)
+    {"MCMC_ERR", -1}, {"P_OK", 0},
     // result classes (rctx:result) and wait modes (memcached's values)
     {"RES_GOOD", 1 << 3}, {"RES_OK", 1 << 4}, {"RES_ANY", 1 << 5},
     {"WAIT_ANY", 1}, {"WAIT_OK", 2}, {"WAIT_GOOD", 3}, {"WAIT_FASTGOOD", 4},

@@ -3,6 +3,7 @@
 // have (log, time, start_arg).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -67,7 +68,8 @@ void BackendOption(lua_State* L, const char* k, BackendOptions* o) {
   } else if (std::strcmp(k, "flapbackoffmax") == 0) {
     o->flap_backoff_max = static_cast<uint32_t>(Integer(L, -1, "backend flapbackoffmax", 0, 1 << 30));
   } else if (std::strcmp(k, "tls") == 0) {
-    luaL_error(L, "backend option 'tls' is not supported by Trove yet");
+    // memcached built without TLS takes tls = false too.
+    if (lua_toboolean(L, -1) != 0) luaL_error(L, "backend option 'tls' is not supported by Trove yet");
   } else if (std::strcmp(k, "log") == 0) {
     // log = { rate = N, errors = bool, deadline = ms, tag = "..." }: a
     // proxyreqs line per sampled / failed / slow backend request.
@@ -264,6 +266,47 @@ int SetBufferMemoryLimit(lua_State* L) {
   return luaL_error(L, "mcp.buffer_memory_limit is not supported by Trove yet");
 }
 
+// mcp.luagc_ratio(r): memcached starts a worker VM's collection when the VM
+// has grown to r times its size after the last one (r below 1.1 counts as
+// 1.1). Trove's worker VMs run Lua's generational collector, whose major
+// multiplier is that same growth in percent: (r - 1) * 100, applied by each
+// worker after a load (ProxyWorker::Load).
+int SetLuagcRatio(lua_State* L) {
+  const lua_Number r = luaL_checknumber(L, -1);  // memcached's argument check
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.luagc_ratio");
+  rt->pending_settings().gc_ratio = r < 1.1 ? 1.1 : r;
+  return 0;
+}
+
+// mcp.stat_limit(n): the highest index mcp.add_stat takes from here on (0:
+// memcached's default, 1024). memcached warns above the default; Trove's
+// counters are fixed arrays of kMaxUstatsCap, so more is refused.
+int SetStatLimit(lua_State* L) {
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.stat_limit");
+  lua_Integer n = luaL_checkinteger(L, -1);
+  if (n == 0) n = kMaxUstats;
+  if (n > kMaxUstatsCap) return luaL_error(L, "stat_limit must be %d or less in Trove", kMaxUstatsCap);
+  if (n > kMaxUstats) {
+    std::fprintf(stderr, "PROXY WARNING: setting ustats limit above default may cause performance problems\n");
+  }
+  rt->pending_settings().max_ustats = n;
+  return 0;
+}
+
+// TLS to backends: memcached built without TLS takes backend_use_tls(false)
+// and refuses the rest; Trove has no TLS.
+int SetUseTls(lua_State* L) {
+  luaL_checktype(L, -1, LUA_TBOOLEAN);
+  (void)ConfigRuntime(L, "mcp.backend_use_tls");
+  if (lua_toboolean(L, -1) != 0) return luaL_error(L, "mcp.backend_use_tls: TLS is not supported by Trove yet");
+  return 0;
+}
+
+int InitTls(lua_State* L) {
+  (void)ConfigRuntime(L, "mcp.init_tls");
+  return luaL_error(L, "mcp.init_tls: TLS is not supported by Trove yet");
+}
+
 // mcp.register_cron(name, { every = s, rerun = bool, func = f })
 int RegisterCron(lua_State* L) {
   ProxyRuntime* rt = ConfigRuntime(L, "mcp.register_cron");
@@ -294,7 +337,10 @@ int ScheduleReload(lua_State* L) {
 // mcp.add_stat(index, name): `stats proxy` shows user_<name>.
 int AddStat(lua_State* L) {
   ProxyRuntime* rt = ConfigRuntime(L, "mcp.add_stat");
-  const int64_t idx = Integer(L, 1, "add_stat index", 1, kMaxUstats);
+  const lua_Integer idx = luaL_checkinteger(L, 1);
+  if (idx < 1) return luaL_error(L, "stat index must be 1 or higher");
+  const int64_t limit = rt->pending_settings().max_ustats;
+  if (idx > limit) return luaL_error(L, "stat index must be %d or less", static_cast<int>(limit));
   size_t n = 0;
   const char* name = luaL_checklstring(L, 2, &n);
   if (n > kMaxUstatName) luaL_error(L, "add_stat: name too long");
@@ -378,6 +424,10 @@ void OpenConfigFunctions(lua_State* L) {
       {"register_cron", RegisterCron},
       {"schedule_config_reload", ScheduleReload},
       {"add_stat", AddStat},
+      {"luagc_ratio", SetLuagcRatio},
+      {"stat_limit", SetStatLimit},
+      {"backend_use_tls", SetUseTls},
+      {"init_tls", InitTls},
       {"ratelim_global_tbf", GlobalTbfNew},
       {"log", LogUser},
       {"time_real_millis", TimeRealMillis},

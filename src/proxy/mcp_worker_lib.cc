@@ -51,7 +51,7 @@ int Attach(lua_State* L) {
   ProxyWorker* w = WorkerOf(L, "mcp.attach");
   const lua_Integer cmd = luaL_checkinteger(L, 1);
   if (!lua_isfunction(L, 2) && luaL_testudata(L, 2, kFuncgenMt) == nullptr) {
-    return luaL_error(L, "mcp.attach: expected a function generator or a function");
+    return luaL_error(L, "mcp.attach: must pass a function");
   }
   if (luaL_testudata(L, 2, kFuncgenMt) != nullptr) {
     auto* fg = static_cast<FuncgenUd*>(lua_touserdata(L, 2));
@@ -65,7 +65,7 @@ int Attach(lua_State* L) {
   if (!lua_isnoneornil(L, 3)) {
     size_t n = 0;
     const char* t = luaL_checklstring(L, 3, &n);
-    if (n == 0 || n > 8) return luaL_error(L, "mcp.attach: a tag is 1 to 8 characters");
+    if (n == 0 || n > 8) return luaL_error(L, "mcp.attach: tag must be 1 to 8 characters");
     tag.assign(t, n);
   }
   if (w->pending_hooks_ref() == LUA_NOREF) {
@@ -73,24 +73,22 @@ int Attach(lua_State* L) {
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, w->pending_hooks_ref());
   const int tags_idx = lua_gettop(L);
+  // As memcached: every command number takes a hook but mn, which is
+  // skipped without an error (the client's pipeline flushes rely on it).
+  // Only what the request parser knows ever runs one: the storage commands
+  // and version, stats, watch and quit; a hook on shutdown, flush_all,
+  // slabs... is kept and never reached (memcached's proxy does not parse
+  // them; Trove serves them itself).
+  int first = static_cast<int>(cmd), end = first + 1;
   if (cmd == kCmdAny || cmd == kCmdAnyStorage) {
-    const int end = cmd == kCmdAnyStorage ? kCmdEndStorage : kCmdSize;
-    for (int c = 1; c < end; ++c) {
-      if (c == kCmdMn || c == kCmdEndStorage || c == kCmdVersion || c == kCmdStats ||
-          c == kCmdWatch || c == kCmdQuit || c == kCmdShutdown) {
-        continue;
-      }
-      AttachOne(L, tags_idx, tag, c, 2);
-    }
-  } else {
-    if (cmd <= 0 || cmd >= kCmdSize || cmd == kCmdEndStorage) {
-      return luaL_error(L, "mcp.attach: unknown command number %d", static_cast<int>(cmd));
-    }
-    if (cmd == kCmdMn || cmd == kCmdVersion || cmd == kCmdStats || cmd == kCmdWatch ||
-        cmd == kCmdQuit || cmd == kCmdShutdown) {
-      return luaL_error(L, "mcp.attach: this command is always served by the server itself");
-    }
-    AttachOne(L, tags_idx, tag, static_cast<int>(cmd), 2);
+    first = 1;
+    end = cmd == kCmdAnyStorage ? kCmdEndStorage : kCmdSize;
+  } else if (cmd <= 0 || cmd >= kCmdSize) {
+    // memcached writes past its hook array here.
+    return luaL_error(L, "mcp.attach: unknown command number %d", static_cast<int>(cmd));
+  }
+  for (int c = first; c < end; ++c) {
+    if (c != kCmdMn) AttachOne(L, tags_idx, tag, c, 2);
   }
   lua_pop(L, 1);
   return 0;
@@ -131,11 +129,21 @@ int Stat(lua_State* L) {
   ProxyWorker* w = WorkerOf(L, "mcp.stat");
   const lua_Integer idx = luaL_checkinteger(L, 1);
   const lua_Integer d = luaL_checkinteger(L, 2);
-  if (idx < 1 || idx > kMaxUstats) return luaL_error(L, "mcp.stat: index out of range");
+  // memcached's bound: the highest index mcp.add_stat was given.
+  if (idx < 1 || idx > w->ustat_max()) return luaL_error(L, "stat index out of range");
   w->ustat(static_cast<int>(idx)).fetch_add(static_cast<uint64_t>(d), std::memory_order_relaxed);
   return 0;
 }
 
+
+// rctx:tls_peer_cn(): the client certificate's common name. Trove's
+// listeners have no TLS (-Z is refused), so, as memcached on a connection
+// without TLS, nil.
+int RctxTlsPeerCn(lua_State* L) {
+  (void)CheckUd(L, 1, Ctx(L)->rctx_mt, kRctxMt);
+  lua_pushnil(L);
+  return 1;
+}
 
 }  // namespace
 
@@ -151,6 +159,11 @@ void OpenWorkerFunctions(lua_State* L) {
     *slot = lua_topointer(L, -1);
     lua_pop(L, 1);
   }
+  luaL_getmetatable(L, kRctxMt);
+  lua_getfield(L, -1, "__index");
+  lua_pushcfunction(L, RctxTlsPeerCn);
+  lua_setfield(L, -2, "tls_peer_cn");
+  lua_pop(L, 2);
   static const luaL_Reg kNone[] = {{nullptr, nullptr}};
   RegisterMethods(L, kPoolProxyMt, kNone, GcUd<PoolProxyUd>);
   luaL_newmetatable(L, kTbfMt);

@@ -141,10 +141,20 @@ struct ProxySettings {
   BackendOptions backend_defaults;  // backend_*_timeout, failure_limit, depth_limit, ...
   bool use_iothread = false;        // mcp.backend_use_iothread: the pools' default
   int64_t active_req_limit = 0;
+  // mcp.luagc_ratio: how far a worker VM may grow past its size after its
+  // last major collection before the next one (memcached's default 2.0,
+  // at least 1.1).
+  double gc_ratio = 2.0;
+  // mcp.stat_limit: the highest index mcp.add_stat accepts.
+  int64_t max_ustats = 1024;
 };
 
-// User stats names (mcp.add_stat): index 1..1024 -> name ("" = unused).
+// User stats names (mcp.add_stat): index 1..max_ustats -> name ("" =
+// unused). kMaxUstats is memcached's default limit; mcp.stat_limit may
+// raise it up to kMaxUstatsCap, the size of each worker's counter array
+// (fixed, so that the stats thread reads it without a lock).
 inline constexpr int kMaxUstats = 1024;
+inline constexpr int kMaxUstatsCap = 8192;
 inline constexpr size_t kMaxUstatName = 122;
 
 // What the config thread hands to each worker on a (re)load.

@@ -391,7 +391,9 @@ int ResElapsed(lua_State* L) {
 
 int ResRawString(lua_State* L) {
   ResponseUd* r = Res(L);
-  if (r->failed) {
+  // No reply held (a failure, a blank or closed object): nil, as memcached's
+  // NULL buffer.
+  if (r->failed || r->bytes.empty()) {
     lua_pushnil(L);
   } else {
     PushSv(L, r->bytes);
@@ -416,6 +418,20 @@ int ResFlagBlank(lua_State* L) {
   }
   lua_pushboolean(L, 0);
   return 1;
+}
+
+// res:close() and __close (`local res <close> = ...`): memcached frees the
+// reply buffer and blanks the parsed reply, keeping the status. So a closed
+// reply is still ok() (and hit(): its code is 0) or not, has no line, value
+// or raw string, and written to the client is nothing, or `SERVER_ERROR
+// backend failure` when it was not ok. Closing twice is harmless.
+int ResClose(lua_State* L) {
+  ResponseUd* r = Res(L);
+  const bool ok = r->ok();
+  std::string().swap(r->bytes);
+  r->parsed = memcache::ParsedReply{};
+  r->failed = !ok;
+  return 0;
 }
 
 // --- request logs -------------------------------------------------------------
@@ -486,8 +502,13 @@ void OpenRequestFunctions(lua_State* L) {
   static const luaL_Reg kRes[] = {
       {"ok", ResOk},         {"hit", ResHit},         {"vlen", ResVlen},
       {"code", ResCode},     {"line", ResLine},       {"elapsed", ResElapsed},
-      {"raw_string", ResRawString}, {"flag_blank", ResFlagBlank}, {nullptr, nullptr}};
+      {"raw_string", ResRawString}, {"flag_blank", ResFlagBlank}, {"close", ResClose},
+      {nullptr, nullptr}};
   RegisterMethods(L, kResponseMt, kRes, GcUd<ResponseUd>);
+  luaL_getmetatable(L, kResponseMt);  // __close belongs on the metatable itself
+  lua_pushcfunction(L, ResClose);
+  lua_setfield(L, -2, "__close");
+  lua_pop(L, 1);
   static const luaL_Reg kFns[] = {{"request", NewRequest},
                                   {"log_req", LogReqFn},
                                   {"log_reqsample", LogReqSample},

@@ -10,9 +10,8 @@
 namespace trove::proxy {
 
 ProxyWorker::ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop)
-    : rt_(rt), id_(id), loop_(loop), ustats_(new std::atomic<uint64_t>[kMaxUstats + 1]) {
-  for (int i = 0; i <= kMaxUstats; ++i) ustats_[static_cast<size_t>(i)].store(0);
-  ustat_names_.resize(kMaxUstats + 1);
+    : rt_(rt), id_(id), loop_(loop), ustats_(new std::atomic<uint64_t>[kMaxUstatsCap + 1]) {
+  for (int i = 0; i <= kMaxUstatsCap; ++i) ustats_[static_cast<size_t>(i)].store(0);
   if (rt != nullptr && rt->options().local != nullptr) {
     internal_ = std::make_unique<InternalCache>(rt->options().local.get(), id);
   }
@@ -119,7 +118,9 @@ bool ProxyWorker::Load(const ConfigGeneration& gen, std::string* err) {
   // Funcgens the new hooks no longer reach stop caching slots (slot_cache.cc).
   CloseUnreachable();
   // User stats: a renamed (or removed) index starts again from zero.
-  for (int i = 1; i <= kMaxUstats; ++i) {
+  // The names only grow (the config VM keeps every index it was given).
+  if (ustat_names_.size() < gen.ustat_names.size()) ustat_names_.resize(gen.ustat_names.size());
+  for (int i = 1; i < static_cast<int>(ustat_names_.size()); ++i) {
     const std::string& nn = static_cast<size_t>(i) < gen.ustat_names.size()
                                 ? gen.ustat_names[static_cast<size_t>(i)]
                                 : std::string();
@@ -132,6 +133,11 @@ bool ProxyWorker::Load(const ConfigGeneration& gen, std::string* err) {
   const int64_t workers = rt_->options().num_workers;
   const int64_t lim = gen.settings.active_req_limit;
   active_limit_ = lim > workers * 2 ? lim / workers : lim;
+  // mcp.luagc_ratio as the generational collector's major multiplier (the
+  // VM's growth in percent before a major collection; Lua stores it in
+  // 4% steps up to 1020%).
+  const double growth = (gen.settings.gc_ratio - 1.0) * 100.0;
+  lua_gc(L, LUA_GCGEN, 0, static_cast<int>(std::clamp(growth, 10.0, 1000.0)));
   // Old pools and funcgens go now, so that their backends close promptly.
   lua_gc(L, LUA_GCCOLLECT);
   return true;

@@ -130,6 +130,8 @@ class ProxyWorker {
   int pending_hooks_ref() const { return pending_hooks_ref_; }
   void CountFuncgen(const std::string& name, int64_t funcs, int64_t slots);
   std::atomic<uint64_t>& ustat(int idx) { return ustats_[static_cast<size_t>(idx)]; }
+  // The highest user stat index the current config added (mcp.stat's bound).
+  int ustat_max() const { return ustat_names_.empty() ? 0 : static_cast<int>(ustat_names_.size()) - 1; }
 
   // --- stats (any thread) ---
   int64_t req_active() const { return req_active_.load(std::memory_order_relaxed); }

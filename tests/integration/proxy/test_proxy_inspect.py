@@ -515,10 +515,10 @@ def test_client_request_as_destination(e):
 
 
 def test_user_objects_start_blank(e):
-    assert e.c.call("mg mreq/blank\r\n") == "SERVER_ERROR 6:'' 0 '' true 0 ''\r\n"
+    assert e.c.call("mg mreq/blank\r\n") == "SERVER_ERROR 6:'' 0 '' true 0 nil\r\n"
     # and are blank again after a request that filled them
     roundtrip(e, "mg mreq/set\r\n", "mg override s Oopaque N33\r\n")
-    assert e.c.call("mg mreq/blank\r\n") == "SERVER_ERROR 6:'' 0 '' true 0 ''\r\n"
+    assert e.c.call("mg mreq/blank\r\n") == "SERVER_ERROR 6:'' 0 '' true 0 nil\r\n"
     e.sync()
 
 

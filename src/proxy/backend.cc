@@ -393,12 +393,22 @@ bool Backend::ParseReplies(Conn* c) {
     memcache::ParsedReply pr;
     memcache::ReplyStatus st =
         memcache::ParseReply(c->rbuf.data() + off, c->rbuf.size() - off, &pr);
-    if (st == memcache::ReplyStatus::kNeedMore) break;
     if (st == memcache::ReplyStatus::kBad) {
       c->rbuf.erase(0, off);
       Reset(c, "parsing");
       return false;
     }
+    // memcached refuses the reply's buffer once its first line is in
+    // (then the value would be buffered too) while the worker is over its
+    // limit, failing the request and resetting the socket.
+    if (buffer_mem_ != nullptr && buffer_mem_->Over() &&
+        (st == memcache::ReplyStatus::kOk ||
+         std::memchr(c->rbuf.data() + off, '\n', c->rbuf.size() - off) != nullptr)) {
+      c->rbuf.erase(0, off);
+      Reset(c, "outofmemory");
+      return false;
+    }
+    if (st == memcache::ReplyStatus::kNeedMore) break;
     OpPtr op = std::move(c->inflight.front());
     c->inflight.pop_front();
     op->reply.assign(c->rbuf.data() + off, pr.len);

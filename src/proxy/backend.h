@@ -18,6 +18,7 @@
 
 #include "net/event_loop.h"
 #include "protocol/memcache/response_parser.h"
+#include "proxy/buffer_memory.h"
 #include "proxy/proxy_shared.h"
 #include "proxy/proxy_types.h"
 
@@ -65,6 +66,12 @@ class Backend {
   const BackendSpec& spec() const { return *spec_; }
   const std::shared_ptr<const BackendSpec>& spec_ptr() const { return spec_; }
   net::EventLoop* loop() const { return loop_; }
+  // A backend on a worker's loop: while that worker is over its
+  // mcp.buffer_memory_limit, a reply fails its request and resets the
+  // socket ("outofmemory", as memcached). Backends on the IO thread have
+  // none: memcached checks only on a worker.
+  // REQUIRES: before Start; m is the worker of loop().
+  void set_buffer_memory(const BufferMemory* m) { buffer_mem_ = m; }
   // Opens the sockets (never for down=true).
   void Start();
   // Adds op to this turn's batch; Flush sends the batch.
@@ -123,6 +130,7 @@ class Backend {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<OpPtr> batch_;
   std::vector<OpPtr> batch_spare_;  // Flush's working copy (reentrant Submit goes to batch_)
+  const BufferMemory* buffer_mem_ = nullptr;  // null: no limit (IO thread)
   bool started_ = false;
   bool in_flush_ = false;  // a completion inside Flush may flush again (local batch then)
 };

@@ -261,9 +261,12 @@ int SetActiveReqLimit(lua_State* L) {
   return 0;
 }
 
+// In kilobytes, for the whole proxy (each worker gets its share); 0: none.
 int SetBufferMemoryLimit(lua_State* L) {
-  (void)ConfigRuntime(L, "mcp.buffer_memory_limit");
-  return luaL_error(L, "mcp.buffer_memory_limit is not supported by Trove yet");
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.buffer_memory_limit");
+  rt->pending_settings().buffer_memory_limit_kb =
+      Integer(L, 1, "buffer_memory_limit", 0, INT64_MAX / 1024);
+  return 0;
 }
 
 // mcp.luagc_ratio(r): memcached starts a worker VM's collection when the VM

@@ -12,7 +12,9 @@
 //     refers to it (a plain count: everything runs on the worker thread).
 #include "proxy/proxy_handler.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "protocol/memcache/text_parser.h"
@@ -53,6 +55,13 @@ class ProxyHandler final : public net::ProtocolHandler {
     in_data_ = true;
     size_t off = 0;
     while (off < len && !WantsClose()) {
+      if (swallow_ > 0) {
+        const size_t k = std::min(swallow_, len - off);
+        swallow_ -= k;
+        off += k;
+        continue;
+      }
+      const bool admitted = std::exchange(admitted_, false);
       const char* p = data + off;
       const size_t n = len - off;
       const void* nl = std::memchr(p, '\n', n);
@@ -71,18 +80,27 @@ class ProxyHandler final : public net::ProtocolHandler {
         // memcached's proxy: a known command with bad tokens; the
         // connection stays.
         off += line_end + 1;
+        w_->CountConnError();
         Reply("CLIENT_ERROR parsing request\r\n");
         continue;
       }
       size_t req_len = line_end + 1;
+      const int hook = parsed == 0 && info.cmd != 0 ? w_->HookFor(*tag_, info.cmd) : LUA_NOREF;
       if (parsed == 0 && info.has_value) {
+        if (hook != LUA_NOREF && !admitted && w_->RefuseValue(info.cmd)) {
+          // memcached decides at the line: the value is swallowed unread.
+          Reply("SERVER_ERROR out of memory\r\n");
+          off += line_end + 1;
+          swallow_ = info.vlen + 2;
+          continue;
+        }
         req_len += info.vlen + 2;
         if (n < req_len) {
           wanted_ = req_len;
+          admitted_ = hook != LUA_NOREF;  // decided once, as memcached
           break;
         }
       }
-      const int hook = parsed == 0 && info.cmd != 0 ? w_->HookFor(*tag_, info.cmd) : LUA_NOREF;
       if (hook != LUA_NOREF) {
         if (st_->size() >= kMaxPending) {
           Pause();
@@ -94,6 +112,7 @@ class ProxyHandler final : public net::ProtocolHandler {
           continue;
         }
         if (line_end + 1 >= kRequestMaxLen) {
+          w_->CountConnError();
           Reply("CLIENT_ERROR request too long\r\n");
           close_ = true;
           off += req_len;
@@ -270,6 +289,11 @@ class ProxyHandler final : public net::ProtocolHandler {
   bool in_data_ = false;
   bool wrote_ = false;  // a reply went straight to the output (Drain tells the loop)
   bool close_ = false;  // CLIENT_ERROR request too long: memcached closes
+  // mcp.buffer_memory_limit: the refused value's bytes still to discard.
+  size_t swallow_ = 0;
+  // The request at the head of the input passed the memory check while its
+  // value was still arriving (not asked again when the rest comes).
+  bool admitted_ = false;
   std::string multiget_buf_;  // one split key's request line
 };
 

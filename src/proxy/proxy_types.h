@@ -141,6 +141,7 @@ struct ProxySettings {
   BackendOptions backend_defaults;  // backend_*_timeout, failure_limit, depth_limit, ...
   bool use_iothread = false;        // mcp.backend_use_iothread: the pools' default
   int64_t active_req_limit = 0;
+  int64_t buffer_memory_limit_kb = 0;  // mcp.buffer_memory_limit; 0: none
   // mcp.luagc_ratio: how far a worker VM may grow past its size after its
   // last major collection before the next one (memcached's default 2.0,
   // at least 1.1).

@@ -159,6 +159,9 @@ void ProxyWorker::StartRequest(int hook_ref, const RequestView& req, FinishFn fi
     rc->req_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   }
   rc->req->Assign(req.bytes, req.line_len, req.eol_len, req.info, req.cfd);
+  if (req.info.has_value) {
+    rc->req->charge.Set(&buffer_mem_, static_cast<int64_t>(req.info.vlen) + 2);  // with its CRLF
+  }
   rc->finish = std::move(finish);
   rc->multiget = req.multiget;
   rc->cfd = req.cfd;
@@ -314,6 +317,7 @@ void ProxyWorker::OnOpDone(BackendOp* op) {
   HandleSlot& hs = rc->h[hi];
   ResponseUd* r = hs.res;
   r->bytes.swap(op->reply);  // both keep their capacity
+  r->charge.Set(&buffer_mem_, static_cast<int64_t>(r->bytes.size()));
   r->parsed = op->parsed;
   r->failed = op->failed;
   r->cmd = hs.rq->info.cmd;
@@ -573,7 +577,9 @@ void ProxyWorker::Reset(Rctx* rc) {
   rc->running = false;
   rc->parent = nullptr;
   rc->finish = nullptr;
+  if (rc->req != nullptr) rc->req->charge.Clear(&buffer_mem_);
   for (HandleSlot& hs : rc->h) {
+    if (hs.res != nullptr) hs.res->charge.Clear(&buffer_mem_);
     hs.state = HandleSlot::kIdle;
     hs.flags = 0;
     hs.rq = nullptr;

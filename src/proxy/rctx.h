@@ -67,6 +67,7 @@ struct ResponseUd {
   int cmd = 0;          // the request's command
   int64_t elapsed_us = 0;
   std::shared_ptr<const BackendSpec> be;  // who answered (log_req), null when none
+  BufferCharge charge;  // a backend's reply held by a slot's handle, until the slot is reset
   bool ok() const { return !failed && !parsed.is_error(); }
   int code() const { return failed ? memcache::kCodeServerError : parsed.code; }
   // RES_GOOD / RES_OK / RES_ANY|ERROR, memcached's classification.

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "protocol/memcache/request_classify.h"
+#include "proxy/buffer_memory.h"
 
 namespace trove::proxy {
 
@@ -52,6 +53,9 @@ struct RequestUd {
   size_t eol_len = 2;
   ReqInfo info;
   int cfd = 0;  // the client's socket (proxyreqs lines)
+  // A client's value held for a request in flight (a slot's request; the
+  // slot gives it back when released).
+  BufferCharge charge;
 
   std::string_view line() const { return std::string_view(bytes).substr(0, line_len); }
   std::string_view key() const {

@@ -310,15 +310,21 @@ std::vector<std::pair<std::string, std::string>> ProxyRuntime::GeneralStats() co
   const ProxyCounters& c = const_cast<ProxyShared&>(shared_).counters();
   auto n = [](const std::atomic<uint64_t>& v) { return std::to_string(v.load(std::memory_order_relaxed)); };
   int64_t active = 0;
-  uint64_t reqs = 0;
+  uint64_t reqs = 0, errors = 0;
   for (const auto& w : workers_) {
     if (ProxyWorker* p = w.load()) {
       active += p->req_active();
       reqs += p->requests();
+      errors += p->conn_errors();
     }
   }
   return {
       {"proxy_conn_requests", std::to_string(reqs)},
+      {"proxy_conn_errors", std::to_string(errors)},
+      // memcached counts here only a failed allocation from its IO object
+      // cache, which Trove does not have (buffer limit refusals are not
+      // counted there either).
+      {"proxy_conn_oom", "0"},
       {"proxy_req_active", std::to_string(active)},
       {"proxy_config_reloads", n(c.config_reloads)},
       {"proxy_config_reload_fails", n(c.config_reload_fails)},
@@ -347,13 +353,19 @@ bool ProxyRuntime::SubStats(std::string_view sub,
       }
       out->emplace_back("user_" + names[i], std::to_string(sum));
     }
-    int64_t limit = 0;
+    ProxySettings set;
     {
       MutexLock l(&reload_mu_);
-      if (current_ != nullptr) limit = current_->settings.active_req_limit;
+      if (current_ != nullptr) set = current_->settings;
     }
-    out->emplace_back("active_req_limit", std::to_string(limit));
-    out->emplace_back("buffer_memory_limit", "0");
+    // As memcached shows them: a worker's share times the workers.
+    const int64_t workers = opts_.num_workers < 1 ? 1 : opts_.num_workers;
+    const int64_t req_lim = set.active_req_limit;
+    const int64_t req_share = req_lim > workers * 2 ? req_lim / workers : req_lim;
+    out->emplace_back("active_req_limit", std::to_string(req_share * workers));
+    out->emplace_back(
+        "buffer_memory_limit",
+        std::to_string(PerWorkerBufferLimit(set.buffer_memory_limit_kb, workers) * workers));
     int64_t used = 0;
     for (const auto& w : workers_) {
       if (ProxyWorker* p = w.load()) used += p->buffer_used();

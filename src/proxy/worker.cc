@@ -133,6 +133,7 @@ bool ProxyWorker::Load(const ConfigGeneration& gen, std::string* err) {
   const int64_t workers = rt_->options().num_workers;
   const int64_t lim = gen.settings.active_req_limit;
   active_limit_ = lim > workers * 2 ? lim / workers : lim;
+  buffer_mem_.set_limit(PerWorkerBufferLimit(gen.settings.buffer_memory_limit_kb, workers));
   // mcp.luagc_ratio as the generational collector's major multiplier (the
   // VM's growth in percent before a major collection; Lua stores it in
   // 4% steps up to 1020%).
@@ -150,6 +151,7 @@ std::shared_ptr<Backend> ProxyWorker::LocalBackend(const std::shared_ptr<const B
     if (auto b = it->second.lock()) return b;
   }
   auto b = MakeBackend(spec, loop_, rt_->shared());
+  b->set_buffer_memory(&buffer_mem_);  // its replies count against this worker's limit
   b->Start();
   backends_[key] = b;
   // Forget the expired ones now and then.

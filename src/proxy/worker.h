@@ -32,6 +32,7 @@
 
 #include "net/event_loop.h"
 #include "proxy/backend.h"
+#include "proxy/buffer_memory.h"
 #include "proxy/internal.h"
 #include "proxy/lua_vm.h"
 #include "proxy/proxy_types.h"
@@ -96,6 +97,22 @@ class ProxyWorker {
     }
     return untagged_[static_cast<size_t>(cmd)];
   }
+  // mcp.buffer_memory_limit, asked at a routed request's line before its
+  // value is read: true when memcached would refuse the value (this worker
+  // is over its limit) and swallow it unread; the request counts as one,
+  // as in memcached. The active request limit is memcached's first check,
+  // so a request it will refuse is left to StartRequest.
+  bool RefuseValue(int cmd) {
+    if (!buffer_mem_.Over()) return false;
+    if (active_limit_ > 0 && req_active_.load(std::memory_order_relaxed) >= active_limit_) {
+      return false;  // StartRequest's error
+    }
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    if (cmd > 0 && cmd < kCmdSize) {
+      cmd_counts_[static_cast<size_t>(cmd)].fetch_add(1, std::memory_order_relaxed);
+    }
+    return true;
+  }
   // Starts a hooked request (its bytes are copied into the request object).
   void StartRequest(int hook_ref, const RequestView& req, FinishFn finish);
   // Sends every backend batch of this turn (invariant 2).
@@ -144,7 +161,11 @@ class ProxyWorker {
   // vm_gc_runs (collection cycles, counted by a finalizer sentinel).
   uint64_t vm_memory_kb() const { return vm_kb_.load(std::memory_order_relaxed); }
   uint64_t vm_gc_runs() const { return gc_runs_.load(std::memory_order_relaxed); }
-  int64_t buffer_used() const { return buffer_used_.load(std::memory_order_relaxed); }
+  int64_t buffer_used() const { return buffer_mem_.used(); }
+  // `stats` proxy_conn_errors: requests refused as unparsable or too long.
+  uint64_t conn_errors() const { return conn_errors_.load(std::memory_order_relaxed); }
+  // REQUIRES: owner thread.
+  void CountConnError() { conn_errors_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t ustat_value(int idx) const {
     return ustats_[static_cast<size_t>(idx)].load(std::memory_order_relaxed);
   }
@@ -247,7 +268,8 @@ class ProxyWorker {
   static int GcSentinel(lua_State* L);
   static void NewGcSentinel(lua_State* L);
   bool closing_ = false;
-  std::atomic<int64_t> buffer_used_{0};
+  BufferMemory buffer_mem_;  // mcp.buffer_memory_limit (buffer_memory.h)
+  std::atomic<uint64_t> conn_errors_{0};
   // `stats proxyfuncs`: name -> (funcgens, slots).
   mutable Mutex fg_mu_{LockRank::kLeaf};
   std::map<std::string, std::pair<int64_t, int64_t>> fg_counts_ GUARDED_BY(fg_mu_);

@@ -1008,7 +1008,7 @@ mcp.active_req_limit(7)
 verbosity({ trace = true })
 pools{ main = { backends = { "%s" } } }
 routes{ default = route_direct{ child = "main" } }
-""" % a.addr)
+""" % a.addr, "-t", "1")
     assert c_ok(px)
     assert T.to(px).stats("proxy")["active_req_limit"] == "7"
     assert "routelib trace: " in px.log()

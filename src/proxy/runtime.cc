@@ -73,7 +73,8 @@ bool ProxyRuntime::LoadConfig(ConfigGeneration* gen, std::string* err, bool* fat
     }
     lua_pop(L, 1);
   }
-  settings_ = ProxySettings{};
+  // settings_ carries over: a setting the new config does not call keeps the
+  // last value set, as memcached's tunables do.
   ClearCrons();
   for (const auto& [name, src] : gen->chunks) {
     const std::string chunk = "@" + name;

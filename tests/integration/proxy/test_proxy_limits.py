@@ -179,8 +179,12 @@ def test_buffer_memory_limit_refuses_values_fails_replies_and_reloads(make_serve
     assert a.read_line() == "END\r\n"
     assert pstats(px)["buffer_memory_used"] == "0"
 
-    # Reload: raised, then removed (0), then a config without the call.
+    # Reload: raised, kept by a config without the call (memcached keeps
+    # the last value set), removed (0), still removed without the call.
     kb.write_text("200")
+    reload(px, w)
+    assert pstats(px)["buffer_memory_limit"] == "204800"
+    kb.write_text("-1")
     reload(px, w)
     assert pstats(px)["buffer_memory_limit"] == "204800"
     kb.write_text("0")

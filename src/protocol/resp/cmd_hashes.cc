@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/str_append.h"
+#include "protocol/resp/collection_commands.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -14,14 +15,6 @@
 
 namespace trove::resp {
 namespace {
-
-bool ReadHash(CommandContext& ctx, const std::string& key, HashValue** v) {
-  if (LoadCollection<HashValue>(ctx, key, v) == LoadStatus::kWrongType) {
-    ctx.WrongType();
-    return false;
-  }
-  return true;
-}
 
 void Finish(CommandContext& ctx, const std::string& key, HashValue* v, size_t before) {
   v->CheckEncoding(ctx.server->hash_max_listpack_entries.load(std::memory_order_relaxed),
@@ -69,7 +62,7 @@ void CmdHSetNx(CommandContext& ctx) {
 
 void CmdHGet(CommandContext& ctx) {
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   if (!f)
     ctx.w->Null();
@@ -79,7 +72,7 @@ void CmdHGet(CommandContext& ctx) {
 
 void CmdHMGet(CommandContext& ctx) {
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) {
     std::optional<std::string_view> f = v ? v->Find(ctx.argv[i]) : std::nullopt;
@@ -90,37 +83,23 @@ void CmdHMGet(CommandContext& ctx) {
   }
 }
 
-void CmdHDel(CommandContext& ctx) {
-  std::string key = ctx.Key(1);
-  HashValue* v;
-  if (!ReadHash(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Integer(0);
-    return;
-  }
-  size_t before = v->MemoryUsage();
-  int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i)
-    if (v->Erase(ctx.argv[i])) ++n;
-  if (n > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: the key is untouched
-  ctx.w->Integer(n);
-}
+void CmdHDel(CommandContext& ctx) { RemoveMembers<HashValue, &HashValue::Erase>(ctx); }
 
 void CmdHExists(CommandContext& ctx) {
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->Integer(v && v->Find(ctx.argv[2]).has_value() ? 1 : 0);
 }
 
 void CmdHLen(CommandContext& ctx) {
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->Integer(v ? static_cast<int64_t>(v->size()) : 0);
 }
 
 void CmdHStrlen(CommandContext& ctx) {
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   ctx.w->Integer(f ? static_cast<int64_t>(f->size()) : 0);
 }
@@ -128,7 +107,7 @@ void CmdHStrlen(CommandContext& ctx) {
 // mode: 0 keys, 1 values, 2 both
 void ListGeneric(CommandContext& ctx, int mode) {
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     if (mode == 2)
       ctx.w->MapHeader(0);
@@ -154,7 +133,7 @@ void CmdHIncrBy(CommandContext& ctx) {
   if (!ArgInt(ctx, ctx.argv[3], &incr)) return;
   std::string key = ctx.Key(1);
   HashValue* v;
-  if (!ReadHash(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   int64_t cur = 0;
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   if (f && !ParseStrictInt64(*f, &cur)) {
@@ -190,7 +169,7 @@ void CmdHIncrByFloat(CommandContext& ctx) {
   }
   std::string key = ctx.Key(1);
   HashValue* v;
-  if (!ReadHash(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   if (f && !ParseLongDouble(*f, &cur)) {
     ctx.Error("ERR hash value is not a float");
@@ -216,7 +195,7 @@ void CmdHRandField(CommandContext& ctx) {
   int64_t count = 1;
   if (!ParseRandomArgs(ctx, "withvalues", &has_count, &count, &withvalues)) return;
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     if (has_count)
       ctx.w->ArrayHeader(0);
@@ -254,7 +233,7 @@ void CmdHScan(CommandContext& ctx) {
   ScanOptions o;
   if (!ParseScanArgs(ctx, 2, &o)) return;
   HashValue* v;
-  if (!ReadHash(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::vector<std::pair<std::string_view, std::string_view>> out;
   uint64_t next = 0;
   if (v != nullptr && v->compact()) {

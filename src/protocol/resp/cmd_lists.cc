@@ -12,20 +12,11 @@
 namespace trove::resp {
 namespace {
 
-// Read access: false after WRONGTYPE; *v is nullptr when the key is missing.
-bool ReadList(CommandContext& ctx, const std::string& key, ListValue** v) {
-  if (LoadCollection<ListValue>(ctx, key, v) == LoadStatus::kWrongType) {
-    ctx.WrongType();
-    return false;
-  }
-  return true;
-}
-
 void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
   std::string key = ctx.Key(1);
   ListValue* v = nullptr;
   if (only_existing) {
-    if (!ReadList(ctx, key, &v)) return;
+    if (!ReadCollection(ctx, key, &v)) return;
     if (v == nullptr) {
       ctx.dirty = 0;
       ctx.w->Integer(0);
@@ -67,7 +58,7 @@ void PopGeneric(CommandContext& ctx, bool left) {
   }
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadList(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     if (count >= 0)
       ctx.w->NullArray();
@@ -92,7 +83,7 @@ void CmdRPop(CommandContext& ctx) { PopGeneric(ctx, false); }
 
 void CmdLLen(CommandContext& ctx) {
   ListValue* v;
-  if (!ReadList(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->Integer(v ? static_cast<int64_t>(v->size()) : 0);
 }
 
@@ -110,7 +101,7 @@ void CmdLRange(CommandContext& ctx) {
   int64_t start, end;
   if (!ArgInt(ctx, ctx.argv[2], &start) || !ArgInt(ctx, ctx.argv[3], &end)) return;
   ListValue* v;
-  if (!ReadList(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr || !NormalizeRange(static_cast<int64_t>(v->size()), &start, &end)) {
     ctx.w->ArrayHeader(0);
     return;
@@ -121,7 +112,7 @@ void CmdLRange(CommandContext& ctx) {
 
 void CmdLIndex(CommandContext& ctx) {
   ListValue* v;
-  if (!ReadList(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     ctx.w->Null();
     return;
@@ -140,7 +131,7 @@ void CmdLIndex(CommandContext& ctx) {
 void CmdLSet(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadList(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     ctx.Error("ERR no such key");
     return;
@@ -171,7 +162,7 @@ void CmdLInsert(CommandContext& ctx) {
   }
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadList(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     ctx.w->Integer(0);
     return;
@@ -195,7 +186,7 @@ void CmdLRem(CommandContext& ctx) {
   if (!ArgInt(ctx, ctx.argv[2], &count)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadList(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     ctx.w->Integer(0);
     return;
@@ -229,7 +220,7 @@ void CmdLTrim(CommandContext& ctx) {
   if (!ArgInt(ctx, ctx.argv[2], &start) || !ArgInt(ctx, ctx.argv[3], &end)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadList(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     ctx.w->Ok();
     return;
@@ -281,7 +272,7 @@ void CmdLPos(CommandContext& ctx) {
     }
   }
   ListValue* v;
-  if (!ReadList(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     if (count >= 0)
       ctx.w->ArrayHeader(0);
@@ -334,13 +325,13 @@ bool ParseSide(std::string_view s, bool* left) {
 void ListMove(CommandContext& ctx, bool from_left, bool to_left) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);
   ListValue* s;
-  if (!ReadList(ctx, src, &s)) return;
+  if (!ReadCollection(ctx, src, &s)) return;
   if (s == nullptr) {
     ctx.w->Null();
     return;
   }
   ListValue* d;
-  if (!ReadList(ctx, dst, &d)) return;
+  if (!ReadCollection(ctx, dst, &d)) return;
   size_t sb = s->MemoryUsage();
   std::string elem = from_left ? s->PopFront() : s->PopBack();
   if (src == dst) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/str_append.h"
+#include "protocol/resp/collection_commands.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -19,14 +20,6 @@ void CheckSetEncoding(CommandContext& ctx, SetValue* v) {
   v->CheckEncoding(s.set_max_intset_entries.load(std::memory_order_relaxed),
                    s.set_max_listpack_entries.load(std::memory_order_relaxed),
                    s.set_max_listpack_value.load(std::memory_order_relaxed));
-}
-
-bool ReadSet(CommandContext& ctx, const std::string& key, SetValue** v) {
-  if (LoadCollection<SetValue>(ctx, key, v) == LoadStatus::kWrongType) {
-    ctx.WrongType();
-    return false;
-  }
-  return true;
 }
 
 void Finish(CommandContext& ctx, const std::string& key, SetValue* v, size_t before) {
@@ -52,38 +45,24 @@ void CmdSAdd(CommandContext& ctx) {
   ctx.w->Integer(n);
 }
 
-void CmdSRem(CommandContext& ctx) {
-  std::string key = ctx.Key(1);
-  SetValue* v;
-  if (!ReadSet(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Integer(0);
-    return;
-  }
-  size_t before = v->MemoryUsage();
-  int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i)
-    if (v->Remove(ctx.argv[i])) ++n;
-  if (n > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: the key is untouched
-  ctx.w->Integer(n);
-}
+void CmdSRem(CommandContext& ctx) { RemoveMembers<SetValue, &SetValue::Remove>(ctx); }
 
 void CmdSIsMember(CommandContext& ctx) {
   SetValue* v;
-  if (!ReadSet(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->Integer(v && v->Contains(ctx.argv[2]) ? 1 : 0);
 }
 
 void CmdSMIsMember(CommandContext& ctx) {
   SetValue* v;
-  if (!ReadSet(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) ctx.w->Integer(v && v->Contains(ctx.argv[i]) ? 1 : 0);
 }
 
 void CmdSMembers(CommandContext& ctx) {
   SetValue* v;
-  if (!ReadSet(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     ctx.w->SetHeader(0);
     return;
@@ -93,7 +72,7 @@ void CmdSMembers(CommandContext& ctx) {
 
 void CmdSCard(CommandContext& ctx) {
   SetValue* v;
-  if (!ReadSet(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->Integer(v ? static_cast<int64_t>(v->size()) : 0);
 }
 
@@ -111,7 +90,7 @@ void CmdSPop(CommandContext& ctx) {
   }
   std::string key = ctx.Key(1);
   SetValue* v;
-  if (!ReadSet(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     if (count >= 0)
       ctx.w->SetHeader(0);
@@ -137,7 +116,7 @@ void CmdSRandMember(CommandContext& ctx) {
   bool has_count, unused_with;
   if (!ParseRandomArgs(ctx, nullptr, &has_count, &count, &unused_with)) return;
   SetValue* v;
-  if (!ReadSet(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     if (has_count)
       ctx.w->ArrayHeader(0);
@@ -165,7 +144,7 @@ void CmdSRandMember(CommandContext& ctx) {
 void CmdSMove(CommandContext& ctx) {
   std::string src = ctx.Key(1), dst = ctx.Key(2);
   SetValue *s, *d;
-  if (!ReadSet(ctx, src, &s) || !ReadSet(ctx, dst, &d)) return;
+  if (!ReadCollection(ctx, src, &s) || !ReadCollection(ctx, dst, &d)) return;
   if (s == nullptr || !s->Contains(ctx.argv[3])) {
     ctx.w->Integer(0);
     return;
@@ -200,7 +179,7 @@ bool Compute(CommandContext& ctx, SetOp op, size_t first, size_t last,
   std::vector<SetValue*> sets;
   for (size_t i = first; i <= last; ++i) {
     SetValue* v;
-    if (!ReadSet(ctx, ctx.Key(i), &v)) return false;
+    if (!ReadCollection(ctx, ctx.Key(i), &v)) return false;
     sets.push_back(v);
   }
   out->clear();
@@ -300,7 +279,7 @@ void CmdSScan(CommandContext& ctx) {
   ScanOptions o;
   if (!ParseScanArgs(ctx, 2, &o)) return;
   SetValue* v;
-  if (!ReadSet(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::vector<std::string> out;
   uint64_t next = 0;
   if (v != nullptr && v->compact()) {

@@ -7,6 +7,7 @@
 
 #include "common/str_append.h"
 #include "protocol/resp/blocking_ops.h"
+#include "protocol/resp/collection_commands.h"
 #include "protocol/resp/collections.h"
 #include "protocol/resp/command_table.h"
 #include "protocol/resp/keyspace.h"
@@ -64,7 +65,7 @@ void CmdZAdd(CommandContext& ctx) {
   }
   std::string key = ctx.Key(1);
   ZsetValue* v;
-  if (!ReadZset(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     if (xx) {
       if (incr)
@@ -149,25 +150,11 @@ void CmdZIncrBy(CommandContext& ctx) {
   ctx.w->Double(s);
 }
 
-void CmdZRem(CommandContext& ctx) {
-  std::string key = ctx.Key(1);
-  ZsetValue* v;
-  if (!ReadZset(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Integer(0);
-    return;
-  }
-  size_t before = v->MemoryUsage();
-  int64_t n = 0;
-  for (size_t i = 2; i < ctx.argc(); ++i)
-    if (v->Remove(ctx.argv[i])) ++n;
-  if (n > 0) FinishUpdate(ctx, key, v, before);  // nothing removed: the key is untouched
-  ctx.w->Integer(n);
-}
+void CmdZRem(CommandContext& ctx) { RemoveMembers<ZsetValue, &ZsetValue::Remove>(ctx); }
 
 void CmdZScore(CommandContext& ctx) {
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   const double* s = v ? v->Score(ctx.argv[2]) : nullptr;
   if (s == nullptr)
     ctx.w->Null();
@@ -177,7 +164,7 @@ void CmdZScore(CommandContext& ctx) {
 
 void CmdZMScore(CommandContext& ctx) {
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) {
     const double* s = v ? v->Score(ctx.argv[i]) : nullptr;
@@ -190,7 +177,7 @@ void CmdZMScore(CommandContext& ctx) {
 
 void CmdZCard(CommandContext& ctx) {
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->Integer(v ? static_cast<int64_t>(v->size()) : 0);
 }
 
@@ -220,7 +207,7 @@ void PopGeneric(CommandContext& ctx, bool max) {
   }
   std::string key = ctx.Key(1);
   ZsetValue* v;
-  if (!ReadZset(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (v == nullptr) {
     ctx.w->ArrayHeader(0);
     return;
@@ -281,7 +268,7 @@ void CmdZRandMember(CommandContext& ctx) {
   int64_t count = 1;
   if (!ParseRandomArgs(ctx, "withscores", &has_count, &count, &withscores)) return;
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   if (v == nullptr) {
     if (has_count)
       ctx.w->ArrayHeader(0);
@@ -303,7 +290,7 @@ void CmdZScan(CommandContext& ctx) {
   ScanOptions o;
   if (!ParseScanArgs(ctx, 2, &o)) return;
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::vector<Entry> out;
   uint64_t next = 0;
   if (v != nullptr && v->compact()) {

@@ -97,7 +97,7 @@ void CmdZCount(CommandContext& ctx) {
   ScoreRange r;
   if (!ParseScoreRange(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   int64_t n = 0;
   if (v)
     for (const auto& e : v->ordered())
@@ -109,7 +109,7 @@ void CmdZLexCount(CommandContext& ctx) {
   LexRange r;
   if (!ParseLexRange(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   int64_t n = 0;
   if (v)
     for (const auto& e : v->ordered())
@@ -211,7 +211,7 @@ static bool ParseRangeOptions(CommandContext& ctx, size_t from, bool full, Range
 static void RangeGeneric(CommandContext& ctx, RangeSpec rs, bool full) {
   if (!ParseRangeOptions(ctx, 4, full, &rs)) return;
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::vector<Entry> out;
   if (!SelectRange(ctx, v, rs, ctx.argv[2], ctx.argv[3], &out)) return;
   WriteEntries(ctx, out, rs.withscores);
@@ -256,7 +256,7 @@ void CmdZRangeStore(CommandContext& ctx) {
   }
   if (!ParseRangeOptions(ctx, 5, true, &rs)) return;
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(2), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(2), &v)) return;
   std::vector<Entry> out;
   if (!SelectRange(ctx, v, rs, ctx.argv[3], ctx.argv[4], &out)) return;
   std::string dst = ctx.Key(1);
@@ -285,7 +285,7 @@ static void RankGeneric(CommandContext& ctx, bool rev) {
     withscore = true;
   }
   ZsetValue* v;
-  if (!ReadZset(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   int64_t r = v ? v->Rank(ctx.argv[2]) : -1;
   if (r < 0) {
     if (withscore)
@@ -313,7 +313,7 @@ static void RemRangeGeneric(CommandContext& ctx, RangeKind kind) {
   ZsetValue* v;
   // Validate the range first (Redis replies to bad ranges even on missing keys).
   std::vector<Entry> out;
-  if (!ReadZset(ctx, key, &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
   if (!SelectRange(ctx, v, rs, ctx.argv[2], ctx.argv[3], &out)) return;
   if (v == nullptr) {
     ctx.w->Integer(0);

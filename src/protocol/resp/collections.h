@@ -313,6 +313,19 @@ LoadStatus LoadCollection(CommandContext& ctx, std::string_view ekey, T** out) {
   return LoadStatus::kOk;
 }
 
+// REQUIRES: ctx.locked. The read-side LoadCollection of every command family
+// (T deduced from v): false after writing WRONGTYPE; otherwise true with *v
+// the collection, or nullptr when the key is missing. Allocates nothing
+// beyond LoadCollection; *v lives as long as LoadCollection's result.
+template <typename T>
+bool ReadCollection(CommandContext& ctx, std::string_view ekey, T** v) {
+  if (LoadCollection<T>(ctx, ekey, v) == LoadStatus::kWrongType) {
+    ctx.WrongType();
+    return false;
+  }
+  return true;
+}
+
 // REQUIRES: ctx.locked. Stores a new collection at ekey (replacing what is
 // there) as bytes or as a HeapValue per v->compact(), expiring at exptime
 // (unix ms, 0 never). Returns the stored object, or nullptr after writing an

@@ -29,16 +29,6 @@ inline void WriteEntries(CommandContext& ctx, const std::vector<Entry>& es, bool
   }
 }
 
-
-// Loads a sorted set (null if missing); false after WRONGTYPE.
-inline bool ReadZset(CommandContext& ctx, const std::string& key, ZsetValue** v) {
-  if (LoadCollection<ZsetValue>(ctx, key, v) == LoadStatus::kWrongType) {
-    ctx.WrongType();
-    return false;
-  }
-  return true;
-}
-
 // Re-encodes per the zset thresholds and stores the change.
 inline void FinishZset(CommandContext& ctx, const std::string& key, ZsetValue* v, size_t before) {
   v->CheckEncoding(ctx.server->zset_max_listpack_entries.load(std::memory_order_relaxed),

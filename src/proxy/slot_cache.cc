@@ -20,8 +20,6 @@
 // handle) with it, as memcached does; counts drop at once and the Lua
 // objects the slots held become garbage for the next collection.
 
-#include <ctime>
-
 #include "proxy/router.h"
 #include "proxy/worker.h"
 
@@ -80,7 +78,8 @@ bool ProxyWorker::KeepSlot(FuncgenUd* fg, int64_t nfree) {
   const auto total = static_cast<uint32_t>(fg->slots);
   if (static_cast<uint32_t>(nfree) > total / 2 - 1) {  // unsigned, as memcached
     if (fg->free_pressure++ > static_cast<int64_t>(kPressureMax)) {
-      const int64_t now = static_cast<int64_t>(std::time(nullptr));
+      // Monotonic seconds of this loop turn (+1: 0 means "no wait set").
+      const int64_t now = (loop_ != nullptr ? loop_->TurnNs() / 1000000000 : 0) + 1;
       if (fg->free_waiter_s == 0) fg->free_waiter_s = now + kFreeWaitS;
       fg->free_pressure -= static_cast<int64_t>(kPressureDrop);  // look again a little later
       return now < fg->free_waiter_s;

@@ -23,6 +23,12 @@ struct ResponseUd;
 void OpenInspectMutateFunctions(lua_State* L);
 // mcp.req_inspector_new, mcp.res_inspector_new and their metatable.
 void OpenInspectorFunctions(lua_State* L);
+// rctx:request_new / rctx:response_new and the registry table that keeps
+// each slot's user objects (user_objects.cc).
+void OpenUserObjectFunctions(lua_State* L);
+// Back to a blank object (no line, no reply); buffers keep their capacity.
+void BlankRequest(RequestUd* r);
+void BlankResponse(ResponseUd* r);
 
 // --- shared by inspectors and mutators ---
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 
+#include "proxy/inspect_mutate.h"
 #include "proxy/lua_vm.h"
 #include "proxy/rctx.h"
 #include "proxy/request.h"
@@ -234,23 +235,6 @@ int ReqFlagDel(lua_State* L) {
   return 1;
 }
 
-// The token of meta flag f in a response's flags (after its code), or
-// nullopt-like: *found false.
-std::string_view ResFlag(std::string_view flags, char f, bool* found) {
-  *found = false;
-  size_t i = 0;
-  while (i < flags.size()) {
-    while (i < flags.size() && flags[i] == ' ') ++i;
-    const size_t s = i;
-    while (i < flags.size() && flags[i] != ' ') ++i;
-    if (i > s && flags[s] == f) {
-      *found = true;
-      return flags.substr(s + 1, i - s - 1);
-    }
-  }
-  return {};
-}
-
 // The flags of a meta response line (after the code, and after a VA's
 // length), or empty for other replies.
 std::string_view MetaFlags(const ResponseUd& r) {
@@ -279,7 +263,7 @@ int ReqMatchRes(lua_State* L) {
   }
   const std::string_view flags = MetaFlags(*res);
   bool matched = false, found = false;
-  const std::string_view rk = ResFlag(flags, 'k', &found);
+  const std::string_view rk = FlagTokenIn(flags, 'k', &found);
   if (found) {
     matched = rk == r->key();
     if (!matched) {
@@ -291,7 +275,7 @@ int ReqMatchRes(lua_State* L) {
   const size_t oi = r->FlagIndex('O');
   if (oi != 0 && r->Token(oi).size() > 1) {  // an empty O is no opaque
     const std::string_view ro = r->Token(oi).substr(1);
-    const std::string_view so = ResFlag(flags, 'O', &found);
+    const std::string_view so = FlagTokenIn(flags, 'O', &found);
     if (!found) {
       lua_pushboolean(L, 0);
       lua_pushstring(L, "opaque in request but not in response");

@@ -1,4 +1,4 @@
-// libFuzzer target: the RESP request parser alone (protocol/resp/resp_parser.h).
+// libFuzzer target: the RESP request parser alone (protocol/resp/core/resp_parser.h).
 // Input: byte 0 picks the piece size for split delivery, byte 1 the bulk
 // limit; the rest is a stream of requests. Checks:
 //  - parsing the stream whole and delivered in pieces (each Parse offered the
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/limits.h"
-#include "protocol/resp/resp_parser.h"
+#include "protocol/resp/core/resp_parser.h"
 
 namespace {
 

@@ -21,10 +21,10 @@
 #include "net/socket.h"
 #include "protocol/memcache/memcache_protocol.h"
 #include "protocol/memcache/watch_log.h"
-#include "protocol/resp/collection_codec.h"
-#include "protocol/resp/keyspace_events.h"
-#include "protocol/resp/acl_store.h"
-#include "protocol/resp/resp_protocol.h"
+#include "protocol/resp/types/collection_codec.h"
+#include "protocol/resp/services/keyspace_events.h"
+#include "protocol/resp/services/acl_store.h"
+#include "protocol/resp/core/resp_protocol.h"
 
 namespace trove::server {
 namespace {

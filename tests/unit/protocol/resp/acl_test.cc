@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "common/sha256.h"
-#include "protocol/resp/acl_categories.h"
-#include "protocol/resp/acl_store.h"
-#include "protocol/resp/acl_user.h"
-#include "protocol/resp/command_table.h"
-#include "protocol/resp/latency_histogram.h"
+#include "protocol/resp/services/acl_categories.h"
+#include "protocol/resp/services/acl_store.h"
+#include "protocol/resp/services/acl_user.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/services/latency_histogram.h"
 
 namespace trove::resp::acl {
 namespace {

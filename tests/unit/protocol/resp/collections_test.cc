@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/resp/collections.h"
-#include "protocol/resp/ptr_index.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/ptr_index.h"
 
 namespace trove::resp {
 namespace {

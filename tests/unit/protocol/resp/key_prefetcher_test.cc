@@ -1,7 +1,7 @@
 // KeyPrefetcher's look-ahead scan: it must find each pipelined request's end
 // and argv[1], encode the key for the selected database, and give up on
 // anything that is not a complete multibulk request.
-#include "protocol/resp/key_prefetcher.h"
+#include "protocol/resp/core/key_prefetcher.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // notify-keyspace-events parsing and formatting, and KeyEvents publishing
 // (commands and the engine's removals) into a PubSubHub whose deliveries a
 // test hook records. Test thread plus the KeyEvents reporter thread.
-#include "protocol/resp/keyspace_events.h"
+#include "protocol/resp/services/keyspace_events.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "protocol/resp/keyspace.h"
+#include "protocol/resp/types/keyspace.h"
 
 namespace trove::resp {
 namespace {

@@ -1,13 +1,13 @@
 // LatencyBucket against Redis 7.0.15's reported bounds, and HistogramSlots.
 // Test thread only.
-#include "protocol/resp/latency_histogram.h"
+#include "protocol/resp/services/latency_histogram.h"
 
 #include <gtest/gtest.h>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "protocol/resp/command_table.h"
+#include "protocol/resp/core/command_table.h"
 
 namespace trove::resp {
 namespace {

@@ -1,6 +1,6 @@
 // LatencyMonitor: samples per second, LATEST/HISTORY/RESET, and the DOCTOR
 // and GRAPH texts (compared with redis-server 7.0.15). Test thread only.
-#include "protocol/resp/latency_monitor.h"
+#include "protocol/resp/services/latency_monitor.h"
 
 #include <gtest/gtest.h>
 #include <string>

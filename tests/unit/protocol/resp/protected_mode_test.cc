@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/resp/acl_store.h"
-#include "protocol/resp/protected_mode.h"
+#include "protocol/resp/services/acl_store.h"
+#include "protocol/resp/core/protected_mode.h"
 
 namespace trove::resp {
 namespace {

@@ -1,6 +1,6 @@
 // RespParser tests: whole, byte by byte, split at every offset, limits and
 // malformed input (Redis 7's exact error texts). Test thread only.
-#include "protocol/resp/resp_parser.h"
+#include "protocol/resp/core/resp_parser.h"
 
 #include <gtest/gtest.h>
 #include <string>

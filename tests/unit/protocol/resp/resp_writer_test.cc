@@ -1,5 +1,5 @@
 // RespWriter tests: RESP2 and RESP3 forms and error sanitising. Test thread only.
-#include "protocol/resp/resp_writer.h"
+#include "protocol/resp/core/resp_writer.h"
 
 #include <gtest/gtest.h>
 

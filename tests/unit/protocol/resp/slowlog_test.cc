@@ -1,5 +1,5 @@
 // SlowLog and SlowLogArgv: trimming, redaction, ids, max-len. Test thread only.
-#include "protocol/resp/slowlog.h"
+#include "protocol/resp/services/slowlog.h"
 
 #include <gtest/gtest.h>
 #include <string>

@@ -2,7 +2,7 @@
 // the table limit) and LiveClients, without workers: no group is set, so
 // every message is delivered in place to a test hook that records it. Test
 // thread, plus four threads in the concurrency test.
-#include "protocol/resp/tracking.h"
+#include "protocol/resp/services/tracking.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // WatchRegistry and INFO's watching_clients / total_watched_keys through
 // Sessions. Test thread only.
-#include "protocol/resp/watch_registry.h"
+#include "protocol/resp/services/watch_registry.h"
 
 #include <gtest/gtest.h>
 #include <string>

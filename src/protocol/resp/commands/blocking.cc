@@ -1,0 +1,201 @@
+// The blocking list and sorted-set commands: BLPOP, BRPOP, BRPOPLPUSH, BLMOVE,
+// BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP. Each tries its non-blocking form with
+// its keys' stripes held; with no data it blocks (Session::Block), and runs
+// again when a key it waits on gets data (block_registry.h). Inside MULTI it
+// never blocks: it answers as on a time-out.
+#include <climits>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "protocol/resp/commands/blocking_ops.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/types/keyspace.h"
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/core/session.h"
+
+namespace trove::resp {
+namespace {
+
+// Redis's timeout argument in seconds (timeout.c): a long double, times
+// 1000, rounded up; false after the error reply.
+bool ParseBlockTimeout(CommandContext& ctx, std::string_view arg, int64_t* ms) {
+  long double v;
+  if (!ParseLongDouble(arg, &v)) {
+    ctx.Error("ERR timeout is not a float or out of range");
+    return false;
+  }
+  v *= 1000.0L;
+  if (v > static_cast<long double>(LLONG_MAX)) {
+    ctx.Error("ERR timeout is out of range");
+    return false;
+  }
+  if (v < -1e18L) {
+    ctx.Error("ERR timeout is negative");
+    return false;
+  }
+  const auto t = static_cast<int64_t>(std::ceil(v));
+  if (t < 0) {
+    ctx.Error("ERR timeout is negative");
+    return false;
+  }
+  if (t > 0 && t > LLONG_MAX - ctx.server->NowMs()) {
+    ctx.Error("ERR timeout is out of range");
+    return false;
+  }
+  *ms = t;
+  return true;
+}
+
+// No data: block, or (served again / inside MULTI) say so. Inside MULTI the
+// reply is the non-blocking form's: null_array false for BLMOVE/BRPOPLPUSH.
+void NoData(CommandContext& ctx, int64_t ms, bool null_array, std::span<const size_t> wait) {
+  if (ctx.would_block != nullptr) {
+    *ctx.would_block = true;
+    return;
+  }
+  if (ctx.in_exec || ctx.session == nullptr || ctx.session->control() == nullptr) {
+    if (null_array)
+      ctx.w->NullArray();
+    else
+      ctx.w->Null();
+    return;
+  }
+  ctx.session->Block(ctx, ms, wait);
+}
+
+std::vector<size_t> Range(size_t from, size_t to) {  // [from, to)
+  std::vector<size_t> v;
+  for (size_t i = from; i < to; ++i) v.push_back(i);
+  return v;
+}
+
+// BLPOP / BRPOP / BZPOPMIN / BZPOPMAX key [key ...] timeout: the first key
+// in argument order that holds a T is popped by `pop`, which writes the
+// reply's elements after the key; WRONGTYPE stops at the first other type.
+template <typename T, typename Pop>
+void PopFirstNonEmpty(CommandContext& ctx, size_t reply_len, Pop pop) {
+  int64_t ms;
+  if (!ParseBlockTimeout(ctx, ctx.argv.back(), &ms)) return;
+  const size_t last = ctx.argc() - 1;
+  for (size_t i = 1; i < last; ++i) {
+    std::string key = ctx.Key(i);
+    T* v = nullptr;
+    if (!ReadPopSource(ctx, key, &v)) return;
+    if (v == nullptr) continue;
+    ctx.w->ArrayHeader(reply_len);
+    ctx.w->Bulk(ctx.argv[i]);
+    const size_t before = v->MemoryUsage();
+    pop(v);
+    FinishUpdate(ctx, key, v, before);
+    return;
+  }
+  NoData(ctx, ms, true, Range(1, last));
+}
+
+// -> [key, element]
+void ListPop(CommandContext& ctx, bool left) {
+  PopFirstNonEmpty<ListValue>(ctx, 2, [&](ListValue* v) {
+    ctx.w->Bulk(left ? v->PopFront() : v->PopBack());
+  });
+}
+void CmdBLPop(CommandContext& ctx) { ListPop(ctx, true); }
+void CmdBRPop(CommandContext& ctx) { ListPop(ctx, false); }
+
+// -> [key, member, score]
+void ZPop(CommandContext& ctx, bool max) {
+  PopFirstNonEmpty<ZsetValue>(ctx, 3, [&](ZsetValue* v) {
+    ZsetValue::Entry e = max ? *v->ordered().rbegin() : *v->ordered().begin();
+    v->Remove(e.second);
+    ctx.w->Bulk(e.second);
+    ctx.w->Double(e.first);
+  });
+}
+void CmdBZPopMin(CommandContext& ctx) { ZPop(ctx, false); }
+void CmdBZPopMax(CommandContext& ctx) { ZPop(ctx, true); }
+
+void MoveBlocking(CommandContext& ctx, bool from_left, bool to_left, std::string_view timeout) {
+  int64_t ms;
+  if (!ParseBlockTimeout(ctx, timeout, &ms)) return;
+  ListValue* v = nullptr;
+  if (!ReadPopSource(ctx, ctx.Key(1), &v)) return;
+  if (v != nullptr) {
+    ListMove(ctx, from_left, to_left);  // checks the destination's type first
+    return;
+  }
+  const size_t src[] = {1};
+  NoData(ctx, ms, false, src);
+}
+// BLMOVE src dst LEFT|RIGHT LEFT|RIGHT timeout
+void CmdBLMove(CommandContext& ctx) {
+  bool from, to;
+  if (!ParseSide(ctx.argv[3], &from) || !ParseSide(ctx.argv[4], &to)) {
+    ctx.SyntaxError();
+    return;
+  }
+  MoveBlocking(ctx, from, to, ctx.argv[5]);
+}
+// BRPOPLPUSH src dst timeout
+void CmdBRPopLPush(CommandContext& ctx) { MoveBlocking(ctx, false, true, ctx.argv[3]); }
+
+// BLMPOP / BZMPOP timeout numkeys key [key ...] <where> [COUNT n]: the
+// non-blocking form on argv without the timeout.
+void MPopBlocking(CommandContext& ctx, bool (*mpop)(CommandContext&)) {
+  int64_t ms;
+  if (!ParseBlockTimeout(ctx, ctx.argv[1], &ms)) return;
+  CommandContext sub = ctx;
+  sub.argv = ctx.argv.subspan(1);
+  if (mpop(sub)) return;
+  std::vector<size_t> wait;
+  NumKeysAt(2, ctx.argv, &wait);
+  NoData(ctx, ms, true, wait);
+}
+void CmdBLMPop(CommandContext& ctx) { MPopBlocking(ctx, ListMPop); }
+void CmdBZMPop(CommandContext& ctx) { MPopBlocking(ctx, ZsetMPop); }
+
+}  // namespace
+
+void RegisterBlockingCommands(std::vector<CommandSpec>* t) {
+  const uint32_t w = kCmdWrite;
+  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
+                 const char* group, const char* sum, const char* since, KeysFn kf = nullptr) {
+    t->push_back({n, ar, f, fk, lk, st, fn, kf, group, sum, since});
+  };
+  add("blpop", -3, w, 1, -2, 1, CmdBLPop, "list",
+      "Removes and returns the first element in a list. Blocks until an element is available "
+      "otherwise. Deletes the list if the last element was popped.",
+      "2.0.0");
+  add("brpop", -3, w, 1, -2, 1, CmdBRPop, "list",
+      "Removes and returns the last element in a list. Blocks until an element is available "
+      "otherwise. Deletes the list if the last element was popped.",
+      "2.0.0");
+  add("brpoplpush", 4, w | kCmdDenyOom, 1, 2, 1, CmdBRPopLPush, "list",
+      "Pops an element from a list, pushes it to another list and returns it. Block until an "
+      "element is available otherwise. Deletes the list if the last element was popped.",
+      "2.2.0");
+  add("blmove", 6, w | kCmdDenyOom, 1, 2, 1, CmdBLMove, "list",
+      "Pops an element from a list, pushes it to another list and returns it. Blocks until an "
+      "element is available otherwise. Deletes the list if the last element was moved.",
+      "6.2.0");
+  add("blmpop", -5, w, 0, 0, 0, CmdBLMPop, "list",
+      "Pops the first element from one of multiple lists. Blocks until an element is available "
+      "otherwise. Deletes the list if the last element was popped.",
+      "7.0.0", NumKeysAt2);
+  add("bzpopmin", -3, w | kCmdFast, 1, -2, 1, CmdBZPopMin, "sorted_set",
+      "Removes and returns the member with the lowest score from one or more sorted sets. "
+      "Blocks until a member is available otherwise. Deletes the sorted set if the last element "
+      "was popped.",
+      "5.0.0");
+  add("bzpopmax", -3, w | kCmdFast, 1, -2, 1, CmdBZPopMax, "sorted_set",
+      "Removes and returns the member with the highest score from one or more sorted sets. "
+      "Blocks until a member available otherwise.  Deletes the sorted set if the last element "
+      "was popped.",
+      "5.0.0");
+  add("bzmpop", -5, w, 0, 0, 0, CmdBZMPop, "sorted_set",
+      "Removes and returns a member by score from one or more sorted sets. Blocks until a member "
+      "is available otherwise. Deletes the sorted set if the last element was popped.",
+      "7.0.0", NumKeysAt2);
+}
+
+}  // namespace trove::resp

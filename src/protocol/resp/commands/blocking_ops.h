@@ -1,0 +1,36 @@
+// The parts of the list and zset commands that the blocking commands run
+// (commands/blocking.cc), with their keys' stripes held.
+#pragma once
+
+#include <string>
+
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/command.h"
+
+namespace trove::resp {
+
+// Loads a source key of a pop that may block (BLPOP's keys, BLMOVE's source,
+// LMPOP's and ZMPOP's keys); false after the reply. Of another type it is
+// WRONGTYPE, except while a blocked client is served (ctx.would_block set):
+// Redis serves a blocked client only from a key of the type it waits for,
+// so it stays blocked (LPUSH + DEL + SET of its key in one transaction).
+template <typename T>
+bool ReadPopSource(CommandContext& ctx, const std::string& key, T** v) {
+  if (LoadCollection<T>(ctx, key, v) != LoadStatus::kWrongType) return true;
+  if (ctx.would_block != nullptr)
+    *ctx.would_block = true;
+  else
+    ctx.WrongType();
+  return false;
+}
+
+// LEFT / RIGHT (any case); false for anything else.
+bool ParseSide(std::string_view s, bool* left);
+// LMOVE's body on argv[1] (source) and argv[2] (destination), replying.
+void ListMove(CommandContext& ctx, bool from_left, bool to_left);
+// LMPOP / ZMPOP on argv (numkeys at argv[1]): true if a reply was written
+// (data or an error), false if every key was empty (nothing written).
+bool ListMPop(CommandContext& ctx);
+bool ZsetMPop(CommandContext& ctx);
+
+}  // namespace trove::resp

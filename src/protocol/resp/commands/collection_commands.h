@@ -1,0 +1,42 @@
+// Command bodies that are one algorithm over several collection types
+// (HDEL, SREM, ZREM). Run on the connection's worker with the key's stripe held.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/command.h"
+
+namespace trove::resp {
+
+// "<cmd> key member [member ...]": removes each member with T::*Remove and
+// replies with how many were there. A missing key replies 0 and a key of
+// another type WRONGTYPE. Only when something was removed does the key
+// change (FinishUpdate: deleted once empty, else re-stored or bumped), so a
+// no-op keeps its item, CAS and WATCH version. ctx.dirty stays unset (the
+// caller counts the write). The keyspace events (hdel/srem/zrem, and del on
+// emptying) come from the command's kWrite rule in key_event_rules.cc, which
+// sees that version change; nothing here posts them.
+// Invariant relied on: T::*Remove changes nothing and returns false when the
+// member is absent, so n == 0 means the collection is untouched.
+// REQUIRES: ctx.locked (the stripe of argv[1]).
+template <typename T, bool (T::*Remove)(std::string_view)>
+void RemoveMembers(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  T* v;
+  if (!ReadCollection(ctx, key, &v)) return;
+  if (v == nullptr) {
+    ctx.w->Integer(0);
+    return;
+  }
+  size_t before = v->MemoryUsage();
+  int64_t n = 0;
+  for (size_t i = 2; i < ctx.argc(); ++i)
+    if ((v->*Remove)(ctx.argv[i])) ++n;
+  if (n > 0) FinishUpdate(ctx, key, v, before);
+  ctx.w->Integer(n);
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,297 @@
+// Hash commands; run on the connection's worker with the keys' stripes held.
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "common/str_append.h"
+#include "protocol/resp/commands/collection_commands.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/types/keyspace.h"
+#include "protocol/resp/types/random_pick.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/core/scan_util.h"
+
+namespace trove::resp {
+namespace {
+
+void Finish(CommandContext& ctx, const std::string& key, HashValue* v, size_t before) {
+  v->CheckEncoding(ctx.server->hash_max_listpack_entries.load(std::memory_order_relaxed),
+                   ctx.server->hash_max_listpack_value.load(std::memory_order_relaxed));
+  FinishUpdate(ctx, key, v, before);
+}
+
+void HSetGeneric(CommandContext& ctx, bool hmset) {
+  if (ctx.argc() % 2 != 0) {
+    ctx.WrongArity();
+    return;
+  }
+  std::string key = ctx.Key(1);
+  bool created;
+  HashValue* v = LoadOrCreate<HashValue>(ctx, key, &created);
+  if (v == nullptr) return;
+  size_t before = v->MemoryUsage();
+  int64_t added = 0;
+  for (size_t i = 2; i + 1 < ctx.argc(); i += 2) {
+    if (v->Set(ctx.argv[i], ctx.argv[i + 1])) ++added;
+  }
+  Finish(ctx, key, v, before);
+  if (hmset)
+    ctx.w->Ok();
+  else
+    ctx.w->Integer(added);
+}
+void CmdHSet(CommandContext& ctx) { HSetGeneric(ctx, false); }
+void CmdHMSet(CommandContext& ctx) { HSetGeneric(ctx, true); }
+
+void CmdHSetNx(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  bool created;
+  HashValue* v = LoadOrCreate<HashValue>(ctx, key, &created);
+  if (v == nullptr) return;
+  if (v->Find(ctx.argv[2]).has_value()) {
+    ctx.w->Integer(0);
+    return;
+  }
+  size_t before = v->MemoryUsage();
+  v->Set(ctx.argv[2], ctx.argv[3]);
+  Finish(ctx, key, v, before);
+  ctx.w->Integer(1);
+}
+
+void CmdHGet(CommandContext& ctx) {
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  if (!f)
+    ctx.w->Null();
+  else
+    ctx.w->Bulk(*f);
+}
+
+void CmdHMGet(CommandContext& ctx) {
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  ctx.w->ArrayHeader(ctx.argc() - 2);
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    std::optional<std::string_view> f = v ? v->Find(ctx.argv[i]) : std::nullopt;
+    if (!f)
+      ctx.w->Null();
+    else
+      ctx.w->Bulk(*f);
+  }
+}
+
+void CmdHDel(CommandContext& ctx) { RemoveMembers<HashValue, &HashValue::Erase>(ctx); }
+
+void CmdHExists(CommandContext& ctx) {
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  ctx.w->Integer(v && v->Find(ctx.argv[2]).has_value() ? 1 : 0);
+}
+
+void CmdHLen(CommandContext& ctx) {
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  ctx.w->Integer(v ? static_cast<int64_t>(v->size()) : 0);
+}
+
+void CmdHStrlen(CommandContext& ctx) {
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  ctx.w->Integer(f ? static_cast<int64_t>(f->size()) : 0);
+}
+
+// mode: 0 keys, 1 values, 2 both
+void ListGeneric(CommandContext& ctx, int mode) {
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  if (v == nullptr) {
+    if (mode == 2)
+      ctx.w->MapHeader(0);
+    else
+      ctx.w->ArrayHeader(0);
+    return;
+  }
+  if (mode == 2)
+    ctx.w->MapHeader(v->size());
+  else
+    ctx.w->ArrayHeader(v->size());
+  for (const auto& [f, val] : v->Entries()) {
+    if (mode != 1) ctx.w->Bulk(f);
+    if (mode != 0) ctx.w->Bulk(val);
+  }
+}
+void CmdHKeys(CommandContext& ctx) { ListGeneric(ctx, 0); }
+void CmdHVals(CommandContext& ctx) { ListGeneric(ctx, 1); }
+void CmdHGetAll(CommandContext& ctx) { ListGeneric(ctx, 2); }
+
+void CmdHIncrBy(CommandContext& ctx) {
+  int64_t incr;
+  if (!ArgInt(ctx, ctx.argv[3], &incr)) return;
+  std::string key = ctx.Key(1);
+  HashValue* v;
+  if (!ReadCollection(ctx, key, &v)) return;
+  int64_t cur = 0;
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  if (f && !ParseStrictInt64(*f, &cur)) {
+    ctx.Error("ERR hash value is not an integer");
+    return;
+  }
+  if ((incr < 0 && cur < 0 && incr < LLONG_MIN - cur) ||
+      (incr > 0 && cur > 0 && incr > LLONG_MAX - cur)) {
+    ctx.Error("ERR increment or decrement would overflow");
+    return;
+  }
+  cur += incr;
+  bool created;
+  v = LoadOrCreate<HashValue>(ctx, key, &created);
+  if (v == nullptr) return;
+  size_t before = v->MemoryUsage();
+  std::string s;
+  AppendI64(s, cur);
+  v->Set(ctx.argv[2], s);
+  Finish(ctx, key, v, before);
+  ctx.w->Integer(cur);
+}
+
+void CmdHIncrByFloat(CommandContext& ctx) {
+  long double incr, cur = 0;
+  if (!ParseLongDouble(ctx.argv[3], &incr)) {
+    ctx.NotFloat();
+    return;
+  }
+  if (std::isnan(incr) || std::isinf(incr)) {  // Redis 7.2: refused before the key is read
+    ctx.Error("ERR value is NaN or Infinity");
+    return;
+  }
+  std::string key = ctx.Key(1);
+  HashValue* v;
+  if (!ReadCollection(ctx, key, &v)) return;
+  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+  if (f && !ParseLongDouble(*f, &cur)) {
+    ctx.Error("ERR hash value is not a float");
+    return;
+  }
+  cur += incr;
+  if (std::isnan(cur) || std::isinf(cur)) {
+    ctx.Error("ERR increment would produce NaN or Infinity");
+    return;
+  }
+  bool created;
+  v = LoadOrCreate<HashValue>(ctx, key, &created);
+  if (v == nullptr) return;
+  size_t before = v->MemoryUsage();
+  std::string s = FormatLongDouble(cur);
+  v->Set(ctx.argv[2], s);
+  Finish(ctx, key, v, before);
+  ctx.w->Bulk(s);
+}
+
+void CmdHRandField(CommandContext& ctx) {
+  bool has_count, withvalues;
+  int64_t count = 1;
+  if (!ParseRandomArgs(ctx, "withvalues", &has_count, &count, &withvalues)) return;
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  if (v == nullptr) {
+    if (has_count)
+      ctx.w->ArrayHeader(0);
+    else
+      ctx.w->Null();
+    return;
+  }
+  auto all = v->Entries();
+  if (!has_count) {
+    ctx.w->Bulk(all[CommandRng()() % all.size()].first);
+    return;
+  }
+  bool resp3_pairs = withvalues && ctx.w->proto() == 3;
+  if (count < 0 && count >= -(INT64_MAX / 2)) {  // repeats: written as they are picked
+    const uint64_t n = static_cast<uint64_t>(-count);
+    ctx.w->ArrayHeader(withvalues && !resp3_pairs ? n * 2 : n);
+    WriteRandomRepeats(ctx, all, n, [&](const auto& e) {
+      if (resp3_pairs) ctx.w->ArrayHeader(2);
+      ctx.w->Bulk(e.first);
+      if (withvalues) ctx.w->Bulk(e.second);
+    });
+    return;
+  }
+  decltype(all) pick;
+  if (!PickRandom(ctx, std::move(all), count, &pick)) return;
+  ctx.w->ArrayHeader(withvalues && !resp3_pairs ? pick.size() * 2 : pick.size());
+  for (const auto& e : pick) {
+    if (resp3_pairs) ctx.w->ArrayHeader(2);
+    ctx.w->Bulk(e.first);
+    if (withvalues) ctx.w->Bulk(e.second);
+  }
+}
+
+void CmdHScan(CommandContext& ctx) {
+  ScanOptions o;
+  if (!ParseScanArgs(ctx, 2, &o)) return;
+  HashValue* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  uint64_t next = 0;
+  if (v != nullptr && v->compact()) {
+    for (const auto& [f, val] : v->Entries()) {
+      if (!o.has_pattern || GlobMatch(o.pattern, f)) out.emplace_back(f, val);
+    }
+  } else if (v != nullptr) {
+    next = ScanLargeCollection(
+        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member, r.value); });
+  }
+  ctx.w->ArrayHeader(2);
+  ctx.w->Bulk(std::to_string(next));
+  ctx.w->ArrayHeader(out.size() * 2);
+  for (const auto& [f, val] : out) {
+    ctx.w->Bulk(f);
+    ctx.w->Bulk(val);
+  }
+}
+
+}  // namespace
+
+void RegisterHashCommands(std::vector<CommandSpec>* t) {
+  const uint32_t w = kCmdWrite | kCmdDenyOom;
+  const uint32_t r = kCmdReadonly;
+  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* sum,
+                 const char* since) {
+    t->push_back({n, ar, f, 1, 1, 1, fn, nullptr, "hash", sum, since});
+  };
+  add("hset", -4, w | kCmdFast, CmdHSet, "Creates or modifies the value of a field in a hash.",
+      "2.0.0");
+  add("hsetnx", 4, w | kCmdFast, CmdHSetNx,
+      "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0");
+  add("hget", 3, r | kCmdFast, CmdHGet, "Returns the value of a field in a hash.", "2.0.0");
+  add("hmset", -4, w | kCmdFast, CmdHMSet, "Sets the values of multiple fields.", "2.0.0");
+  add("hmget", -3, r | kCmdFast, CmdHMGet, "Returns the values of all fields in a hash.", "2.0.0");
+  add("hdel", -3, kCmdWrite | kCmdFast, CmdHDel,
+      "Deletes one or more fields and their values from a hash. Deletes the hash if no fields "
+      "remain.",
+      "2.0.0");
+  add("hexists", 3, r | kCmdFast, CmdHExists, "Determines whether a field exists in a hash.",
+      "2.0.0");
+  add("hlen", 2, r | kCmdFast, CmdHLen, "Returns the number of fields in a hash.", "2.0.0");
+  add("hstrlen", 3, r | kCmdFast, CmdHStrlen, "Returns the length of the value of a field.",
+      "3.2.0");
+  add("hkeys", 2, r, CmdHKeys, "Returns all fields in a hash.", "2.0.0");
+  add("hvals", 2, r, CmdHVals, "Returns all values in a hash.", "2.0.0");
+  add("hgetall", 2, r, CmdHGetAll, "Returns all fields and values in a hash.", "2.0.0");
+  add("hincrby", 4, w | kCmdFast, CmdHIncrBy,
+      "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if "
+      "the field doesn't exist.",
+      "2.0.0");
+  add("hincrbyfloat", 4, w | kCmdFast, CmdHIncrByFloat,
+      "Increments the floating point value of a field by a number. Uses 0 as initial value if the "
+      "field doesn't exist.",
+      "2.6.0");
+  add("hrandfield", -2, r, CmdHRandField, "Returns one or more random fields from a hash.",
+      "6.2.0");
+  add("hscan", -3, r, CmdHScan, "Iterates over fields and values of a hash.", "2.8.0");
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,582 @@
+// String commands (GET SET INCR ... LCS) on the shared keyspace; run on the
+// connection's worker with the keys' stripes held.
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "common/str_append.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/types/keyspace.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
+
+namespace trove::resp {
+namespace {
+
+using engine::ItemRef;
+using engine::ValueType;
+
+// Looks a string up: false (after WRONGTYPE) if the key holds another type.
+bool GetString(CommandContext& ctx, std::string_view ekey, ItemRef* out) {
+  *out = LookupLocked(ctx, ekey);
+  if (*out && out->type() != ValueType::kString) {
+    ctx.WrongType();
+    return false;
+  }
+  return true;
+}
+
+std::string CopyOut(const ItemRef& it) {
+  std::string v;
+  it.CopyValue(&v);
+  return v;
+}
+
+int64_t KeepExptime(const ItemRef& it) { return it ? it.expires_at_unix_ms() : 0; }
+
+void CmdGet(CommandContext& ctx) {
+  ItemRef it;
+  if (!GetString(ctx, ctx.Key(1), &it)) return;
+  if (!it)
+    ctx.w->Null();
+  else
+    ctx.w->BulkItem(std::move(it));
+}
+
+// The expiry options shared by SET and GETEX.
+struct ExpireOpt {
+  bool has = false;
+  bool keepttl = false;
+  bool persist = false;
+  int64_t abs_ms = 0;
+};
+
+// Parses "EX n" style option value at argv[i+1]; false after an error reply.
+bool ParseExpireValue(CommandContext& ctx, std::string_view unit, std::string_view val,
+                      ExpireOpt* e) {
+  int64_t n;
+  if (!ArgInt(ctx, val, &n)) return false;
+  bool seconds = EqualsIgnoreCase(unit, "ex") || EqualsIgnoreCase(unit, "exat");
+  bool absolute = EqualsIgnoreCase(unit, "exat") || EqualsIgnoreCase(unit, "pxat");
+  std::string err = "ERR invalid expire time in '";
+  err += ctx.spec->name;
+  err += "' command";
+  if (n <= 0 || (seconds && n > LLONG_MAX / 1000)) {
+    ctx.Error(err);
+    return false;
+  }
+  int64_t ms = seconds ? n * 1000 : n;
+  if (!absolute) {
+    int64_t now = ctx.server->NowMs();
+    if (ms > LLONG_MAX - now) {
+      ctx.Error(err);
+      return false;
+    }
+    ms += now;
+  }
+  e->has = true;
+  e->abs_ms = ms;
+  return true;
+}
+
+void CmdSet(CommandContext& ctx) {
+  bool nx = false, xx = false, get = false;
+  ExpireOpt e;
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    std::string_view o = ctx.argv[i];
+    bool has_next = i + 1 < ctx.argc();
+    if (EqualsIgnoreCase(o, "nx") && !xx) {
+      nx = true;
+    } else if (EqualsIgnoreCase(o, "xx") && !nx) {
+      xx = true;
+    } else if (EqualsIgnoreCase(o, "get")) {
+      get = true;
+    } else if (EqualsIgnoreCase(o, "keepttl") && !e.has) {
+      e.keepttl = true;
+    } else if ((EqualsIgnoreCase(o, "ex") || EqualsIgnoreCase(o, "px") ||
+                EqualsIgnoreCase(o, "exat") || EqualsIgnoreCase(o, "pxat")) &&
+               !e.keepttl && !e.has && has_next) {
+      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
+      ++i;
+    } else {
+      ctx.SyntaxError();
+      return;
+    }
+  }
+  std::string key = ctx.Key(1);
+  // As Redis: only GET reads the old value (and counts a keyspace hit or
+  // miss); NX, XX and KEEPTTL look without counting; a plain SET never looks.
+  ItemRef old;
+  if (get) {
+    old = LookupLocked(ctx, key);
+    CountKeyspace(ctx, static_cast<bool>(old), key);  // SET is a write: counted here
+  } else if (nx || xx || e.keepttl)
+    old = ctx.engine->GetLocked(key, ctx.ts, /*bump=*/false);
+  if (get && old && old.type() != ValueType::kString) {
+    ctx.WrongType();
+    return;
+  }
+  bool ok = !((nx && old) || (xx && !old));
+  std::string old_value;
+  if (get && old) old_value = CopyOut(old);
+  if (ok) {
+    int64_t exptime = 0;
+    if (e.has)
+      exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
+    else if (e.keepttl)
+      exptime = KeepExptime(old);
+    if (exptime < 0) {
+      ctx.engine->UnlinkLocked(key, ctx.ts);
+    } else if (!StoreStringLocked(ctx, key, ctx.argv[2], exptime, false)) {
+      return;
+    }
+  }
+  if (get) {
+    if (old)
+      ctx.w->Bulk(old_value);
+    else
+      ctx.w->Null();
+  } else if (ok) {
+    ctx.w->Ok();
+  } else {
+    ctx.w->Null();
+  }
+}
+
+void CmdSetNx(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  if (LookupLocked(ctx, key, false)) {
+    ctx.w->Integer(0);
+    return;
+  }
+  if (StoreStringLocked(ctx, key, ctx.argv[2], 0, false)) ctx.w->Integer(1);
+}
+
+void SetExGeneric(CommandContext& ctx, bool ms) {
+  ExpireOpt e;
+  if (!ParseExpireValue(ctx, ms ? "px" : "ex", ctx.argv[2], &e)) return;
+  std::string key = ctx.Key(1);
+  int64_t exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
+  if (StoreStringLocked(ctx, key, ctx.argv[3], exptime, false)) ctx.w->Ok();
+}
+void CmdSetEx(CommandContext& ctx) { SetExGeneric(ctx, false); }
+void CmdPSetEx(CommandContext& ctx) { SetExGeneric(ctx, true); }
+
+void CmdGetSet(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  ItemRef old;
+  if (!GetString(ctx, key, &old)) return;
+  std::string v;
+  bool had = static_cast<bool>(old);
+  if (had) v = CopyOut(old);
+  old.Reset();
+  if (!StoreStringLocked(ctx, key, ctx.argv[2], 0, false)) return;
+  if (had)
+    ctx.w->Bulk(v);
+  else
+    ctx.w->Null();
+}
+
+void CmdGetDel(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  if (!it) {
+    ctx.w->Null();
+    return;
+  }
+  std::string v = CopyOut(it);
+  it.Reset();
+  ctx.engine->UnlinkLocked(key, ctx.ts);
+  ctx.w->Bulk(v);
+}
+
+void CmdGetEx(CommandContext& ctx) {
+  ExpireOpt e;
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    std::string_view o = ctx.argv[i];
+    if (EqualsIgnoreCase(o, "persist") && !e.has && !e.persist) {
+      e.persist = true;
+    } else if ((EqualsIgnoreCase(o, "ex") || EqualsIgnoreCase(o, "px") ||
+                EqualsIgnoreCase(o, "exat") || EqualsIgnoreCase(o, "pxat")) &&
+               !e.has && !e.persist && i + 1 < ctx.argc()) {
+      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
+      ++i;
+    } else {
+      ctx.SyntaxError();
+      return;
+    }
+  }
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  if (!it) {
+    ctx.w->Null();
+    return;
+  }
+  std::string v = CopyOut(it);
+  it.Reset();
+  if (e.has) {
+    int64_t exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
+    if (exptime < 0)
+      ctx.engine->UnlinkLocked(key, ctx.ts);
+    else
+      ctx.engine->SetExpiryMsLocked(key, exptime, ctx.ts);
+  } else if (e.persist) {
+    ctx.engine->SetExpiryMsLocked(key, 0, ctx.ts);
+  }
+  ctx.w->Bulk(v);
+}
+
+void CmdMGet(CommandContext& ctx) {
+  ctx.w->ArrayHeader(ctx.argc() - 1);
+  for (size_t i = 1; i < ctx.argc(); ++i) {
+    ItemRef it = LookupLocked(ctx, ctx.Key(i));
+    if (!it || it.type() != ValueType::kString)
+      ctx.w->Null();
+    else
+      ctx.w->BulkItem(std::move(it));
+  }
+}
+
+void CmdMSet(CommandContext& ctx) {
+  if (ctx.argc() % 2 == 0) {
+    ctx.WrongArity();
+    return;
+  }
+  for (size_t i = 1; i + 1 < ctx.argc(); i += 2) {
+    if (!StoreStringLocked(ctx, ctx.Key(i), ctx.argv[i + 1], 0, false)) return;
+  }
+  ctx.w->Ok();
+}
+
+void CmdMSetNx(CommandContext& ctx) {
+  if (ctx.argc() % 2 == 0) {
+    ctx.WrongArity();
+    return;
+  }
+  for (size_t i = 1; i + 1 < ctx.argc(); i += 2) {
+    if (LookupLocked(ctx, ctx.Key(i), false)) {
+      ctx.w->Integer(0);
+      return;
+    }
+  }
+  for (size_t i = 1; i + 1 < ctx.argc(); i += 2) {
+    if (!StoreStringLocked(ctx, ctx.Key(i), ctx.argv[i + 1], 0, false)) return;
+  }
+  ctx.w->Integer(1);
+}
+
+void CmdAppend(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  std::string v;
+  int64_t exptime = 0;
+  if (it) {
+    v = CopyOut(it);
+    exptime = KeepExptime(it);
+    it.Reset();
+  }
+  v.append(ctx.argv[2]);
+  if (StoreStringLocked(ctx, key, v, exptime, false))
+    ctx.w->Integer(static_cast<int64_t>(v.size()));
+}
+
+void CmdStrlen(CommandContext& ctx) {
+  ItemRef it;
+  if (!GetString(ctx, ctx.Key(1), &it)) return;
+  ctx.w->Integer(it ? static_cast<int64_t>(it.value_length()) : 0);
+}
+
+void IncrGeneric(CommandContext& ctx, int64_t delta) {
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  int64_t cur = 0;
+  int64_t exptime = 0;
+  if (it) {
+    std::string v = CopyOut(it);
+    if (!ParseStrictInt64(v, &cur)) {
+      ctx.NotInteger();
+      return;
+    }
+    exptime = KeepExptime(it);
+    it.Reset();
+  }
+  if ((delta < 0 && cur < 0 && delta < LLONG_MIN - cur) ||
+      (delta > 0 && cur > 0 && delta > LLONG_MAX - cur)) {
+    ctx.Error("ERR increment or decrement would overflow");
+    return;
+  }
+  cur += delta;
+  std::string out;
+  AppendI64(out, cur);
+  if (StoreStringLocked(ctx, key, out, exptime, false)) ctx.w->Integer(cur);
+}
+
+void CmdIncr(CommandContext& ctx) { IncrGeneric(ctx, 1); }
+void CmdDecr(CommandContext& ctx) { IncrGeneric(ctx, -1); }
+void CmdIncrBy(CommandContext& ctx) {
+  int64_t d;
+  if (!ArgInt(ctx, ctx.argv[2], &d)) return;
+  IncrGeneric(ctx, d);
+}
+void CmdDecrBy(CommandContext& ctx) {
+  int64_t d;
+  if (!ArgInt(ctx, ctx.argv[2], &d)) return;
+  if (d == LLONG_MIN) {
+    ctx.Error("ERR decrement would overflow");
+    return;
+  }
+  IncrGeneric(ctx, -d);
+}
+
+void CmdIncrByFloat(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  long double cur = 0, incr = 0;
+  int64_t exptime = 0;
+  if (it) {
+    std::string v = CopyOut(it);
+    if (!ParseLongDouble(v, &cur)) {
+      ctx.NotFloat();
+      return;
+    }
+    exptime = KeepExptime(it);
+    it.Reset();
+  }
+  if (!ParseLongDouble(ctx.argv[2], &incr)) {
+    ctx.NotFloat();
+    return;
+  }
+  cur += incr;
+  if (std::isnan(cur) || std::isinf(cur)) {
+    ctx.Error("ERR increment would produce NaN or Infinity");
+    return;
+  }
+  std::string out = FormatLongDouble(cur);
+  if (StoreStringLocked(ctx, key, out, exptime, false)) ctx.w->Bulk(out);
+}
+
+void CmdGetRange(CommandContext& ctx) {
+  int64_t start, end;
+  if (!ArgInt(ctx, ctx.argv[2], &start) || !ArgInt(ctx, ctx.argv[3], &end)) return;
+  ItemRef it;
+  if (!GetString(ctx, ctx.Key(1), &it)) return;
+  std::string v;
+  if (it) v = CopyOut(it);
+  int64_t len = static_cast<int64_t>(v.size());
+  // Redis 8's rule: a range that ends before the string's first byte is
+  // empty (7.x clamped the end to 0 and answered the first byte).
+  if (start < 0) start += len;
+  if (end < 0) end += len;
+  if (len == 0 || start >= len || end < 0 || start > end) {
+    ctx.w->Bulk("");
+    return;
+  }
+  if (start < 0) start = 0;
+  if (end >= len) end = len - 1;
+  ctx.w->Bulk(
+      std::string_view(v).substr(static_cast<size_t>(start), static_cast<size_t>(end - start + 1)));
+}
+
+void CmdSetRange(CommandContext& ctx) {
+  int64_t off;
+  if (!ArgInt(ctx, ctx.argv[2], &off)) return;
+  if (off < 0) {
+    ctx.Error("ERR offset is out of range");
+    return;
+  }
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  std::string_view val = ctx.argv[3];
+  std::string v;
+  int64_t exptime = 0;
+  if (it) {
+    v = CopyOut(it);
+    exptime = KeepExptime(it);
+    it.Reset();
+  }
+  if (val.empty()) {
+    ctx.w->Integer(static_cast<int64_t>(v.size()));
+    return;
+  }
+  if (static_cast<uint64_t>(off) + val.size() >
+      static_cast<uint64_t>(ctx.server->proto_max_bulk_len.load(std::memory_order_relaxed))) {
+    ctx.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    return;
+  }
+  size_t need = static_cast<size_t>(off) + val.size();
+  if (v.size() < need) v.resize(need, '\0');
+  v.replace(static_cast<size_t>(off), val.size(), val);
+  if (StoreStringLocked(ctx, key, v, exptime, false))
+    ctx.w->Integer(static_cast<int64_t>(v.size()));
+}
+
+void CmdLcs(CommandContext& ctx) {
+  bool getlen = false, getidx = false, withmatchlen = false;
+  int64_t minmatch = 0;
+  for (size_t i = 3; i < ctx.argc(); ++i) {
+    std::string_view o = ctx.argv[i];
+    if (EqualsIgnoreCase(o, "idx"))
+      getidx = true;
+    else if (EqualsIgnoreCase(o, "len"))
+      getlen = true;
+    else if (EqualsIgnoreCase(o, "withmatchlen"))
+      withmatchlen = true;
+    else if (EqualsIgnoreCase(o, "minmatchlen") && i + 1 < ctx.argc()) {
+      if (!ArgInt(ctx, ctx.argv[++i], &minmatch)) return;
+      if (minmatch < 0) minmatch = 0;
+    } else {
+      ctx.SyntaxError();
+      return;
+    }
+  }
+  ItemRef a = LookupLocked(ctx, ctx.Key(1)), b = LookupLocked(ctx, ctx.Key(2));
+  if ((a && a.type() != ValueType::kString) || (b && b.type() != ValueType::kString)) {
+    ctx.Error("ERR The specified keys must contain string values");
+    return;
+  }
+  if (getidx && getlen) {
+    ctx.Error("ERR If you want both the length and indexes, please just use IDX.");
+    return;
+  }
+  std::string sa = a ? CopyOut(a) : std::string(), sb = b ? CopyOut(b) : std::string();
+  size_t n = sa.size(), m = sb.size();
+  if ((n + 1) * (m + 1) > (1ull << 30)) {
+    ctx.Error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    return;
+  }
+  std::vector<uint32_t> dp((n + 1) * (m + 1), 0);
+  auto at = [&](size_t i, size_t j) -> uint32_t& { return dp[i * (m + 1) + j]; };
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      if (sa[i - 1] == sb[j - 1])
+        at(i, j) = at(i - 1, j - 1) + 1;
+      else
+        at(i, j) = std::max(at(i - 1, j), at(i, j - 1));
+    }
+  }
+  uint32_t len = at(n, m);
+  if (getlen) {
+    ctx.w->Integer(len);
+    return;
+  }
+  std::string res(len, '\0');
+  struct Match {
+    size_t a1, a2, b1, b2;
+  };
+  std::vector<Match> matches;
+  // Walk back from the end as Redis does; a range restarts at the next match
+  // after any gap, with Redis's quirk of skipping the char that broke it.
+  size_t i = n, j = m, idx = len;
+  size_t astart = n, aend = 0, bstart = 0, bend = 0;
+  while (i > 0 && j > 0) {
+    bool emit = false;
+    if (sa[i - 1] == sb[j - 1]) {
+      res[idx - 1] = sa[i - 1];
+      if (astart == n) {
+        astart = aend = i - 1;
+        bstart = bend = j - 1;
+      } else if (astart == i && bstart == j) {
+        --astart;
+        --bstart;
+      } else {
+        emit = true;
+      }
+      if (astart == 0 || bstart == 0) emit = true;
+      --idx;
+      --i;
+      --j;
+    } else {
+      if (at(i - 1, j) > at(i, j - 1))
+        --i;
+      else
+        --j;
+      if (astart != n) emit = true;
+    }
+    if (emit) {
+      size_t ml = aend - astart + 1;
+      if (minmatch == 0 || static_cast<int64_t>(ml) >= minmatch) {
+        matches.push_back({astart, aend, bstart, bend});
+      }
+      astart = n;
+    }
+  }
+  if (!getidx) {
+    ctx.w->Bulk(res);
+    return;
+  }
+  ctx.w->MapHeader(2);
+  ctx.w->Bulk("matches");
+  ctx.w->ArrayHeader(matches.size());
+  for (const Match& mt : matches) {
+    ctx.w->ArrayHeader(withmatchlen ? 3 : 2);
+    ctx.w->ArrayHeader(2);
+    ctx.w->Integer(static_cast<int64_t>(mt.a1));
+    ctx.w->Integer(static_cast<int64_t>(mt.a2));
+    ctx.w->ArrayHeader(2);
+    ctx.w->Integer(static_cast<int64_t>(mt.b1));
+    ctx.w->Integer(static_cast<int64_t>(mt.b2));
+    if (withmatchlen) ctx.w->Integer(static_cast<int64_t>(mt.a2 - mt.a1 + 1));
+  }
+  ctx.w->Bulk("len");
+  ctx.w->Integer(len);
+}
+
+}  // namespace
+
+void RegisterStringCommands(std::vector<CommandSpec>* t) {
+  const uint32_t w = kCmdWrite | kCmdDenyOom;
+  const uint32_t r = kCmdReadonly;
+  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
+                 const char* sum, const char* since) {
+    t->push_back({n, ar, f, fk, lk, st, fn, nullptr, "string", sum, since});
+  };
+  add("get", 2, r | kCmdFast, 1, 1, 1, CmdGet, "Returns the string value of a key.", "1.0.0");
+  add("set", -3, w, 1, 1, 1, CmdSet, "Sets the string value of a key.", "1.0.0");
+  add("setnx", 3, w | kCmdFast, 1, 1, 1, CmdSetNx,
+      "Set the string value of a key only when the key doesn't exist.", "1.0.0");
+  add("setex", 4, w, 1, 1, 1, CmdSetEx, "Sets the string value and expiration time of a key.",
+      "2.0.0");
+  add("psetex", 4, w, 1, 1, 1, CmdPSetEx,
+      "Sets the string value and expiration time in milliseconds of a key.", "2.6.0");
+  add("getset", 3, w | kCmdFast, 1, 1, 1, CmdGetSet,
+      "Returns the previous string value of a key after setting it to a new value.", "1.0.0");
+  add("getdel", 2, kCmdWrite | kCmdFast, 1, 1, 1, CmdGetDel,
+      "Returns the string value of a key after deleting the key.", "6.2.0");
+  add("getex", -2, kCmdWrite | kCmdFast, 1, 1, 1, CmdGetEx,
+      "Returns the string value of a key after setting its expiration time.", "6.2.0");
+  add("mget", -2, r | kCmdFast, 1, -1, 1, CmdMGet,
+      "Atomically returns the string values of one or more keys.", "1.0.0");
+  add("mset", -3, w, 1, -1, 2, CmdMSet,
+      "Atomically creates or modifies the string values of one or more keys.", "1.0.1");
+  add("msetnx", -3, w, 1, -1, 2, CmdMSetNx,
+      "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+      "1.0.1");
+  add("append", 3, w | kCmdFast, 1, 1, 1, CmdAppend,
+      "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0");
+  add("strlen", 2, r | kCmdFast, 1, 1, 1, CmdStrlen, "Returns the length of a string value.",
+      "2.2.0");
+  add("incr", 2, w | kCmdFast, 1, 1, 1, CmdIncr, "Increments the integer value of a key by one.",
+      "1.0.0");
+  add("decr", 2, w | kCmdFast, 1, 1, 1, CmdDecr, "Decrements the integer value of a key by one.",
+      "1.0.0");
+  add("incrby", 3, w | kCmdFast, 1, 1, 1, CmdIncrBy,
+      "Increments the integer value of a key by a number.", "1.0.0");
+  add("decrby", 3, w | kCmdFast, 1, 1, 1, CmdDecrBy,
+      "Decrements a number from the integer value of a key.", "1.0.0");
+  add("incrbyfloat", 3, w | kCmdFast, 1, 1, 1, CmdIncrByFloat,
+      "Increment the floating point value of a key by a number.", "2.6.0");
+  add("getrange", 4, r, 1, 1, 1, CmdGetRange, "Returns a substring of the string stored at a key.",
+      "2.4.0");
+  add("substr", 4, r, 1, 1, 1, CmdGetRange, "Returns a substring from a string value.", "1.0.0");
+  add("setrange", 4, w, 1, 1, 1, CmdSetRange,
+      "Overwrites a part of a string value with another by an offset.", "2.2.0");
+  add("lcs", -3, r, 1, 2, 1, CmdLcs, "Finds the longest common substring.", "7.0.0");
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,140 @@
+// Command plumbing shared by every cmd_<family>.cc: the spec of a command and
+// the context a handler runs in. Handlers run on the connection's worker.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine.h"
+#include "protocol/resp/core/conn_state.h"
+#include "protocol/resp/core/resp_writer.h"
+
+namespace trove::resp {
+
+class RespServer;
+class Session;
+struct ScratchEntry;
+
+// Command flags (the subset of Redis's that Trove acts on, plus kGlobal).
+enum CmdFlag : uint32_t {
+  kCmdWrite = 1u << 0,
+  kCmdReadonly = 1u << 1,
+  kCmdFast = 1u << 2,
+  kCmdAdmin = 1u << 3,
+  kCmdNoAuth = 1u << 4,   // allowed before AUTH
+  kCmdNoQueue = 1u << 5,  // runs at once inside MULTI (EXEC DISCARD MULTI WATCH QUIT RESET)
+  kCmdGlobal = 1u << 6,   // walks the keyspace (KEYS SCAN FLUSHDB ...): no KeyLockSet
+  kCmdDenyOom = 1u << 7,
+  kCmdLoading = 1u << 8,
+  kCmdStale = 1u << 9,
+  kCmdNoMulti = 1u << 10,  // refused inside MULTI
+  kCmdMovableKeys = 1u << 11,
+  kCmdPubsub = 1u << 12,
+  kCmdPubsubOk = 1u << 13,  // allowed in RESP2 subscribed mode (SUBSCRIBE..., PING, QUIT, RESET)
+  kCmdRateExempt = 1u << 14,  // never rate-limited (AUTH HELLO PING QUIT RESET MULTI EXEC DISCARD)
+};
+
+struct CommandContext;
+using CommandFn = void (*)(CommandContext& ctx);
+// Appends the argv indexes that hold keys (for commands whose keys move).
+using KeysFn = void (*)(std::span<const std::string_view> argv, std::vector<size_t>* out);
+
+// One command of the table. Key positions are Redis's (first, last, step;
+// last < 0 counts from the end).
+struct CommandSpec {
+  const char* name;
+  int arity;  // > 0 exact, < 0 at least -arity
+  uint32_t flags;
+  int first_key;
+  int last_key;
+  int step;
+  CommandFn fn;
+  KeysFn keys = nullptr;
+  const char* group = "generic";
+  const char* summary = "";
+  const char* since = "1.0.0";
+  int id = -1;  // index in the table (filled by CommandTable)
+  // A collection write: it stores its result after replying, so its reply is
+  // staged and replaced by -OOM if that store fails (filled by CommandTable).
+  bool stages_reply = false;
+  // A write command whose lookups of its source keys count as keyspace
+  // hits/misses, as Redis's lookupKeyRead does (GETSET, *STORE, COPY ...).
+  bool reads_keys = false;
+};
+
+// What a handler sees for one call.
+// Invariant: when locked is true, the stripes of every key the command names
+// are held by a KeyLockSet on this thread, so the handler uses only the
+// engine's *Locked operations; kCmdGlobal handlers run with locked false.
+struct CommandContext {
+  Session* session = nullptr;
+  RespServer* server = nullptr;
+  engine::Engine* engine = nullptr;
+  engine::ThreadStats* ts = nullptr;
+  ConnState* conn = nullptr;
+  RespWriter* w = nullptr;
+  // Where pub/sub confirmations go: w, except under CLIENT REPLY OFF/SKIP,
+  // where replies are dropped but these still reach the client (Redis's
+  // CLIENT_PUSHING).
+  RespWriter* push = nullptr;
+  std::span<const std::string_view> argv;
+  const CommandSpec* spec = nullptr;
+  bool locked = false;
+  bool in_exec = false;
+  // CLIENT NO-TOUCH is on and the command is not TOUCH: lookups do not bump.
+  bool no_touch = false;
+  // Lookups count keyspace hits/misses: read commands and reads_keys ones.
+  bool count_keyspace = false;
+  // The keyspace-notification classes enabled for this command
+  // (KeyEventSink::enabled(), read once per command; 0 almost always).
+  uint32_t notify = 0;
+  // Collections decoded or created by this command (see collections.h).
+  std::vector<ScratchEntry>* scratch = nullptr;
+  // Set when a collection write could not be stored (no memory under -M);
+  // Session then replaces the command's reply with -OOM.
+  bool* write_failed = nullptr;
+  // Set while a blocked client's command runs again to serve it (the
+  // writer's worker, BlockRegistry): a blocking command that still finds no
+  // data sets *would_block instead of blocking (commands/blocking.cc).
+  bool* would_block = nullptr;
+  // The changes this command made to the keyspace, as Redis's server.dirty
+  // counts them (INFO persistence rdb_changes_since_last_save). A handler
+  // that knows the count sets it, where that is cheap: DEL the keys
+  // removed, LPUSH the elements pushed, 0 when nothing changed. Left at
+  // kDirtyUnknown, a write command counts 1 unless it replied with an error
+  // (Session::Run, Session::ServeOne).
+  static constexpr int64_t kDirtyUnknown = -1;
+  int64_t dirty = kDirtyUnknown;
+
+  size_t argc() const { return argv.size(); }
+  int db() const { return conn->identity().db(); }
+  // The engine key of argv[i] in the selected database.
+  std::string Key(size_t i) const;
+  std::string EncodeKey(std::string_view k) const;
+  void Error(std::string_view msg) const { w->Error(msg); }
+  void SyntaxError() const { w->Error("ERR syntax error"); }
+  void WrongType() const {
+    w->Error("WRONGTYPE Operation against a key holding the wrong kind of value");
+  }
+  void NotInteger() const { w->Error("ERR value is not an integer or out of range"); }
+  void NotFloat() const { w->Error("ERR value is not a valid float"); }
+  // Redis's ERR wrong number of arguments for '<name>' command.
+  void WrongArity() const;
+};
+
+// Registration hooks, one per command family file.
+void RegisterServerCommands(std::vector<CommandSpec>* t);
+void RegisterKeyCommands(std::vector<CommandSpec>* t);
+void RegisterStringCommands(std::vector<CommandSpec>* t);
+void RegisterTxnCommands(std::vector<CommandSpec>* t);
+void RegisterListCommands(std::vector<CommandSpec>* t);
+void RegisterBlockingCommands(std::vector<CommandSpec>* t);
+void RegisterHashCommands(std::vector<CommandSpec>* t);
+void RegisterSetCommands(std::vector<CommandSpec>* t);
+void RegisterZsetCommands(std::vector<CommandSpec>* t);
+void RegisterPubSubCommands(std::vector<CommandSpec>* t);
+
+}  // namespace trove::resp

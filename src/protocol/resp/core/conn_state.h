@@ -1,0 +1,320 @@
+// ConnState: the per-connection RESP session state, nested by concern
+// (identity, transaction, pub/sub, tracking, blocked), per docs/resp_modes.md
+// section 2, "Connection state". Owned by the connection's worker thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/check.h"
+#include "protocol/resp/services/acl_user.h"
+#include "protocol/resp/services/watch_registry.h"
+
+namespace trove::resp {
+
+// Who the client is and what it negotiated.
+// Thread safety: owner worker only.
+class Identity {
+ public:
+  uint64_t id() const { return id_; }
+  const std::string& addr() const { return addr_; }
+  const std::string& name() const { return name_; }
+  int proto() const { return proto_; }
+  int db() const { return db_; }
+  const std::string& user() const { return user_; }
+  bool authenticated() const { return authenticated_; }
+
+  void Init(uint64_t id, std::string addr) {
+    id_ = id;
+    addr_ = std::move(addr);
+  }
+  void SetName(std::string_view n) { name_.assign(n); }
+  // CLIENT SETINFO, NO-EVICT, REPLY; the last command run (CLIENT LIST cmd=).
+  const std::string& lib_name() const { return lib_name_; }
+  const std::string& lib_ver() const { return lib_ver_; }
+  void SetLibName(std::string_view v) { lib_name_.assign(v); }
+  void SetLibVer(std::string_view v) { lib_ver_.assign(v); }
+  bool no_evict() const { return no_evict_; }
+  // CLIENT NO-TOUCH: this client's reads leave the keys' LRU position and
+  // last-access time alone (TOUCH still touches).
+  bool no_touch() const { return no_touch_; }
+  void SetNoTouch(bool on) { no_touch_ = on; }
+  void SetNoEvict(bool on) { no_evict_ = on; }
+  // CLIENT REPLY: kSkip is set by CLIENT REPLY SKIP and makes the next
+  // command kSkipping (its reply dropped; kOn after it unless that command
+  // changed the mode), as Redis's SKIP_NEXT / SKIP flags.
+  enum class Reply : uint8_t { kOn, kOff, kSkip, kSkipping };
+  Reply reply_mode() const { return reply_; }
+  void SetReplyMode(Reply r) { reply_ = r; }
+  const char* last_cmd() const { return last_cmd_; }
+  void SetLastCmd(const char* c) { last_cmd_ = c; }
+  void SetProto(int p) { proto_ = p; }
+  void SelectDb(int db) { db_ = db; }
+  // The ACL user this connection runs as (the default user until AUTH),
+  // and the AclStore epoch it was looked up at (Session re-reads it when
+  // the store's epoch moves).
+  const std::shared_ptr<const acl::User>& acl_user() const { return acl_user_; }
+  uint64_t acl_epoch() const { return acl_epoch_; }
+  void SetAclUser(std::shared_ptr<const acl::User> u, uint64_t epoch) {
+    acl_user_ = std::move(u);
+    acl_epoch_ = epoch;
+    unrestricted_ = acl_user_ == nullptr || acl_user_->unrestricted();
+    rate_limited_ = acl_user_ != nullptr && acl_user_->rate_limited();
+  }
+  // No ACL check needed: the user may run anything on anything.
+  bool unrestricted() const { return unrestricted_; }
+  // Its user has ratelimit:cps / ratelimit:bps.
+  bool rate_limited() const { return rate_limited_; }
+  void Authenticate(std::shared_ptr<const acl::User> u, uint64_t epoch) {
+    user_ = u->name();
+    SetAclUser(std::move(u), epoch);
+    authenticated_ = true;
+  }
+  // Back to the default user; authenticated when it is on and nopass.
+  void Deauthenticate(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
+    user_ = "default";
+    SetAclUser(std::move(def), epoch);
+    authenticated_ = open;
+  }
+  // RESET: back to the state of a new connection (keeps id and address).
+  void Reset(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
+    name_.clear();
+    no_evict_ = false;
+    no_touch_ = false;
+    reply_ = Reply::kOn;
+    proto_ = 2;
+    db_ = 0;
+    Deauthenticate(std::move(def), epoch, open);
+  }
+
+ private:
+  uint64_t id_ = 0;
+  std::string addr_;
+  std::string name_;
+  int proto_ = 2;
+  int db_ = 0;
+  std::string user_ = "default";
+  bool authenticated_ = true;
+  std::shared_ptr<const acl::User> acl_user_;  // null only in unit tests: no checks
+  uint64_t acl_epoch_ = 0;
+  bool unrestricted_ = true;
+  bool rate_limited_ = false;
+  std::string lib_name_;
+  std::string lib_ver_;
+  bool no_evict_ = false;
+  bool no_touch_ = false;
+  Reply reply_ = Reply::kOn;
+  const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
+};
+
+// A key's state as far as writes go: any write changes at least one field
+// (WATCH compares it at EXEC, keyspace notifications around a command).
+struct KeyVersion {
+  uint64_t cas = 0;                // 0 when missing (or CAS is off)
+  const void* identity = nullptr;  // the item seen (identity check when CAS is off); null = missing
+  uint64_t heap_version = 0;       // in-place collection version
+  int64_t expiry = 0;              // EXPIRE/PERSIST keep the CAS, so compare the expiry too
+  bool present() const { return identity != nullptr; }
+  bool operator==(const KeyVersion&) const = default;
+};
+
+// One WATCHed key and the version seen at WATCH time.
+struct WatchedKey {
+  std::string key;  // engine key (database-encoded)
+  KeyVersion version;
+};
+
+// MULTI queue and WATCHed keys.
+// Thread safety: owner worker only.
+// Invariants: 1. queued() is empty unless active(). 2. dirty() only if active().
+// 3. Once attached, the registry holds exactly this connection's watched keys
+//    (every change of watched() goes through Watch/Unwatch, and the owner
+//    calls Unwatch before the state dies).
+class TransactionState {
+ public:
+  // The server's registry of watched keys (INFO); tests may leave it null.
+  void AttachRegistry(WatchRegistry* r) { registry_ = r; }
+  bool active() const { return active_; }
+  bool dirty() const { return dirty_; }
+  void Begin() {
+    active_ = true;
+    dirty_ = false;
+    queue_.clear();
+  }
+  void Queue(std::vector<std::string> argv) { queue_.push_back(std::move(argv)); }
+  void MarkDirty() {
+    if (active_) dirty_ = true;
+  }
+  const std::vector<std::vector<std::string>>& queued() const { return queue_; }
+  // Ends MULTI (EXEC/DISCARD); watches are cleared separately.
+  void End() {
+    active_ = false;
+    dirty_ = false;
+    queue_.clear();
+  }
+
+  void Watch(WatchedKey w) {
+    for (const WatchedKey& k : watched_)
+      if (k.key == w.key) return;
+    if (registry_ != nullptr) registry_->Add(w.key, watched_.empty());
+    watched_.push_back(std::move(w));
+  }
+  // Only a connection that watches something touches the registry.
+  void Unwatch() {
+    if (watched_.empty()) return;
+    if (registry_ != nullptr) registry_->RemoveClient(watched_.begin(), watched_.end());
+    watched_.clear();
+  }
+  const std::vector<WatchedKey>& watched() const { return watched_; }
+
+ private:
+  bool active_ = false;
+  bool dirty_ = false;
+  std::vector<std::vector<std::string>> queue_;
+  std::vector<WatchedKey> watched_;
+  WatchRegistry* registry_ = nullptr;  // the server's; outlives every connection
+};
+
+// Subscriptions. "In pub/sub mode" is derived from the sets, never stored.
+// The server-wide PubSubHub holds the same subscriptions keyed by name; the
+// session keeps both in step (commands/pubsub.cc).
+// Thread safety: owner worker only.
+class PubSubState {
+ public:
+  enum Kind : uint8_t { kChannel = 0, kPattern = 1, kShard = 2 };
+  size_t count() const { return channels_.size() + patterns_.size() + shard_channels_.size(); }
+  // Redis's subscription count: channels plus patterns (shard kept apart).
+  size_t global_count() const { return channels_.size() + patterns_.size(); }
+  size_t shard_count() const { return shard_channels_.size(); }
+  bool active() const { return count() > 0; }
+  std::set<std::string>& set(Kind k) {
+    return k == kChannel ? channels_ : k == kPattern ? patterns_ : shard_channels_;
+  }
+  const std::set<std::string>& set(Kind k) const {
+    return k == kChannel ? channels_ : k == kPattern ? patterns_ : shard_channels_;
+  }
+  void Clear() {
+    channels_.clear();
+    patterns_.clear();
+    shard_channels_.clear();
+  }
+
+ private:
+  std::set<std::string> channels_;
+  std::set<std::string> patterns_;
+  std::set<std::string> shard_channels_;
+};
+
+// CLIENT TRACKING: this connection's mode (commands/tracking.cc). The server-wide
+// table of remembered keys and prefixes is resp::Tracking; the session keeps
+// both in step (ClientOn/Off, Add/RemovePrefix).
+// Thread safety: owner worker only.
+class TrackingState {
+ public:
+  bool enabled() const { return on; }
+  // Turning tracking off forgets the mode; Session::DisableTracking also
+  // updates the server's table first.
+  void Clear() { *this = TrackingState(); }
+
+  bool on = false;
+  bool bcast = false;
+  bool optin = false;
+  bool optout = false;
+  bool noloop = false;
+  bool broken_redirect = false;  // the redirect target was gone when a message was due
+  // CLIENT CACHING yes (OPTIN) / no (OPTOUT) for the next command (or the
+  // whole MULTI ... EXEC it starts); cleared after any other command.
+  bool caching = false;
+  uint64_t redirect = 0;  // 0: none
+  std::vector<std::string> prefixes;  // BCAST (one empty prefix: every key)
+};
+
+// The connection is blocked in BLPOP and friends (Session::Block).
+class BlockedState {
+ public:
+  bool blocked() const { return blocked_; }
+  void Set() { blocked_ = true; }
+  void Clear() { blocked_ = false; }
+
+ private:
+  bool blocked_ = false;
+};
+
+// The whole state of one RESP connection.
+// Thread safety: created on and used by the owner worker only; accessors
+// DCHECK the owner thread.
+class ConnState {
+ public:
+  ConnState() : owner_(std::this_thread::get_id()) {}
+
+  Identity& identity() {
+    DCHECK(OnOwnerThread());
+    return identity_;
+  }
+  TransactionState& txn() {
+    DCHECK(OnOwnerThread());
+    return txn_;
+  }
+  PubSubState& pubsub() {
+    DCHECK(OnOwnerThread());
+    return pubsub_;
+  }
+  const Identity& identity() const {
+    DCHECK(OnOwnerThread());
+    return identity_;
+  }
+  const TransactionState& txn() const {
+    DCHECK(OnOwnerThread());
+    return txn_;
+  }
+  const PubSubState& pubsub() const {
+    DCHECK(OnOwnerThread());
+    return pubsub_;
+  }
+  TrackingState& tracking() {
+    DCHECK(OnOwnerThread());
+    return tracking_;
+  }
+  const TrackingState& tracking() const {
+    DCHECK(OnOwnerThread());
+    return tracking_;
+  }
+  BlockedState& blocked() {
+    DCHECK(OnOwnerThread());
+    return blocked_;
+  }
+
+  // The NORMAL / TRANSACTION / PUB-SUB / BLOCKED views.
+  bool in_transaction() const { return txn_.active(); }
+  bool in_pubsub() const { return pubsub_.active(); }
+  bool is_blocked() const { return blocked_.blocked(); }
+
+  // RESET: discards MULTI, unwatches, unsubscribes, leaves tracking, back to
+  // RESP2 / db 0 / default user.
+  void Reset(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
+    DCHECK(OnOwnerThread());
+    txn_.End();
+    txn_.Unwatch();
+    pubsub_.Clear();
+    tracking_.Clear();
+    blocked_.Clear();
+    identity_.Reset(std::move(def), epoch, open);
+  }
+
+  bool OnOwnerThread() const { return std::this_thread::get_id() == owner_; }
+
+ private:
+  std::thread::id owner_;
+  Identity identity_;
+  TransactionState txn_;
+  PubSubState pubsub_;
+  TrackingState tracking_;
+  BlockedState blocked_;
+};
+
+}  // namespace trove::resp

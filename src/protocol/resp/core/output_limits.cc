@@ -1,0 +1,179 @@
+// client-output-buffer-limit: the rule, the CONFIG syntax, and the Session's
+// enforcement of it. Runs on the connection's worker (ObufLimits: any thread).
+#include "protocol/resp/core/output_limits.h"
+
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "common/str_append.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/session.h"
+
+namespace trove::resp {
+
+bool ObufOverLimit(const ObufLimit& l, uint64_t used, int64_t now_ns, ObufSoftState* st) {
+  if (l.hard > 0 && used >= static_cast<uint64_t>(l.hard)) return true;
+  if (l.soft > 0 && used >= static_cast<uint64_t>(l.soft)) {
+    if (!st->reached) {
+      st->reached = true;
+      st->since_ns = now_ns;
+      return false;
+    }
+    return now_ns - st->since_ns > l.soft_seconds * 1000000000;
+  }
+  st->reached = false;
+  return false;
+}
+
+bool ParseMemoryUnits(std::string_view s, int64_t* out) {
+  std::string l = ToLower(s);
+  int64_t mul = 1;
+  auto ends = [&l](std::string_view suf) {
+    return l.size() > suf.size() && l.compare(l.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  const std::pair<const char*, int64_t> units[] = {{"kb", 1024},       {"mb", 1024 * 1024},
+                                                   {"gb", 1ll << 30},  {"k", 1000},
+                                                   {"m", 1000 * 1000}, {"g", 1000 * 1000 * 1000}};
+  for (const auto& [suf, m] : units) {
+    if (ends(suf)) {
+      l.resize(l.size() - std::strlen(suf));
+      mul = m;
+      break;
+    }
+  }
+  int64_t v;
+  if (!ParseStrictInt64(l, &v) || v < 0 || v > INT64_MAX / mul) return false;
+  *out = v * mul;
+  return true;
+}
+
+ObufLimits::ObufLimits() {
+  Set(ClientClass::kReplica, {256ll << 20, 64ll << 20, 60});
+  Set(ClientClass::kPubSub, {32ll << 20, 8ll << 20, 60});
+}
+
+void ObufLimits::Set(ClientClass c, const ObufLimit& l) {
+  Slot& s = slots_[static_cast<size_t>(c)];
+  s.hard.store(l.hard, std::memory_order_relaxed);
+  s.soft.store(l.soft, std::memory_order_relaxed);
+  s.soft_seconds.store(l.soft_seconds, std::memory_order_relaxed);
+  // Recomputed from every slot after each store (sequentially consistent),
+  // so the last of concurrent Sets leaves the floor of the final values.
+  uint64_t f = UINT64_MAX;
+  for (const Slot& x : slots_) {
+    for (int64_t v : {x.hard.load(), x.soft.load()}) {
+      if (v > 0 && static_cast<uint64_t>(v) < f) f = static_cast<uint64_t>(v);
+    }
+  }
+  floor_.store(f);
+}
+
+std::string ObufLimits::ToString() const {
+  static const char* const kNames[kClientClasses] = {"normal", "slave", "pubsub"};
+  std::string v;
+  for (size_t c = 0; c < kClientClasses; ++c) {
+    const ObufLimit l = Get(static_cast<ClientClass>(c));
+    if (c > 0) v.push_back(' ');
+    v += kNames[c];
+    v.push_back(' ');
+    AppendI64(v, l.hard);
+    v.push_back(' ');
+    AppendI64(v, l.soft);
+    v.push_back(' ');
+    AppendI64(v, l.soft_seconds);
+  }
+  return v;
+}
+
+bool ObufLimits::Apply(std::string_view value, std::string* err) {
+  std::vector<std::string_view> t;
+  size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && value[i] == ' ') ++i;
+    size_t j = i;
+    while (j < value.size() && value[j] != ' ') ++j;
+    if (j > i) t.push_back(value.substr(i, j - i));
+    i = j;
+  }
+  // Redis (updateClientOutputBufferLimit) accepts an empty list as a no-op.
+  if (t.size() % 4 != 0) {
+    *err = "Wrong number of arguments in buffer limit configuration.";
+    return false;
+  }
+  ObufLimit values[kClientClasses];
+  bool given[kClientClasses] = {false, false, false};
+  for (size_t j = 0; j < t.size(); j += 4) {
+    const std::string cls = ToLower(t[j]);
+    ClientClass c;
+    if (cls == "normal") {
+      c = ClientClass::kNormal;
+    } else if (cls == "slave" || cls == "replica") {
+      c = ClientClass::kReplica;
+    } else if (cls == "pubsub") {
+      c = ClientClass::kPubSub;
+    } else {  // "master" too: Redis refuses a limit for it
+      *err = "Invalid client class specified in buffer limit configuration.";
+      return false;
+    }
+    ObufLimit l;
+    if (!ParseMemoryUnits(t[j + 1], &l.hard) || !ParseMemoryUnits(t[j + 2], &l.soft) ||
+        !ParseStrictInt64(t[j + 3], &l.soft_seconds) || l.soft_seconds < 0 ||
+        l.soft_seconds > INT64_MAX / 1000000000) {
+      *err = "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+      return false;
+    }
+    values[static_cast<size_t>(c)] = l;
+    given[static_cast<size_t>(c)] = true;
+  }
+  for (size_t c = 0; c < kClientClasses; ++c) {
+    if (given[c]) Set(static_cast<ClientClass>(c), values[c]);
+  }
+  return true;
+}
+
+// --- Session: enforcement ---
+
+bool Session::OutputOverLimit(const net::OutputBuffer& out, size_t extra) {
+  if (obuf_killed_) return true;
+  const ClientClass cls = conn_.in_pubsub() ? ClientClass::kPubSub : ClientClass::kNormal;
+  const ObufLimit l = server_->obuf_limits().Get(cls);
+  if (l.hard == 0 && l.soft == 0) return false;  // the default for normal clients
+  const uint64_t used = out.pending_bytes() + extra;
+  if ((l.hard == 0 || used < static_cast<uint64_t>(l.hard)) &&
+      (l.soft == 0 || used < static_cast<uint64_t>(l.soft))) {
+    obuf_soft_.reached = false;  // below both: no clock read on this common path
+    return false;
+  }
+  return ObufOverLimit(l, used, server_->engine()->clock()->MonoNanos(), &obuf_soft_);
+}
+
+void Session::KillForOutputLimit(net::OutputBuffer& out) {
+  if (obuf_killed_) return;
+  obuf_killed_ = true;
+  close_ = true;
+  // Redis frees the client with whatever it had not sent: nothing more of
+  // it goes out, not even the part of a reply that fitted.
+  out.Clear();
+  server_->obuf_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
+  if (control_ != nullptr) control_->CloseSoon();
+}
+
+bool Session::EnforceOutputLimitSlow(net::OutputBuffer& out) {
+  if (!OutputOverLimit(out, 0)) return false;
+  KillForOutputLimit(out);
+  return true;
+}
+
+void Session::OnHousekeeping() {
+  if (control_ == nullptr || obuf_killed_) return;
+  if (EnforceOutputLimit(control_->output())) return;
+  const int64_t t = server_->timeout_s.load(std::memory_order_relaxed);
+  if (t > 0 && control_->IdleNs() / 1000000000 > t && !TimeoutExempt()) {
+    close_ = true;  // Redis closes it without a reply
+    control_->CloseSoon();
+  }
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,255 @@
+// Session: the ProtocolHandler of one RESP connection: parses requests,
+// dispatches them through the command table, runs MULTI/EXEC. Runs on the
+// connection's worker only.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/event_loop.h"
+#include "net/protocol_handler.h"
+#include "protocol/resp/core/command.h"
+#include "protocol/resp/core/conn_state.h"
+#include "protocol/resp/core/key_prefetcher.h"
+#include "protocol/resp/core/output_limits.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
+
+namespace trove::net {
+class Connection;
+}
+
+namespace trove::resp {
+
+// Thread safety: owned by one worker (the connection's); no locking of its
+// own. Engine access goes through KeyLockSet per command (or per EXEC).
+// Invariants:
+//  1. At most one KeyLockSet is alive on this thread while a command runs.
+//  2. After a protocol error nothing more is parsed and WantsClose() is true.
+//  3. Once a command suspends the connection (its answer comes from another
+//     worker or a later event), OnData returns at once; that reply is
+//     written before any later request's.
+// CLIENT UNPAUSE, run on each worker: its held connections (both protocols)
+// parse their held command again (session_pause.cc).
+void WakePaused(protocol::ClientPause* pause);
+
+class Session final : public net::ProtocolHandler {
+ public:
+  Session(RespServer* server, int worker_id, const net::ConnInfoView& conn);
+  ~Session() override;
+
+  size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
+  bool WantsClose() const override { return close_; }
+  size_t BytesWanted() const override { return parser_.bytes_wanted(); }
+  // CLIENT LIST's protocol fields (commands/client.cc).
+  void DescribeClient(net::ClientInfo* info) const override;
+  // The output limit checked without traffic (output_limits.cc).
+  void OnHousekeeping() override;
+
+  // Runs one command (argv[0] is the name) writing its reply.
+  void Execute(std::span<const std::string_view> argv, RespWriter* w);
+
+  ConnState& conn() { return conn_; }
+  // ACL (session_acl.cc). Back to the default user (new connection, RESET).
+  void ResetToDefaultUser();
+  // After an ACL change, on this connection's worker: re-reads its user;
+  // true when the connection must close (its user was deleted or disabled,
+  // or it holds a subscription its user may no longer make).
+  bool AclRevoked();
+  // This connection's CLIENT LIST line, without the newline (ACL LOG).
+  std::string ClientInfoLine();
+  RespServer* server() { return server_; }
+  WorkerStats* stats() { return stats_; }
+  void RequestClose() { close_ = true; }
+  int worker_id() const { return worker_id_; }
+  // The connection (null when tests drive OnData directly).
+  net::ConnControl* control() { return control_; }
+  int64_t created_unix() const { return created_unix_; }
+
+  // Transaction commands (cmd_txn in session.cc).
+  void Exec(CommandContext& ctx);
+
+  // Pub/sub (commands/pubsub.cc). Subscribe/Unsubscribe keep this connection's
+  // PubSubState and the server's PubSubHub in step (hub invariant 1).
+  void Subscribe(PubSubState::Kind k, std::string_view name);
+  void Unsubscribe(PubSubState::Kind k, std::string_view name);
+  void UnsubscribeAll();
+  // MONITOR: this connection receives every command the server runs
+  // (commands/monitor.cc). StopMonitor on RESET and close.
+  void StartMonitor(CommandContext& ctx);
+  void StopMonitor();
+  bool monitoring() const { return monitor_id_ != 0; }
+  // The hub's delivery hook: runs on the subscriber's worker, writes the
+  // message as a push and enforces the pubsub output limits. Only Sessions
+  // ever subscribe, so the connection's handler is a Session.
+  static void DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& m,
+                            int pattern);
+
+  // client-output-buffer-limit (output_limits.cc), for this connection's
+  // class: pubsub while it holds a subscription, else normal.
+  // True when out's unsent bytes plus `extra` (a reply still being built)
+  // are over the limit; advances the soft-limit clock.
+  bool OutputOverLimit(const net::OutputBuffer& out, size_t extra);
+  // Drops out's unsent bytes, counts the disconnection and closes the
+  // connection without sending anything more (Redis frees such a client).
+  // Nothing is parsed after it; commands already running finish (EXEC).
+  void KillForOutputLimit(net::OutputBuffer& out);
+  // Both: true when the connection was killed.
+  // Closes the connection if its unsent output is over its class's limit.
+  // The common case (below every class's lowest limit, no soft limit being
+  // timed) is a compare, inlined into Session::OnData (session.cc).
+  bool EnforceOutputLimit(net::OutputBuffer& out);
+  bool EnforceOutputLimitSlow(net::OutputBuffer& out);
+  bool obuf_killed() const { return obuf_killed_; }
+
+  // Keyspace notifications (key_event_rules.cc). A command's events are
+  // queued while its stripes are held and published after they are
+  // released (an EXEC's, after the whole transaction): publishing posts to
+  // other workers, which may be waiting for those stripes.
+  void QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey);
+
+  // Client tracking (commands/tracking.cc, tracking.h). Like key events, a
+  // command's changed keys are queued under its stripes and invalidated
+  // after they are released (an EXEC's, after the whole transaction), so
+  // every invalidation follows the reply of the command that caused it.
+  void QueueInvalidation(std::string_view ekey);
+  void QueueTrackingFlush() { tracking_flush_ = true; }
+  // CLIENT TRACKING OFF, RESET and close: leaves the server's table.
+  void DisableTracking();
+  // On the tracking client's worker: one invalidation for it (its mode and
+  // redirect are applied here), or, redirected, for the target to write.
+  static void DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
+  static void DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
+
+  // Blocking commands (session_block.cc, block_registry.h).
+  // A list or zset got data in this command: its blocked clients are tried
+  // after the command (or the whole EXEC), before this connection's next one.
+  void QueueReadyKey(std::string_view ekey);
+  // Blocks this connection in ctx's command, with its stripes still held:
+  // registers the waiter, suspends, arms the time-out (0: none). wait_idx are
+  // the argv indexes of the keys it waits on.
+  void Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx);
+  bool blocked() const { return block_ != nullptr; }
+  // The worker's -o idle_timeout check leaves RESP sessions alone: they
+  // follow Redis's `timeout` (RespServer::timeout_s) in OnHousekeeping.
+  bool IdleExempt() const override { return true; }
+  // Redis's clientsCronHandleTimeout exemptions: blocked (also held by
+  // CLIENT PAUSE), subscribed, MONITOR.
+  bool TimeoutExempt() const {
+    return block_ != nullptr || pause_waiting_ || conn_.in_pubsub() || monitor_id_ != 0;
+  }
+  // On the blocked client's worker: its reply (served, timed out or
+  // unblocked elsewhere) for block `token`; ends the block.
+  static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);
+  // CLIENT UNBLOCK id TIMEOUT|ERROR from any worker: 1 if it was blocked.
+  static int Unblock(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error);
+
+ private:
+  // Runs a known command after the arity/auth/queue checks, taking the key
+  // stripes unless already held. `slot` is its HistogramSlots slot.
+  void Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
+           RespWriter* w, bool locked, bool in_exec);
+
+  // AclRevoked at the next command after an ACL change; false (and the
+  // connection closing) when revoked.
+  bool RefreshAclUser();
+  // The NOPERM check of a call by a restricted user: on denial writes the
+  // error (the EXEC form inside EXEC), logs it to ACL LOG, counts it.
+  bool AclAllows(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
+                 RespWriter* w, bool in_exec);
+  // The user's rate limits (session_acl.cc): takes `cmds` commands and
+  // `bytes` request bytes from the lease or the user's buckets; on refusal
+  // writes Redis-style "ERR rate limit exceeded: ..." and consumes nothing.
+  bool RateAllows(uint64_t cmds, uint64_t bytes, RespWriter* w);
+  void ReleaseLease();
+
+  // Runs spec.fn under the held stripes of keys[] (argv indexes idx[]); with
+  // notifications on, compares each key before and after and queues the
+  // events Redis would raise (key_event_rules.cc).
+  void RunLocked(CommandContext& ctx, std::span<const size_t> idx,
+                 std::span<const std::string_view> keys);
+  void QueueCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
+                          std::span<const std::string_view> keys,
+                          std::span<const KeyVersion> before, std::span<const KeyVersion> after);
+  void PublishKeyEvents();
+  // Sends the queued invalidations, made by client `modifier` (NOLOOP).
+  void FlushInvalidations(uint64_t modifier);
+  // After a read-only command: remembers its keys in default mode (OPTIN and
+  // OPTOUT as CLIENT CACHING says); then forgets CLIENT CACHING unless this
+  // command keeps it (CLIENT itself, or inside MULTI ... EXEC).
+  void TrackAfterCommand(const CommandSpec& spec, std::span<const std::string_view> argv,
+                         bool in_exec);
+  // Writes message m for this connection as a push (RESP3) or, when it is a
+  // redirect target in RESP2 pub/sub mode, as a __redis__:invalidate message.
+  void WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected);
+  // Serves the blocked clients of ready_keys_ (see block_registry.h).
+  void ServeBlocked();
+  // Runs waiter w's command again here; false if it still finds no data.
+  bool ServeOne(const Waiter& w, std::string* reply);
+  void OnBlockTimeout();
+  // CLIENT PAUSE (session_pause.cc): true if argv must wait for the pause to
+  // end (Redis's rules: every command under ALL, writes and may-replicate
+  // ones under WRITE, arity and auth errors answered at once).
+  bool PauseHolds(std::span<const std::string_view> argv);
+  // Suspends without consuming the command; it is parsed again on resume.
+  void PostponeForPause();
+  void LeavePause();
+  // Counts the blocked command once (commandstats, MONITOR, SLOWLOG) and
+  // lets the connection go on with its pipelined input.
+  void EndBlock();
+
+  RespServer* server_;
+  net::ConnControl* control_;
+  int worker_id_;
+  engine::ThreadStats* ts_;
+  WorkerStats* stats_;
+  ConnState conn_;
+  RespParser parser_;
+  KeyPrefetcher prefetch_;
+  // Reused per command so the hot path allocates nothing (moved out while in
+  // use, so a nested Run simply starts with empty ones).
+  std::vector<size_t> idx_buf_;
+  std::vector<std::string> key_buf_;
+  std::vector<std::string_view> view_buf_;
+  bool close_ = false;
+  uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
+  // While OnData executes a command: the unparsed input from that command's
+  // first byte on (CLIENT LIST qbuf=; its argv-mem= is parser_.args()).
+  size_t cur_qbuf_ = 0;
+  net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
+  ObufSoftState obuf_soft_;       // this connection against its soft output limit
+  bool obuf_killed_ = false;      // closed for its output limit: nothing more is written
+  // Under CLIENT REPLY OFF/SKIP, the real writer: pub/sub confirmations go
+  // through it (Redis's CLIENT_PUSHING). Null while replies are on.
+  RespWriter* push_w_ = nullptr;
+  int64_t created_unix_;
+  int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
+  struct PendingKeyEvent {
+    uint32_t cls;
+    const char* event;
+    std::string ekey;
+  };
+  std::vector<PendingKeyEvent> key_events_;  // queued, not yet published
+  std::vector<KeyVersion> key_before_;       // reused per command
+  std::vector<KeyVersion> key_after_;        // reused per command
+  std::vector<std::string> invalidations_;   // engine keys changed, not yet invalidated
+  bool tracking_flush_ = false;              // a FLUSHALL/FLUSHDB ran: invalidate everything
+  std::vector<std::string> ready_keys_;      // lists/zsets that got data (QueueReadyKey)
+  std::shared_ptr<Waiter> block_;            // while blocked
+  uint64_t block_token_ = 0;
+  int block_slot_ = -1;                      // the blocked command's histogram slot
+  int cur_slot_ = -1;                        // the running command's (Run)
+  bool just_blocked_ = false;                // Run: the command blocked, count it later
+  net::Timer block_timer_{[this] { OnBlockTimeout(); }};
+  bool pause_waiting_ = false;  // in its worker's paused_conns
+  const bool admin_;            // on the admin port: never rate-limited
+  acl::RateLease lease_;        // tokens taken from lease_buckets_, not yet spent
+  std::shared_ptr<acl::RateBuckets> lease_buckets_;
+  net::Timer pause_timer_{[this] { control_->Resume(); }};
+};
+
+}  // namespace trove::resp

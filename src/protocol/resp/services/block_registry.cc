@@ -1,0 +1,94 @@
+// BlockRegistry (block_registry.h).
+#include "protocol/resp/services/block_registry.h"
+
+#include <algorithm>
+
+namespace trove::resp {
+
+void BlockRegistry::Add(std::shared_ptr<Waiter> w) {
+  MutexLock l(&mu_);
+  w->state = Waiter::State::kWaiting;
+  w->cancel = Waiter::Cancel::kNone;
+  for (const std::string& k : w->wait_keys) {
+    auto& q = by_key_[k];
+    // A key named twice ("BLPOP k k 0") queues the client once.
+    if (q.empty() || q.back() != w) q.push_back(w);
+  }
+  by_conn_[w->conn_id] = w;
+  blocked_.fetch_add(1, std::memory_order_relaxed);
+  if (w->timed) timed_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::shared_ptr<Waiter> BlockRegistry::ClaimHead(std::string_view ekey) {
+  MutexLock l(&mu_);
+  auto it = by_key_.find(std::string(ekey));
+  if (it == by_key_.end()) return nullptr;
+  for (const std::shared_ptr<Waiter>& w : it->second) {
+    if (w->state == Waiter::State::kWaiting) {
+      w->state = Waiter::State::kServing;
+      return w;
+    }
+  }
+  return nullptr;
+}
+
+void BlockRegistry::RemoveLocked(const std::shared_ptr<Waiter>& w) {
+  for (const std::string& k : w->wait_keys) {
+    auto it = by_key_.find(k);
+    if (it == by_key_.end()) continue;
+    auto& q = it->second;
+    q.erase(std::remove(q.begin(), q.end(), w), q.end());
+    if (q.empty()) by_key_.erase(it);
+  }
+  auto c = by_conn_.find(w->conn_id);
+  if (c != by_conn_.end() && c->second == w) by_conn_.erase(c);
+  w->state = Waiter::State::kDone;
+  blocked_.fetch_sub(1, std::memory_order_relaxed);
+  if (w->timed) timed_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Waiter::Cancel BlockRegistry::FinishServe(const std::shared_ptr<Waiter>& w, bool served) {
+  MutexLock l(&mu_);
+  if (w->state != Waiter::State::kServing) return Waiter::Cancel::kGone;  // not ours
+  const Waiter::Cancel why = w->cancel;
+  if (served) {
+    RemoveLocked(w);
+    return why == Waiter::Cancel::kGone ? why : Waiter::Cancel::kNone;
+  }
+  if (why == Waiter::Cancel::kNone) {
+    w->state = Waiter::State::kWaiting;
+    return why;
+  }
+  RemoveLocked(w);
+  return why;
+}
+
+BlockRegistry::CancelResult BlockRegistry::CancelWaiter(const std::shared_ptr<Waiter>& w,
+                                                        Waiter::Cancel why) {
+  MutexLock l(&mu_);
+  switch (w->state) {
+    case Waiter::State::kWaiting:
+      RemoveLocked(w);
+      return CancelResult::kEnded;
+    case Waiter::State::kServing:
+      // The client leaving overrides a time-out or an unblock.
+      if (w->cancel != Waiter::Cancel::kGone) w->cancel = why;
+      return CancelResult::kDeferred;
+    case Waiter::State::kDone:
+      break;
+  }
+  return CancelResult::kNotBlocked;
+}
+
+std::shared_ptr<Waiter> BlockRegistry::Find(uint64_t conn_id) const {
+  MutexLock l(&mu_);
+  auto it = by_conn_.find(conn_id);
+  return it == by_conn_.end() ? nullptr : it->second;
+}
+
+int64_t BlockRegistry::blocking_keys() const {
+  MutexLock l(&mu_);
+  return static_cast<int64_t>(by_key_.size());
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,487 @@
+// Collection values and their load/store helpers; run under the key's stripe.
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/core/session.h"
+#include "protocol/resp/types/collections.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "protocol/resp/types/keyspace.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/scan_util.h"
+
+namespace trove::resp {
+
+void ListValue::Trim(size_t start, size_t end) {
+  while (d_.size() > end + 1) PopBack();
+  for (size_t i = 0; i < start; ++i) PopFront();
+}
+
+HashEntry* HashEntry::New(std::string_view f, std::string_view v) {
+  const bool small = f.size() < 255 && v.size() < 256;
+  const size_t head = small ? 2 : 9;
+  // operator new: out of memory ends the process, as every std::string here.
+  auto* p = static_cast<unsigned char*>(::operator new(head + f.size() + v.size()));
+  if (small) {
+    p[0] = static_cast<unsigned char>(f.size());
+    p[1] = static_cast<unsigned char>(v.size());
+  } else {
+    p[0] = 255;
+    const auto fl = static_cast<uint32_t>(f.size()), vl = static_cast<uint32_t>(v.size());
+    std::memcpy(p + 1, &fl, sizeof fl);
+    std::memcpy(p + 5, &vl, sizeof vl);
+  }
+  if (!f.empty()) std::memcpy(p + head, f.data(), f.size());
+  if (!v.empty()) std::memcpy(p + head + f.size(), v.data(), v.size());
+  return reinterpret_cast<HashEntry*>(p);
+}
+
+void HashEntry::Free(HashEntry* e) { ::operator delete(e); }
+
+HashValue::HashValue(const HashValue& o)
+    : CollectionBase(o), compact_(o.compact_), longest_(o.longest_) {
+  // Copy in insertion order while compact, so the copy keeps it.
+  auto copy = [this](const HashEntry* e) {
+    HashEntry* n = HashEntry::New(e->field(), e->value());
+    idx_.Insert(n);
+    if (compact_) order_.push_back(n);
+  };
+  if (o.compact_) {
+    for (const HashEntry* e : o.order_) copy(e);
+  } else {
+    o.idx_.ForEach(copy);
+  }
+}
+
+HashValue::~HashValue() { idx_.ForEach([](HashEntry* e) { HashEntry::Free(e); }); }
+
+bool HashValue::Set(std::string_view f, std::string_view v) {
+  DropScanOrder();
+  longest_ = std::max({longest_, f.size(), v.size()});
+  HashEntry* e = idx_.Find(f);
+  if (e == nullptr) {
+    e = HashEntry::New(f, v);
+    idx_.Insert(e);
+    if (compact_) order_.push_back(e);
+    bytes_ += static_cast<int64_t>(f.size() + v.size()) + kEntryOverhead;
+    return true;
+  }
+  bytes_ += static_cast<int64_t>(v.size()) - static_cast<int64_t>(e->vlen());
+  if (v.size() == e->vlen()) {
+    if (!v.empty()) e->SetValueBytes(v);
+    return false;
+  }
+  HashEntry* n = HashEntry::New(f, v);
+  idx_.Replace(n);
+  if (compact_) *std::find(order_.begin(), order_.end(), e) = n;
+  HashEntry::Free(e);
+  return false;
+}
+
+bool HashValue::Erase(std::string_view f) {
+  DropScanOrder();
+  HashEntry* e = idx_.Erase(f);
+  if (e == nullptr) return false;
+  bytes_ -= static_cast<int64_t>(e->flen() + e->vlen()) + kEntryOverhead;
+  if (compact_) order_.erase(std::find(order_.begin(), order_.end(), e));
+  HashEntry::Free(e);
+  return true;
+}
+
+const ScanOrder& CollectionBase::scan_order() const {
+  if (scan_order_ == nullptr) {
+    auto o = std::make_unique<ScanOrder>();
+    o->refs.reserve(size());
+    CollectScanRefs(&o->refs);
+    std::sort(o->refs.begin(), o->refs.end(),
+              [](const ScanOrder::Ref& a, const ScanOrder::Ref& b) { return a.pos < b.pos; });
+    scan_order_ = std::move(o);
+  }
+  return *scan_order_;
+}
+
+void HashValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
+  idx_.ForEach([refs](const HashEntry* e) {
+    refs->push_back({ScanPosition(e->field()), e->field(), e->value(), 0});
+  });
+}
+
+void SetValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
+  for (const std::string& m : s_) refs->push_back({ScanPosition(m), m, {}, 0});
+}
+
+void ZsetValue::CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const {
+  for (const Entry& e : by_score_) refs->push_back({ScanPosition(e.second), e.second, {}, e.first});
+}
+
+std::vector<std::pair<std::string_view, std::string_view>> HashValue::Entries() const {
+  std::vector<std::pair<std::string_view, std::string_view>> out;
+  out.reserve(idx_.size());
+  if (compact_) {
+    for (const HashEntry* e : order_) out.emplace_back(e->field(), e->value());
+  } else {
+    idx_.ForEach([&out](const HashEntry* e) { out.emplace_back(e->field(), e->value()); });
+  }
+  return out;
+}
+
+void HashValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
+  DropScanOrder();
+  if (!compact_) return;
+  if (static_cast<int64_t>(idx_.size()) > max_entries ||
+      static_cast<int64_t>(longest_) > max_value) {
+    compact_ = false;
+    order_.clear();
+    order_.shrink_to_fit();
+  }
+}
+
+bool SetValue::Add(std::string_view m) {
+  DropScanOrder();
+  auto [it, added] = s_.emplace(m);
+  if (!added) return false;
+  bytes_ += static_cast<int64_t>(m.size()) + kEntryOverhead;
+  longest_ = std::max(longest_, m.size());
+  int64_t v;
+  if (!ParseStrictInt64(m, &v)) all_int_ = false;
+  return true;
+}
+
+bool SetValue::Remove(std::string_view m) {
+  DropScanOrder();
+  auto it = s_.find(std::string(m));
+  if (it == s_.end()) return false;
+  bytes_ -= static_cast<int64_t>(m.size()) + kEntryOverhead;
+  s_.erase(it);
+  return true;
+}
+
+void SetValue::CheckEncoding(int64_t max_intset, int64_t max_listpack_entries,
+                             int64_t max_listpack_value) {
+  DropScanOrder();
+  const auto n = static_cast<int64_t>(s_.size());
+  if (intset_ && (!all_int_ || n > max_intset)) intset_ = false;
+  if (!intset_ && listpack_ &&
+      (n > max_listpack_entries || static_cast<int64_t>(longest_) > max_listpack_value)) {
+    listpack_ = false;
+  }
+}
+
+std::vector<std::string> SetValue::Ordered() const {
+  std::vector<std::string> r(s_.begin(), s_.end());
+  if (intset_) {
+    std::sort(r.begin(), r.end(), [](const std::string& a, const std::string& b) {
+      int64_t x = 0, y = 0;
+      ParseStrictInt64(a, &x);
+      ParseStrictInt64(b, &y);
+      return x < y;
+    });
+  }
+  return r;
+}
+
+ZsetValue::ZsetValue(const ZsetValue& o)
+    : CollectionBase(o), by_score_(o.by_score_), compact_(o.compact_), longest_(o.longest_) {
+  for (const Entry& e : by_score_) index_.Insert(&e);
+}
+
+const double* ZsetValue::Score(std::string_view m) const {
+  const Entry* e = index_.Find(m);
+  return e == nullptr ? nullptr : &e->first;
+}
+
+bool ZsetValue::Put(std::string_view m, double score) {
+  DropScanOrder();
+  longest_ = std::max(longest_, m.size());
+  const Entry* e = index_.Find(m);
+  if (e == nullptr) {
+    auto [it, ok] = by_score_.emplace(score, std::string(m));
+    index_.Insert(&*it);
+    bytes_ += 2 * static_cast<int64_t>(m.size()) + 2 * kEntryOverhead;
+    return true;
+  }
+  if (e->first == score) return false;
+  // Move the node to its new place: its member string keeps its storage.
+  auto node = by_score_.extract(by_score_.find(*e));
+  node.value().first = score;
+  auto pos = by_score_.insert(std::move(node)).position;
+  index_.Replace(&*pos);
+  return false;
+}
+
+bool ZsetValue::Remove(std::string_view m) {
+  DropScanOrder();
+  const Entry* e = index_.Erase(m);
+  if (e == nullptr) return false;
+  bytes_ -= 2 * static_cast<int64_t>(m.size()) + 2 * kEntryOverhead;
+  by_score_.erase(by_score_.find(*e));
+  return true;
+}
+
+int64_t ZsetValue::Rank(std::string_view m) const {
+  const Entry* e = index_.Find(m);
+  if (e == nullptr) return -1;
+  auto it = by_score_.find(*e);
+  return static_cast<int64_t>(std::distance(by_score_.begin(), it));
+}
+
+void ZsetValue::CheckEncoding(int64_t max_entries, int64_t max_value) {
+  DropScanOrder();
+  if (compact_ && (static_cast<int64_t>(index_.size()) > max_entries ||
+                   static_cast<int64_t>(longest_) > max_value)) {
+    compact_ = false;
+  }
+}
+
+namespace {
+
+std::unique_ptr<CollectionBase> NewOfType(engine::ValueType t) {
+  switch (t) {
+    case engine::ValueType::kList:
+      return std::make_unique<ListValue>();
+    case engine::ValueType::kHash:
+      return std::make_unique<HashValue>();
+    case engine::ValueType::kSet:
+      return std::make_unique<SetValue>();
+    case engine::ValueType::kZset:
+      return std::make_unique<ZsetValue>();
+    case engine::ValueType::kString:
+      break;
+  }
+  return nullptr;
+}
+
+// Decodes a compact collection item. Decoding can only fail on a corrupt
+// item; the result is then empty rather than a crash.
+std::unique_ptr<CollectionBase> DecodeItem(const engine::ItemRef& it) {
+  std::unique_ptr<CollectionBase> c = NewOfType(it.type());
+  std::string bytes;
+  it.CopyValue(&bytes);
+  bool ok = false;
+  switch (it.type()) {
+    case engine::ValueType::kList:
+      ok = static_cast<ListValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kHash:
+      ok = static_cast<HashValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kSet:
+      ok = static_cast<SetValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kZset:
+      ok = static_cast<ZsetValue*>(c.get())->Decode(bytes);
+      break;
+    case engine::ValueType::kString:
+      break;
+  }
+  if (!ok) c = NewOfType(it.type());
+  return c;
+}
+
+ScratchEntry* FindScratch(CommandContext& ctx, std::string_view ekey) {
+  if (ctx.scratch == nullptr) return nullptr;
+  for (auto& e : *ctx.scratch)
+    if (e.key == ekey) return &e;
+  return nullptr;
+}
+
+ScratchEntry* FindScratchObj(CommandContext& ctx, const CollectionBase* v) {
+  if (ctx.scratch == nullptr) return nullptr;
+  for (auto& e : *ctx.scratch)
+    if (e.obj == v && v != nullptr) return &e;
+  return nullptr;
+}
+
+void DropScratch(CommandContext& ctx, std::string_view ekey) {
+  if (ScratchEntry* e = FindScratch(ctx, ekey)) {
+    e->obj = nullptr;
+    e->heap_resident = false;
+  }
+}
+
+ScratchEntry* AddScratch(CommandContext& ctx, std::string_view ekey) {
+  CHECK(ctx.scratch != nullptr);
+  if (ScratchEntry* e = FindScratch(ctx, ekey)) return e;
+  ctx.scratch->emplace_back();
+  ctx.scratch->back().key.assign(ekey);
+  return &ctx.scratch->back();
+}
+
+// Stores v's byte form as the item at ekey; false (no reply written) if the
+// engine cannot allocate it.
+bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
+                  const CollectionBase& v, int64_t expire_ms) {
+  std::string bytes;
+  v.Encode(&bytes);
+  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, 0, bytes.size(), ctx.ts, type);
+  if (a.status != engine::AllocStatus::kOk) return false;
+  if (expire_ms != 0) ctx.engine->SetNewItemExpiryMs(a.item, expire_ms);
+  a.item.WriteValue(0, bytes.data(), bytes.size());
+  engine::StoreArgs args;
+  return ctx.engine->StoreItemLocked(a.item, args, ctx.ts) == engine::StoreResult::kStored;
+}
+
+// A list or zset that has data now: the blocked clients waiting on it are
+// tried after this command (block_registry.h).
+void SignalReady(CommandContext& ctx, std::string_view ekey, engine::ValueType type) {
+  if (type != engine::ValueType::kList && type != engine::ValueType::kZset) return;
+  if (ctx.session == nullptr || ctx.server == nullptr || !ctx.server->blocks().any()) return;
+  ctx.session->QueueReadyKey(ekey);
+}
+
+// Moves a scratch object into the engine as a HeapValue; false if that fails.
+bool StoreHeap(CommandContext& ctx, ScratchEntry* e) {
+  engine::AllocOutput a =
+      ctx.engine->AllocateHeap(e->key, 0, e->type, std::move(e->owned), ctx.ts);
+  if (a.status != engine::AllocStatus::kOk) return false;
+  if (e->exptime != 0) ctx.engine->SetNewItemExpiryMs(a.item, e->exptime);
+  engine::StoreArgs args;
+  if (ctx.engine->StoreItemLocked(a.item, args, ctx.ts) != engine::StoreResult::kStored) {
+    return false;
+  }
+  e->heap_resident = true;
+  return true;
+}
+
+}  // namespace
+
+LoadStatus LoadAnyCollection(CommandContext& ctx, std::string_view ekey, CollectionBase** out,
+                             engine::ValueType* type) {
+  *out = nullptr;
+  if (ScratchEntry* e = FindScratch(ctx, ekey)) {
+    if (e->obj != nullptr) {
+      *out = e->obj;
+      *type = e->type;
+      return LoadStatus::kOk;
+    }
+  }
+  engine::ItemRef it = ctx.engine->GetLocked(ekey, ctx.ts, !ctx.no_touch);
+  if (ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(it), ekey);
+  if (!it) return LoadStatus::kMissing;
+  if (it.type() == engine::ValueType::kString) return LoadStatus::kWrongType;
+  *type = it.type();
+  if (it.is_heap()) {
+    *out = static_cast<CollectionBase*>(it.heap());
+    return LoadStatus::kOk;
+  }
+  if (ctx.scratch == nullptr) return LoadStatus::kWrongType;
+  ScratchEntry* e = AddScratch(ctx, ekey);
+  e->owned = DecodeItem(it);
+  e->obj = e->owned.get();
+  e->type = it.type();
+  e->exptime = it.expires_at_unix_ms();
+  e->heap_resident = false;
+  *out = e->obj;
+  return LoadStatus::kOk;
+}
+
+CollectionBase* CreateScratch(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
+                              std::unique_ptr<CollectionBase> v) {
+  ScratchEntry* e = AddScratch(ctx, ekey);
+  e->owned = std::move(v);
+  e->obj = e->owned.get();
+  e->type = type;
+  e->exptime = 0;
+  e->heap_resident = false;
+  return e->obj;
+}
+
+CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
+                                   engine::ValueType type, std::unique_ptr<CollectionBase> v,
+                                   int64_t exptime) {
+  DCHECK(ctx.locked);
+  DropScratch(ctx, ekey);
+  if (ekey.size() > limits::kEngineMaxKey) {
+    ctx.Error("ERR key too long (Trove keys are at most 65535 bytes)");
+    return nullptr;
+  }
+  if (v->compact()) {
+    if (!StoreCompact(ctx, ekey, type, *v, exptime)) {
+      ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+      return nullptr;
+    }
+    ScratchEntry* e = AddScratch(ctx, ekey);
+    e->owned = std::move(v);
+    e->obj = e->owned.get();
+    e->type = type;
+    e->exptime = exptime;
+    SignalReady(ctx, ekey, type);
+    return e->obj;
+  }
+  CollectionBase* raw = v.get();
+  SignalReady(ctx, ekey, type);
+  engine::AllocOutput a = ctx.engine->AllocateHeap(ekey, 0, type, std::move(v), ctx.ts);
+  if (a.status != engine::AllocStatus::kOk) {
+    ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+    return nullptr;
+  }
+  if (exptime != 0) ctx.engine->SetNewItemExpiryMs(a.item, exptime);
+  engine::StoreArgs args;
+  engine::StoreResult r = ctx.engine->StoreItemLocked(a.item, args, ctx.ts);
+  if (r != engine::StoreResult::kStored) {
+    ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+    return nullptr;
+  }
+  return raw;
+}
+
+bool CopyItemLocked(CommandContext& ctx, const engine::ItemRef& item, std::string_view dst,
+                    int64_t exptime) {
+  DropScratch(ctx, dst);
+  if (item.is_heap()) {
+    auto* src = static_cast<CollectionBase*>(item.heap());
+    return StoreNewCollection(ctx, dst, item.type(), src->Clone(), exptime) != nullptr;
+  }
+  std::string v;
+  item.CopyValue(&v);
+  if (!StoreStringLocked(ctx, dst, v, exptime, false, item.type())) return false;
+  SignalReady(ctx, dst, item.type());  // a compact list or zset: RENAME, COPY, MOVE
+  return true;
+}
+
+std::string CollectionEncoding(const engine::ItemRef& item) {
+  if (item.is_heap()) return static_cast<CollectionBase*>(item.heap())->encoding();
+  return DecodeItem(item)->encoding();
+}
+
+void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
+                  size_t bytes_before) {
+  if (v->size() > 0 && ctx.server != nullptr && ctx.server->blocks().any()) {
+    SignalReady(ctx, ekey, engine::ValueType::kList);  // the type is checked when served
+  }
+  ScratchEntry* e = FindScratchObj(ctx, v);
+  if (e == nullptr || e->heap_resident) {
+    // A HeapValue changed in place. Account first: the engine subtracts the
+    // value's MemoryUsage() as it is when the item is freed.
+    v->Bump();
+    size_t after = v->MemoryUsage();
+    if (after != bytes_before) {
+      ctx.engine->AdjustHeapBytes(static_cast<int64_t>(after) - static_cast<int64_t>(bytes_before));
+    }
+    if (v->size() == 0) {
+      ctx.engine->UnlinkLocked(ekey, ctx.ts);
+      DropScratch(ctx, ekey);
+    }
+    return;
+  }
+  if (v->size() == 0) {
+    ctx.engine->UnlinkLocked(ekey, ctx.ts);
+    e->obj = nullptr;
+    return;
+  }
+  // A compact value is written back as a new item (new CAS, so WATCH sees
+  // it). If the engine has no room, write_failed makes Session answer -OOM
+  // instead of the reply the handler wrote.
+  if (v->compact() && StoreCompact(ctx, ekey, e->type, *v, e->exptime)) return;
+  // Past the thresholds (or no room for the bytes): the object itself
+  // becomes the item's HeapValue.
+  if (!StoreHeap(ctx, e)) {
+    e->obj = nullptr;
+    if (ctx.write_failed != nullptr) *ctx.write_failed = true;
+  }
+}
+
+}  // namespace trove::resp

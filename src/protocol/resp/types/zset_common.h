@@ -1,0 +1,60 @@
+// What the sorted-set command files share: the entry type, loading and
+// storing a set, the member-list reply, and the commands of the other files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/command.h"
+#include "protocol/resp/core/resp_server.h"
+
+namespace trove::resp {
+
+using Entry = ZsetValue::Entry;
+
+// Writes entries as members, or member/score (flat in RESP2, pairs in RESP3).
+inline void WriteEntries(CommandContext& ctx, const std::vector<Entry>& es, bool withscores) {
+  if (!withscores) {
+    ctx.w->ArrayHeader(es.size());
+    for (const auto& e : es) ctx.w->Bulk(e.second);
+    return;
+  }
+  const bool pairs = ctx.w->proto() == 3;
+  ctx.w->ArrayHeader(pairs ? es.size() : es.size() * 2);
+  for (const auto& e : es) {
+    if (pairs) ctx.w->ArrayHeader(2);
+    ctx.w->Bulk(e.second);
+    ctx.w->Double(e.first);
+  }
+}
+
+// Re-encodes per the zset thresholds and stores the change.
+inline void FinishZset(CommandContext& ctx, const std::string& key, ZsetValue* v, size_t before) {
+  v->CheckEncoding(ctx.server->zset_max_listpack_entries.load(std::memory_order_relaxed),
+                   ctx.server->zset_max_listpack_value.load(std::memory_order_relaxed));
+  FinishUpdate(ctx, key, v, before);
+}
+
+// The range commands (commands/zsets_range.cc): ZCOUNT, ZLEXCOUNT, the ZRANGE
+// family, ZRANGESTORE, ZRANK/ZREVRANK and ZREMRANGEBY*.
+void CmdZCount(CommandContext& ctx);
+void CmdZLexCount(CommandContext& ctx);
+void CmdZRange(CommandContext& ctx);
+void CmdZRevRange(CommandContext& ctx);
+void CmdZRangeByScore(CommandContext& ctx);
+void CmdZRevRangeByScore(CommandContext& ctx);
+void CmdZRangeByLex(CommandContext& ctx);
+void CmdZRevRangeByLex(CommandContext& ctx);
+void CmdZRangeStore(CommandContext& ctx);
+void CmdZRank(CommandContext& ctx);
+void CmdZRevRank(CommandContext& ctx);
+void CmdZRemRangeByRank(CommandContext& ctx);
+void CmdZRemRangeByScore(CommandContext& ctx);
+void CmdZRemRangeByLex(CommandContext& ctx);
+
+// The set-algebra commands (commands/zsets_setops.cc), registered by
+// RegisterZsetCommands at their place in the table.
+void RegisterZsetSetOpCommands(std::vector<CommandSpec>* t);
+
+}  // namespace trove::resp

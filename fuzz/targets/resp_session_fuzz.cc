@@ -1,5 +1,5 @@
 // libFuzzer target: pipelined RESP requests through the RESP protocol handler
-// (protocol/resp/core/resp_protocol.h, one Session) on a real engine, delivered in
+// (protocol/resp/connection/resp_protocol.h, one Session) on a real engine, delivered in
 // pieces the way TCP may split them.
 // Input: byte 0 picks the piece size (1..256); the rest is the byte stream.
 // Each input gets a fresh engine and factory, so CONFIG SET, AUTH, SELECT or
@@ -32,7 +32,7 @@
 #include "engine/engine.h"
 #include "net/io_buffer.h"
 #include "protocol/resp/core/resp_parser.h"
-#include "protocol/resp/core/resp_protocol.h"
+#include "protocol/resp/connection/resp_protocol.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "engine/engine.h"
 #include "net/net_server.h"
 #include "protocol/memcache/memcache_protocol.h"
-#include "protocol/resp/core/resp_protocol.h"
+#include "protocol/resp/connection/resp_protocol.h"
 
 namespace trove::server {
 

@@ -24,7 +24,7 @@
 #include "protocol/resp/types/collection_codec.h"
 #include "protocol/resp/services/keyspace_events.h"
 #include "protocol/resp/services/acl_store.h"
-#include "protocol/resp/core/resp_protocol.h"
+#include "protocol/resp/connection/resp_protocol.h"
 
 namespace trove::server {
 namespace {

@@ -12,13 +12,13 @@
 
 #include "protocol/resp/services/acl_categories.h"
 #include "protocol/resp/services/acl_store.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/gather_reply.h"
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
 
 namespace trove::resp {
 namespace {
@@ -27,9 +27,9 @@ namespace {
 // that revokes them (Session::AclRevoked), then replies with `reply`. The
 // caller itself, when revoked, gets its reply first and closes after it.
 void RevokeThenReply(CommandContext& ctx, std::function<void(RespWriter&)> reply) {
-  net::ConnControl* self = ctx.session->control();
+  net::ConnControl* self = ctx.client->control();
   const uint64_t me = self != nullptr ? self->id() : ctx.conn->identity().id();
-  const bool self_revoked = ctx.session->AclRevoked();
+  const bool self_revoked = ctx.client->AclRevoked();
   GatherReply<int>(
       ctx,
       [me](net::Worker& w) {
@@ -38,7 +38,7 @@ void RevokeThenReply(CommandContext& ctx, std::function<void(RespWriter&)> reply
           if (!ci.resp || ci.id == me) continue;
           net::Connection* c = w.Find(ci.id);
           if (c == nullptr || c->close_requested) continue;
-          if (static_cast<Session*>(c->handler.get())->AclRevoked()) {
+          if (Client* cl = ClientOfHandler(c->handler.get()); cl != nullptr && cl->AclRevoked()) {
             w.RequestClose(ci.id);
             ++n;
           }

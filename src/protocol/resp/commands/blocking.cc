@@ -10,10 +10,11 @@
 
 #include "protocol/resp/commands/blocking_ops.h"
 #include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_server.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/resp_parser.h"
 
 namespace trove::resp {
 namespace {
@@ -55,14 +56,14 @@ void NoData(CommandContext& ctx, int64_t ms, bool null_array, std::span<const si
     *ctx.would_block = true;
     return;
   }
-  if (ctx.in_exec || ctx.session == nullptr || ctx.session->control() == nullptr) {
+  if (ctx.in_exec || ctx.client == nullptr || ctx.client->control() == nullptr) {
     if (null_array)
       ctx.w->NullArray();
     else
       ctx.w->Null();
     return;
   }
-  ctx.session->Block(ctx, ms, wait);
+  ctx.client->Block(ctx, ms, wait);
 }
 
 std::vector<size_t> Range(size_t from, size_t to) {  // [from, to)

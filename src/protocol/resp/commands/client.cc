@@ -15,13 +15,13 @@
 #include "net/worker.h"
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/gather_reply.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
-#include "protocol/resp/types/keyspace_walk.h"
+#include "protocol/resp/core/keyspace_walk.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
 
 namespace trove::resp {
 namespace {
@@ -237,7 +237,7 @@ bool ParseKill(CommandContext& ctx, KillFilter* f) {
 void ClientKill(CommandContext& ctx) {
   KillFilter f;
   if (!ParseKill(ctx, &f)) return;
-  net::ConnControl* self = ctx.session->control();
+  net::ConnControl* self = ctx.client->control();
   f.me = self != nullptr ? self->id() : ctx.conn->identity().id();
   struct Count {
     size_t killed = 0;
@@ -304,7 +304,7 @@ void CmdClient(CommandContext& ctx) {
     else
       ctx.w->Bulk(id.name());
   } else if (sub == "info" && ctx.argc() == 2) {
-    net::ConnControl* self = ctx.session->control();
+    net::ConnControl* self = ctx.client->control();
     net::ClientInfo ci;
     if (self != nullptr && net::Worker::Current() != nullptr) {
       if (net::Connection* c = net::Worker::Current()->Find(self->id())) {
@@ -313,7 +313,7 @@ void CmdClient(CommandContext& ctx) {
     } else {
       ci.id = id.id();
       ci.addr = id.addr();
-      ctx.session->DescribeClient(&ci);
+      ctx.client->DescribeClient(&ci);
     }
     std::string line;
     AppendClientLine(&line, ci);
@@ -385,8 +385,8 @@ void CmdClient(CommandContext& ctx) {
         return;
       }
     }
-    net::ConnControl* self = ctx.session->control();
-    ctx.w->Integer(Session::Unblock(ctx.server, self != nullptr ? &self->group() : nullptr,
+    net::ConnControl* self = ctx.client->control();
+    ctx.w->Integer(UnblockClient(ctx.server, self != nullptr ? &self->group() : nullptr,
                                     static_cast<uint64_t>(target), error));
   } else if (sub == "pause" && (ctx.argc() == 3 || ctx.argc() == 4)) {
     int64_t ms;
@@ -417,7 +417,7 @@ void CmdClient(CommandContext& ctx) {
   } else if (sub == "unpause" && ctx.argc() == 2) {
     ctx.server->pause().Unpause();
     ctx.engine->HoldExpiryUntil(0);
-    if (net::ConnControl* self = ctx.session->control()) {
+    if (net::ConnControl* self = ctx.client->control()) {
       net::WorkerGroup& g = self->group();
       RespServer* server = ctx.server;
       for (size_t i = 0; i < g.size(); ++i) {
@@ -439,44 +439,6 @@ void CmdClient(CommandContext& ctx) {
 }
 
 }  // namespace
-
-void Session::DescribeClient(net::ClientInfo* info) const {
-  const Identity& id = conn_.identity();
-  const PubSubState& ps = conn_.pubsub();
-  info->resp = true;
-  info->name = id.name();
-  std::string flags;
-  if (monitor_id_ != 0) flags += 'O';
-  if (ps.active()) flags += 'P';
-  if (conn_.in_transaction()) flags += 'x';
-  if (block_) flags += 'b';
-  const TrackingState& tr = conn_.tracking();
-  if (tr.on) flags += 't';
-  if (tr.broken_redirect) flags += 'R';
-  if (tr.bcast) flags += 'B';
-  if (id.no_evict()) flags += 'e';
-  if (id.no_touch()) flags += 'T';
-  info->flags = flags.empty() ? "N" : flags;
-  info->db = id.db();
-  info->sub = static_cast<int64_t>(ps.set(PubSubState::kChannel).size());
-  info->psub = static_cast<int64_t>(ps.set(PubSubState::kPattern).size());
-  info->ssub = static_cast<int64_t>(ps.set(PubSubState::kShard).size());
-  info->multi = conn_.in_transaction() ? static_cast<int64_t>(conn_.txn().queued().size()) : -1;
-  info->watch = static_cast<int64_t>(conn_.txn().watched().size());
-  info->cmd = id.last_cmd();
-  info->user = id.user();
-  info->resp_version = id.proto();
-  info->lib_name = id.lib_name();
-  info->lib_ver = id.lib_ver();
-  info->redir = tr.on ? static_cast<int64_t>(tr.redirect) : -1;
-  if (cur_qbuf_ != 0) {
-    // Asked about itself while a command runs: Redis counts the command
-    // being executed (and the rest of the batch) as its query buffer.
-    info->qbuf = cur_qbuf_;
-    info->argv_mem = 0;
-    for (std::string_view a : parser_.args()) info->argv_mem += a.size();
-  }
-}
 
 void RegisterClientCommands(std::vector<CommandSpec>* t) {
   auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,

@@ -19,7 +19,7 @@
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 namespace {
@@ -475,7 +475,7 @@ void CmdCommand(CommandContext& ctx) {
 
 }  // namespace
 
-void RegisterCommandCommand(std::vector<CommandSpec>* t) {
+void RegisterCommandCommands(std::vector<CommandSpec>* t) {
   t->push_back({"command", -1, kCmdLoading | kCmdStale, 0, 0, 0, CmdCommand, nullptr, "server",
                 "Returns detailed information about all commands.", "2.8.13"});
 }

@@ -13,13 +13,13 @@
 #include "common/str_append.h"
 #include "net/worker.h"
 #include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
-#include "protocol/resp/types/keyspace_walk.h"
+#include "protocol/resp/core/keyspace_walk.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
 
 namespace trove::resp {
 namespace {
@@ -47,13 +47,13 @@ void CmdEcho(CommandContext& ctx) { ctx.w->Bulk(ctx.argv[1]); }
 
 void CmdQuit(CommandContext& ctx) {
   ctx.w->Ok();
-  ctx.session->RequestClose();
+  ctx.fx->close_caller = true;
 }
 
 void CmdReset(CommandContext& ctx) {
-  ctx.session->DisableTracking();
-  ctx.session->UnsubscribeAll();
-  ctx.session->StopMonitor();
+  ctx.client->DisableTracking();
+  ctx.client->UnsubscribeAll();
+  ctx.client->StopMonitor();
   acl::AclStore& store = ctx.server->acl();
   const uint64_t epoch = store.epoch();
   ctx.conn->Reset(store.Get("default"), epoch, store.default_open());
@@ -69,7 +69,7 @@ bool Authenticate(CommandContext& ctx, std::string_view user, std::string_view p
   std::shared_ptr<const acl::User> u = store.Authenticate(user, pass);
   if (u == nullptr) {
     store.AddLog(acl::Denied::kAuth, ctx.conn->txn().active() ? "multi" : "toplevel",
-                 ctx.argv[0], user, ctx.session->ClientInfoLine(), ctx.server->NowMs());
+                 ctx.argv[0], user, ctx.client->ClientInfoLine(), ctx.server->NowMs());
     return false;
   }
   ctx.conn->identity().Authenticate(std::move(u), epoch);

@@ -8,7 +8,7 @@
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
-#include "protocol/resp/types/random_pick.h"
+#include "protocol/resp/commands/random_pick.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"

@@ -20,15 +20,15 @@
 #include "common/str_append.h"
 #include "net/worker.h"
 #include "protocol/resp/types/collections.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
-#include "protocol/resp/types/keyspace_walk.h"
+#include "protocol/resp/core/keyspace_walk.h"
 #include "protocol/resp/services/latency_histogram.h"
 #include "protocol/resp/types/memory_figures.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
 
 namespace trove::resp {
 namespace {
@@ -91,7 +91,7 @@ void ClientsSection(CommandContext& ctx, std::string* s) {
   // per-second slots (net::Worker::RecentMaxBuffers); the recent peak is
   // the largest over every worker's slots. Relaxed reads, no lock.
   uint64_t max_in = 0, max_out = 0;
-  if (net::ConnControl* self = ctx.session != nullptr ? ctx.session->control() : nullptr) {
+  if (net::ConnControl* self = ctx.client != nullptr ? ctx.client->control() : nullptr) {
     net::WorkerGroup& g = self->group();
     for (size_t i = 0; i < g.size(); ++i) {
       uint64_t in, out;

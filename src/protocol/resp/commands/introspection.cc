@@ -19,7 +19,7 @@
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 namespace {

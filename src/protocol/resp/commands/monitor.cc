@@ -8,10 +8,11 @@
 #include "net/protocol_handler.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/services/acl_categories.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/resp_parser.h"
 
 namespace trove::resp {
 
@@ -73,7 +74,7 @@ void CmdMonitor(CommandContext& ctx) {
     ctx.Error("ERR MONITOR isn't allowed for DENY BLOCKING client");
     return;
   }
-  ctx.session->StartMonitor(ctx);
+  ctx.client->StartMonitor(ctx);
 }
 
 }  // namespace
@@ -97,28 +98,6 @@ void RespServer::FeedMonitors(const CommandSpec& spec, std::span<const std::stri
     }
   }
   log_->Log(net::kLogMonitor, line);
-}
-
-void Session::StartMonitor(CommandContext& ctx) {
-  if (monitor_id_ != 0) return;  // Redis ignores a second MONITOR (no reply)
-  net::LogHub* log = server_->log();
-  if (log == nullptr || control_ == nullptr) {
-    ctx.Error("ERR MONITOR is not available on this connection");
-    return;
-  }
-  uint64_t id = 0;
-  if (log->AddWatcher(control_->id(), net::kLogMonitor, &id) != net::LogHub::AddResult::kOk) {
-    ctx.Error("ERR max number of monitors reached");
-    return;
-  }
-  monitor_id_ = id;
-  ctx.w->Ok();
-}
-
-void Session::StopMonitor() {
-  if (monitor_id_ == 0) return;
-  server_->log()->RemoveWatcher(monitor_id_);
-  monitor_id_ = 0;
 }
 
 void RegisterMonitorCommands(std::vector<CommandSpec>* t) {

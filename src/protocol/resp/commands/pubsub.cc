@@ -4,10 +4,11 @@
 
 #include "common/glob.h"
 #include "net/worker.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_server.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/resp_parser.h"
 
 namespace trove::resp {
 
@@ -47,7 +48,7 @@ size_t CountFor(const PubSubState& ps, Kind k) {
 // REPLY OFF|SKIP, as Redis's CLIENT_PUSHING replies do.
 void SubscribeCmd(CommandContext& ctx, Kind k) {
   for (size_t i = 1; i < ctx.argc(); ++i) {
-    ctx.session->Subscribe(k, ctx.argv[i]);
+    ctx.client->Subscribe(k, ctx.argv[i]);
     Confirm(ctx.push, k, true, &ctx.argv[i], CountFor(ctx.conn->pubsub(), k));
   }
 }
@@ -56,7 +57,7 @@ void UnsubscribeCmd(CommandContext& ctx, Kind k) {
   PubSubState& ps = ctx.conn->pubsub();
   if (ctx.argc() > 1) {
     for (size_t i = 1; i < ctx.argc(); ++i) {
-      ctx.session->Unsubscribe(k, ctx.argv[i]);
+      ctx.client->Unsubscribe(k, ctx.argv[i]);
       Confirm(ctx.push, k, false, &ctx.argv[i], CountFor(ps, k));
     }
     return;
@@ -67,7 +68,7 @@ void UnsubscribeCmd(CommandContext& ctx, Kind k) {
   }
   std::vector<std::string> names(ps.set(k).begin(), ps.set(k).end());
   for (const std::string& n : names) {
-    ctx.session->Unsubscribe(k, n);
+    ctx.client->Unsubscribe(k, n);
     std::string_view v = n;
     Confirm(ctx.push, k, false, &v, CountFor(ps, k));
   }
@@ -81,7 +82,7 @@ void CmdPUnsubscribe(CommandContext& ctx) { UnsubscribeCmd(ctx, Kind::kPattern);
 void CmdSUnsubscribe(CommandContext& ctx) { UnsubscribeCmd(ctx, Kind::kShard); }
 
 void PublishCmd(CommandContext& ctx, bool shard) {
-  net::ConnControl* self = ctx.session->control();
+  net::ConnControl* self = ctx.client->control();
   net::WorkerGroup* group = self != nullptr ? &self->group() : nullptr;
   size_t n = ctx.server->pubsub().Publish(ctx.argv[1], ctx.argv[2], shard, group);
   ctx.w->Integer(static_cast<int64_t>(n));
@@ -141,80 +142,6 @@ void CmdPubsub(CommandContext& ctx) {
 }
 
 }  // namespace
-
-void Session::Subscribe(Kind k, std::string_view name) {
-  const bool was = conn_.pubsub().active();
-  auto [it, added] = conn_.pubsub().set(k).emplace(name);
-  if (added) server_->pubsub().Add(k, name, conn_.identity().id());
-  if (!was && conn_.pubsub().active()) {
-    stats_->pubsub_clients.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-void Session::Unsubscribe(Kind k, std::string_view name) {
-  auto& set = conn_.pubsub().set(k);
-  auto it = set.find(std::string(name));
-  if (it == set.end()) return;
-  set.erase(it);
-  server_->pubsub().Remove(k, name, conn_.identity().id());
-  if (!conn_.pubsub().active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void Session::UnsubscribeAll() {
-  PubSubState& ps = conn_.pubsub();
-  if (ps.active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
-  for (Kind k : {Kind::kChannel, Kind::kPattern, Kind::kShard}) {
-    for (const std::string& n : ps.set(k)) server_->pubsub().Remove(k, n, conn_.identity().id());
-  }
-  ps.Clear();
-}
-
-namespace {
-// A payload at least this long is referenced in the subscriber's output, not
-// copied: one copy per receiver was what a stuck subscriber cost its worker
-// (and the page faults of fresh output blocks), and the shared message lives
-// anyway until every receiver's task has run. Shorter ones are copied, which
-// costs less than the reference (an allocation and two atomic updates).
-constexpr size_t kSharedPayloadMin = 4096;
-
-void ReleaseMessage(void* /*ctx*/, void* obj) {
-  delete static_cast<std::shared_ptr<const PublishedMessage>*>(obj);
-}
-}  // namespace
-
-void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
-                            int pattern) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr || c->close_requested) return;
-  auto* s = static_cast<Session*>(c->handler.get());
-  if (s->obuf_killed_) return;  // being closed for its limit: nothing more goes out
-  const PublishedMessage& m = *msg;
-  net::OutputBuffer& out = c->output();
-  RespWriter w(&out, s->conn_.identity().proto());
-  if (pattern >= 0) {
-    w.PushHeader(4);
-    w.Bulk("pmessage");
-    w.Bulk(m.patterns[static_cast<size_t>(pattern)]);
-  } else {
-    w.PushHeader(3);
-    w.Bulk(m.shard ? "smessage" : "message");
-  }
-  w.Bulk(m.channel);
-  if (m.payload.size() < kSharedPayloadMin) {
-    w.Bulk(m.payload);
-  } else {
-    net::Releaser rel;
-    rel.fn = &ReleaseMessage;
-    rel.obj = new std::shared_ptr<const PublishedMessage>(msg);
-    w.BulkShared(m.payload, rel);
-  }
-  // client-output-buffer-limit pubsub: a subscriber that does not read is
-  // cut off, so a publisher can never grow a worker's memory without bound.
-  if (s->EnforceOutputLimit(out)) return;
-  c->OutputAdded();
-}
 
 void RegisterPubSubCommands(std::vector<CommandSpec>* t) {
   auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* sum,

@@ -21,11 +21,11 @@
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
-#include "protocol/resp/types/keyspace_walk.h"
+#include "protocol/resp/core/keyspace_walk.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 
@@ -187,7 +187,7 @@ void CmdShutdown(CommandContext& ctx) {
     return;
   }
   sv->RequestShutdown();
-  ctx.session->RequestClose();
+  ctx.fx->close_caller = true;
 }
 
 // A standalone server: Trove never replicates.
@@ -352,10 +352,6 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
                  const char* sum, const char* since) {
     t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
   };
-  RegisterConnectionCommands(t);
-  RegisterClientCommands(t);
-  RegisterMonitorCommands(t);
-  RegisterAclCommands(t);
   add("swapdb", 3, kCmdWrite | kCmdFast | kCmdGlobal, CmdSwapDb, "server",
       "Swaps two Redis databases.", "4.0.0");
   add("dbsize", 1, kCmdReadonly | kCmdFast | kCmdGlobal, CmdDbSize, "server",
@@ -376,12 +372,6 @@ void RegisterServerCommands(std::vector<CommandSpec>* t) {
       "Asynchronously saves the database(s) to disk.", "1.0.0");
   add("lolwut", -1, kCmdReadonly | kCmdFast, CmdLolwut, "server",
       "Displays computer art and the Redis version", "5.0.0");
-  RegisterInfoCommands(t);
-  RegisterMemoryCommands(t);
-  RegisterConfigCommands(t);
-  RegisterCommandCommand(t);
-  RegisterIntrospectionCommands(t);
-  RegisterSlowlogCommands(t);
   add("shutdown", -1, kCmdAdmin | kCmdNoMulti | kCmdLoading | kCmdStale, CmdShutdown, "server",
       "Synchronously saves the database(s) to disk and shuts down the Redis server.", "1.0.0");
 }

@@ -39,16 +39,5 @@ std::string AclDeniedMessage(acl::Denied d, const std::string& user, std::string
 void AddField(std::string* s, std::string_view k, std::string_view v);
 void AddField(std::string* s, std::string_view k, int64_t v);
 
-// Each file registers its own commands; RegisterServerCommands calls them.
-void RegisterConnectionCommands(std::vector<CommandSpec>* t);
-void RegisterClientCommands(std::vector<CommandSpec>* t);
-void RegisterInfoCommands(std::vector<CommandSpec>* t);
-void RegisterMemoryCommands(std::vector<CommandSpec>* t);
-void RegisterConfigCommands(std::vector<CommandSpec>* t);
-void RegisterCommandCommand(std::vector<CommandSpec>* t);
-void RegisterIntrospectionCommands(std::vector<CommandSpec>* t);
-void RegisterSlowlogCommands(std::vector<CommandSpec>* t);
-void RegisterMonitorCommands(std::vector<CommandSpec>* t);
-void RegisterAclCommands(std::vector<CommandSpec>* t);
 
 }  // namespace trove::resp

@@ -9,10 +9,12 @@
 
 #include "net/connection.h"
 #include "net/worker.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
 
 namespace trove::resp {
 namespace {
@@ -85,7 +87,7 @@ void ClientTracking(CommandContext& ctx) {
   }
   const std::string mode = ToLower(ctx.argv[2]);
   if (mode == "off") {
-    ctx.session->DisableTracking();
+    ctx.client->DisableTracking();
     ctx.w->Ok();
     return;
   }
@@ -215,141 +217,6 @@ bool ClientTrackingCommand(CommandContext& ctx, std::string_view sub) {
     return false;
   }
   return true;
-}
-
-void Session::DisableTracking() {
-  TrackingState& t = conn_.tracking();
-  if (!t.on) return;
-  Tracking& table = server_->tracking();
-  const uint64_t me = conn_.identity().id();
-  for (const std::string& p : t.prefixes) table.RemovePrefix(p, me);
-  table.ClientOff(me);
-  t.Clear();
-}
-
-void Session::QueueInvalidation(std::string_view ekey) {
-  for (const std::string& k : invalidations_) {
-    if (k == ekey) return;
-  }
-  invalidations_.emplace_back(ekey);
-}
-
-void Session::FlushInvalidations(uint64_t modifier) {
-  Tracking& table = server_->tracking();
-  if (tracking_flush_) {
-    tracking_flush_ = false;
-    table.InvalidateAll();
-  }
-  if (invalidations_.empty()) return;
-  std::vector<std::string_view> names;
-  names.reserve(invalidations_.size());
-  for (const std::string& ek : invalidations_) {
-    int db = 0;
-    std::string_view key;
-    DecodeDbKey(ek, &db, &key);
-    names.push_back(key);
-  }
-  table.Invalidate(names, modifier);
-  invalidations_.clear();
-}
-
-void Session::TrackAfterCommand(const CommandSpec& spec, std::span<const std::string_view> argv,
-                                bool in_exec) {
-  TrackingState& t = conn_.tracking();
-  if ((spec.flags & kCmdReadonly) != 0 && (spec.flags & kCmdPubsub) == 0 && !t.bcast &&
-      !((t.optin && !t.caching) || (t.optout && t.caching))) {
-    std::vector<size_t> idx = std::move(idx_buf_);
-    CommandTable::KeyIndexes(spec, argv, &idx);
-    Tracking& table = server_->tracking();
-    const uint64_t me = conn_.identity().id();
-    for (size_t i : idx) table.Remember(argv[i], me);
-    idx_buf_ = std::move(idx);
-  }
-  // Not inside EXEC: its stripes are held, and evicting posts messages.
-  if (!in_exec) server_->tracking().EnforceLimit();
-  // Redis's resetClient: CLIENT CACHING lasts for the next command, or for a
-  // whole transaction started right after it.
-  if (t.caching && !in_exec && !conn_.txn().active() && std::string_view(spec.name) != "client") {
-    t.caching = false;
-  }
-}
-
-void Session::DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& msg) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr || c->close_requested) return;
-  auto* s = dynamic_cast<Session*>(c->handler.get());
-  if (s == nullptr) return;
-  TrackingState& t = s->conn_.tracking();
-  const TrackingMessage& m = *msg;
-  if (!t.on) return;
-  if (!m.flush) {
-    // A read remembered before the client switched to BCAST, or a prefix's
-    // message that crossed a switch back: Redis sends neither.
-    if (m.bcast != t.bcast) return;
-    if (t.noloop && m.modifier == conn_id) return;
-  }
-  if (t.redirect == 0) {
-    s->WriteInvalidation(c, m, /*redirected=*/false);
-    return;
-  }
-  if (!s->server_->live_clients().Contains(t.redirect)) {
-    t.broken_redirect = true;
-    if (s->conn_.identity().proto() >= 3 && !s->obuf_killed_) {
-      RespWriter w(&c->output(), 3);
-      w.PushHeader(2);
-      w.Bulk("tracking-redir-broken");
-      w.Integer(static_cast<int64_t>(t.redirect));
-      if (s->EnforceOutputLimit(c->output())) return;
-      c->OutputAdded();
-    }
-    return;
-  }
-  if (t.redirect == conn_id) {
-    s->WriteInvalidation(c, m, /*redirected=*/true);
-    return;
-  }
-  net::ConnControl* ctl = s->control_;
-  if (ctl == nullptr) return;
-  net::WorkerGroup& g = ctl->group();
-  const uint64_t target = t.redirect;
-  g.loop(g.OwnerOf(target)).Post([target, msg] { DeliverRedirected(target, msg); });
-}
-
-void Session::DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& msg) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr || c->close_requested) return;
-  auto* s = dynamic_cast<Session*>(c->handler.get());
-  if (s == nullptr) return;
-  s->WriteInvalidation(c, *msg, /*redirected=*/true);
-}
-
-void Session::WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected) {
-  if (obuf_killed_) return;
-  const int proto = conn_.identity().proto();
-  net::OutputBuffer& out = c->output();
-  RespWriter w(&out, proto);
-  if (proto >= 3) {
-    w.PushHeader(2);
-    w.Bulk("invalidate");
-  } else if (redirected && conn_.in_pubsub()) {
-    w.PushHeader(3);
-    w.Bulk("message");
-    w.Bulk("__redis__:invalidate");
-  } else {
-    return;  // RESP2 has no way to push on a connection that is not subscribed
-  }
-  if (m.flush) {
-    w.Null();
-  } else {
-    w.ArrayHeader(m.keys.size());
-    for (const std::string& k : m.keys) w.Bulk(k);
-  }
-  if (EnforceOutputLimit(out)) return;
-  c->OutputAdded();
 }
 
 }  // namespace trove::resp

@@ -9,13 +9,15 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/conn_state.h"
+#include "protocol/resp/core/effects.h"
 #include "protocol/resp/core/resp_writer.h"
 
 namespace trove::resp {
 
 class RespServer;
-class Session;
+struct WorkerStats;
 struct ScratchEntry;
 
 // Command flags (the subset of Redis's that Trove acts on, plus kGlobal).
@@ -70,8 +72,15 @@ struct CommandSpec {
 // are held by a KeyLockSet on this thread, so the handler uses only the
 // engine's *Locked operations; kCmdGlobal handlers run with locked false.
 struct CommandContext {
-  Session* session = nullptr;
+  // The caller's connection services (core/client.h); null when no
+  // connection is behind the call.
+  Client* client = nullptr;
   RespServer* server = nullptr;
+  // The running worker's counters (keyspace hits/misses); may be null.
+  WorkerStats* stats = nullptr;
+  // Where the command's side effects go (core/effects.h): never null while
+  // a command runs; the caller drains it with no stripe held.
+  Effects* fx = nullptr;
   engine::Engine* engine = nullptr;
   engine::ThreadStats* ts = nullptr;
   ConnState* conn = nullptr;
@@ -125,16 +134,8 @@ struct CommandContext {
   void WrongArity() const;
 };
 
-// Registration hooks, one per command family file.
-void RegisterServerCommands(std::vector<CommandSpec>* t);
-void RegisterKeyCommands(std::vector<CommandSpec>* t);
-void RegisterStringCommands(std::vector<CommandSpec>* t);
-void RegisterTxnCommands(std::vector<CommandSpec>* t);
-void RegisterListCommands(std::vector<CommandSpec>* t);
-void RegisterBlockingCommands(std::vector<CommandSpec>* t);
-void RegisterHashCommands(std::vector<CommandSpec>* t);
-void RegisterSetCommands(std::vector<CommandSpec>* t);
-void RegisterZsetCommands(std::vector<CommandSpec>* t);
-void RegisterPubSubCommands(std::vector<CommandSpec>* t);
+// Appends every command family's commands to t, in the order of
+// commands/families.cc (the one list of families; the command table calls it).
+void RegisterCommandFamilies(std::vector<CommandSpec>* t);
 
 }  // namespace trove::resp

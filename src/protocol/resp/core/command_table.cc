@@ -29,16 +29,7 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 CommandTable::CommandTable() {
-  RegisterServerCommands(&specs_);
-  RegisterKeyCommands(&specs_);
-  RegisterStringCommands(&specs_);
-  RegisterTxnCommands(&specs_);
-  RegisterListCommands(&specs_);
-  RegisterBlockingCommands(&specs_);
-  RegisterHashCommands(&specs_);
-  RegisterSetCommands(&specs_);
-  RegisterZsetCommands(&specs_);
-  RegisterPubSubCommands(&specs_);
+  RegisterCommandFamilies(&specs_);
   for (size_t i = 0; i < specs_.size(); ++i) {
     CommandSpec& s = specs_[i];
     s.id = static_cast<int>(i);

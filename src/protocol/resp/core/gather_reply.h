@@ -8,7 +8,9 @@
 #include "net/worker.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/resp_writer.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 
@@ -17,7 +19,7 @@ namespace trove::resp {
 template <typename T>
 void GatherReply(CommandContext& ctx, std::function<T(net::Worker&)> each,
            std::function<void(std::vector<T>, RespWriter&)> done) {
-  net::ConnControl* self = ctx.session->control();
+  net::ConnControl* self = ctx.client->control();
   if (self == nullptr || net::Worker::Current() == nullptr || ctx.in_exec) {
     std::vector<T> one;
     if (net::Worker* w = net::Worker::Current()) one.push_back(each(*w));

@@ -5,7 +5,7 @@
 
 #include "common/sha256.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 
@@ -14,8 +14,8 @@ RespServer::RespServer(engine::Engine* engine, net::ServerServices* services,
     : engine_(engine),
       services_(services),
       opts_(opts),
-      pubsub_(&Session::DeliverPubSub),
-      tracking_(&Session::DeliverTracking),
+      pubsub_(&DeliverPubSubMessage),
+      tracking_(&DeliverTrackingMessage),
       slots_(&HistogramSlots::Get()) {
   tracking_.set_active_fn([this] { key_events_.TrackingChanged(); });
   start_unix_ = engine_->clock()->UnixSeconds();

@@ -23,10 +23,10 @@
 #include "protocol/resp/services/latency_histogram.h"
 #include "protocol/resp/services/keyspace_events.h"
 #include "protocol/resp/services/latency_monitor.h"
-#include "protocol/resp/core/output_limits.h"
+#include "net/log_hub.h"
+#include "protocol/resp/services/output_limits.h"
 #include "protocol/resp/core/protected_mode.h"
 #include "protocol/resp/services/pubsub.h"
-#include "protocol/resp/core/resp_protocol.h"
 #include "protocol/resp/services/slowlog.h"
 #include "protocol/resp/services/tracking.h"
 #include "protocol/resp/services/watch_registry.h"
@@ -65,6 +65,16 @@ struct WorkerStats {
 // atomics (relaxed: each is read independently, no ordering with data);
 // the worker-stats table is guarded by mu_; the slow log
 // and latency monitor lock themselves (leaf locks, never held with mu_).
+// The RESP front's start-up options (server/config.cc fills them).
+struct RespOptions {
+  int databases = 16;
+  std::string requirepass;  // empty = default user without password
+  int port = 6379;
+  int64_t idle_timeout_s = 0;  // -o idle_timeout (CONFIG GET timeout)
+  std::string aclfile;         // --aclfile: ACL users, loaded at start-up
+  bool protected_mode = true;  // --protected-mode yes|no (protected_mode.h)
+};
+
 class RespServer final : public protocol::CommandLog {
  public:
   RespServer(engine::Engine* engine, net::ServerServices* services, const RespOptions& opts);

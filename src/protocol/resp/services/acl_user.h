@@ -137,6 +137,8 @@ class User {
 
 // Redis's isspace-or-NUL rule for user names and patterns.
 bool HasSpaces(std::string_view s);
+// The words of s split at spaces (empty words dropped).
+std::vector<std::string_view> SplitSpaces(std::string_view s);
 // The argv indexes of the channels a call names that ACL checks (publish
 // and subscribe ones, not unsubscribe), and whether they are patterns.
 void ChannelArgs(const CommandSpec& spec, std::span<const std::string_view> argv,

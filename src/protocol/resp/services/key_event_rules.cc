@@ -2,7 +2,7 @@
 // them (notifyKeyspaceEvent calls in t_*.c, db.c, expire.c), and their
 // queueing and publishing. Runs on the connection's worker.
 //
-// How: while notifications are on, Session::RunLocked looks at every key a
+// How: while notifications are on, RunRecordingChanges looks at every key a
 // write command names before and after it runs (under the same stripes) and
 // raises, for each key that changed, the events of the command's rule. The
 // same comparison feeds client tracking (every changed key is invalidated)
@@ -18,7 +18,7 @@
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/services/key_event_rules.h"
 
 namespace trove::resp {
 namespace {
@@ -149,21 +149,16 @@ bool HasExpiryOption(std::span<const std::string_view> argv, size_t from) {
          HasArg(argv, from, "pxat");
 }
 
+// Appends to ctx.fx the events of ctx's command rule, from each key's
+// version before and after it ran.
+void AddCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
+                      std::span<const std::string_view> keys, std::span<const KeyVersion> before,
+                      std::span<const KeyVersion> after);
+
 }  // namespace
 
-void Session::QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey) {
-  key_events_.push_back({cls, event, std::string(ekey)});
-}
-
-void Session::PublishKeyEvents() {
-  KeyEvents& ke = server_->key_events();
-  for (const PendingKeyEvent& e : key_events_) ke.Notify(e.cls, e.event, e.ekey);
-  key_events_.clear();
-}
-
-
-void Session::RunLocked(CommandContext& ctx, std::span<const size_t> idx,
-                        std::span<const std::string_view> keys) {
+void RunRecordingChanges(CommandContext& ctx, std::span<const size_t> idx,
+                         std::span<const std::string_view> keys, KeyChangeBuffers* buf) {
   const CommandSpec& spec = *ctx.spec;
   const bool write = (spec.flags & kCmdWrite) != 0;
   // Client tracking wants every key a write changed; notifications only the
@@ -175,27 +170,28 @@ void Session::RunLocked(CommandContext& ctx, std::span<const size_t> idx,
     spec.fn(ctx);
     return;
   }
-  std::vector<KeyVersion> before = std::move(key_before_);
+  std::vector<KeyVersion> before = std::move(buf->before);
   before.clear();
   for (std::string_view k : keys) before.push_back(KeyVersionLocked(ctx, k));
   spec.fn(ctx);
-  std::vector<KeyVersion> after = std::move(key_after_);
+  std::vector<KeyVersion> after = std::move(buf->after);
   after.clear();
   for (std::string_view k : keys) after.push_back(KeyVersionLocked(ctx, k));
   if (track) {
     for (size_t j = 0; j < keys.size(); ++j) {
-      if (before[j] != after[j]) QueueInvalidation(keys[j]);
+      if (before[j] != after[j]) ctx.fx->AddInvalidation(keys[j]);
     }
   }
-  if (events) QueueCommandEvents(ctx, idx, keys, before, after);
-  key_before_ = std::move(before);
-  key_after_ = std::move(after);
+  if (events) AddCommandEvents(ctx, idx, keys, before, after);
+  buf->before = std::move(before);
+  buf->after = std::move(after);
 }
 
-void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
-                                 std::span<const std::string_view> keys,
-                                 std::span<const KeyVersion> before,
-                                 std::span<const KeyVersion> after) {
+namespace {
+
+void AddCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
+                      std::span<const std::string_view> keys, std::span<const KeyVersion> before,
+                      std::span<const KeyVersion> after) {
   const EventRule& r = RuleOf(*ctx.spec);
   const uint32_t on = ctx.notify;
   std::span<const std::string_view> argv = ctx.argv;
@@ -208,7 +204,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
     return true;
   };
   auto queue = [&](uint32_t cls, const char* event, size_t j) {
-    if ((on & cls) != 0) QueueKeyEvent(cls, event, keys[j]);
+    if ((on & cls) != 0) ctx.fx->AddKeyEvent(cls, event, keys[j]);
   };
   auto del_if_gone = [&](size_t j) {
     if (before[j].present() && !after[j].present()) queue(kKeClassGeneric, "del", j);
@@ -327,5 +323,7 @@ void Session::QueueCommandEvents(CommandContext& ctx, std::span<const size_t> id
     }
   }
 }
+
+}  // namespace
 
 }  // namespace trove::resp

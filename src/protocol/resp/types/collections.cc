@@ -1,6 +1,5 @@
 // Collection values and their load/store helpers; run under the key's stripe.
 #include "protocol/resp/core/resp_server.h"
-#include "protocol/resp/core/session.h"
 #include "protocol/resp/types/collections.h"
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 
@@ -328,8 +328,8 @@ bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType 
 // tried after this command (block_registry.h).
 void SignalReady(CommandContext& ctx, std::string_view ekey, engine::ValueType type) {
   if (type != engine::ValueType::kList && type != engine::ValueType::kZset) return;
-  if (ctx.session == nullptr || ctx.server == nullptr || !ctx.server->blocks().any()) return;
-  ctx.session->QueueReadyKey(ekey);
+  if (ctx.fx == nullptr || ctx.server == nullptr || !ctx.server->blocks().any()) return;
+  ctx.fx->AddReadyKey(ekey);
 }
 
 // Moves a scratch object into the engine as a HeapValue; false if that fails.

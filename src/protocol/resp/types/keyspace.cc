@@ -14,7 +14,6 @@
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"
-#include "protocol/resp/core/session.h"
 
 namespace trove::resp {
 
@@ -80,11 +79,12 @@ const char* TypeName(engine::ValueType t) {
 }
 
 void CountKeyspace(CommandContext& ctx, bool hit, std::string_view ekey) {
-  if (ctx.session == nullptr) return;
-  WorkerStats* st = ctx.session->stats();
+  if (ctx.stats == nullptr) return;
+  WorkerStats* st = ctx.stats;
   (hit ? st->keyspace_hits : st->keyspace_misses).fetch_add(1, std::memory_order_relaxed);
-  if (!hit && !ekey.empty() && (ctx.notify & protocol::kKeClassKeyMiss) != 0) {
-    ctx.session->QueueKeyEvent(protocol::kKeClassKeyMiss, "keymiss", ekey);
+  if (!hit && !ekey.empty() && (ctx.notify & protocol::kKeClassKeyMiss) != 0 &&
+      ctx.fx != nullptr) {
+    ctx.fx->AddKeyEvent(protocol::kKeClassKeyMiss, "keymiss", ekey);
   }
 }
 
@@ -225,6 +225,7 @@ bool ArgDouble(CommandContext& ctx, std::string_view s, double* out, const char*
 }  // namespace trove::resp
 
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 

@@ -1,6 +1,6 @@
 // client-output-buffer-limit: the rule, the CONFIG syntax, and a Session
 // enforcing it for normal and pub/sub clients. Test thread only.
-#include "protocol/resp/core/output_limits.h"
+#include "protocol/resp/services/output_limits.h"
 
 #include <gtest/gtest.h>
 #include <string>

@@ -14,7 +14,7 @@
 
 #include "engine/engine.h"
 #include "net/io_buffer.h"
-#include "protocol/resp/core/resp_protocol.h"
+#include "protocol/resp/connection/resp_protocol.h"
 
 using namespace trove;
 

@@ -7,7 +7,7 @@
 #include "common/clock.h"
 #include "engine/engine.h"
 #include "net/io_buffer.h"
-#include "protocol/resp/core/resp_protocol.h"
+#include "protocol/resp/connection/resp_protocol.h"
 
 namespace trove::resp {
 

@@ -1,6 +1,6 @@
 // Session: parse, dispatch and MULTI/EXEC for one RESP connection; runs on
 // the connection's worker.
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/connection/session.h"
 
 #include <optional>
 
@@ -233,12 +233,26 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   Run(*spec, slot, argv, w, /*locked=*/false, /*in_exec=*/false);
 }
 
+void Session::PublishKeyEvents() {
+  KeyEvents& ke = server_->key_events();
+  for (const Effects::KeyEvent& e : fx_.key_events) ke.Notify(e.cls, e.event, e.ekey);
+  fx_.key_events.clear();
+}
+
+void Session::DrainEffects(uint64_t modifier) {
+  if (!fx_.key_events.empty()) PublishKeyEvents();
+  if (!fx_.invalidations.empty()) FlushInvalidations(modifier);
+  if (!fx_.ready_keys.empty()) ServeBlocked();
+}
+
 void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
                   RespWriter* w,
                   bool locked, bool in_exec) {
   CommandContext ctx;
-  ctx.session = this;
+  ctx.client = this;
   ctx.server = server_;
+  ctx.stats = stats_;
+  ctx.fx = &fx_;
   ctx.engine = server_->engine();
   ctx.ts = ts_;
   ctx.conn = &conn_;
@@ -277,46 +291,11 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   int64_t t0 = cmd_clock_ns_;
   cur_slot_ = slot;
   ctx.notify = server_->key_events().enabled();
-  if (locked && ctx.notify != 0 && (spec.flags & kCmdWrite) != 0) {
-    // Inside EXEC: the stripes are held; the keys are needed for the diff.
-    std::vector<size_t> idx;
-    CommandTable::KeyIndexes(spec, argv, &idx);
-    std::vector<std::string> keys;
-    std::vector<std::string_view> views;
-    for (size_t i : idx) keys.push_back(ctx.Key(i));
-    for (const std::string& k : keys) views.push_back(k);
-    ctx.locked = true;
-    RunLocked(ctx, idx, views);
-  } else if (locked || (spec.flags & kCmdGlobal) != 0) {
-    ctx.locked = locked;
-    spec.fn(ctx);
-  } else {
-    std::vector<size_t> idx = std::move(idx_buf_);
-    CommandTable::KeyIndexes(spec, argv, &idx);
-    if (idx.empty()) {
-      spec.fn(ctx);
-    } else {
-      std::vector<std::string> keys = std::move(key_buf_);
-      std::vector<std::string_view> views = std::move(view_buf_);
-      keys.resize(idx.size());
-      views.clear();
-      for (size_t j = 0; j < idx.size(); ++j) {
-        keys[j] = ctx.Key(idx[j]);
-        views.push_back(keys[j]);
-      }
-      {
-        engine::KeyLockSet lock(ctx.engine, views);
-        ctx.locked = true;
-        if (ctx.notify == 0) {
-          spec.fn(ctx);  // the usual case: no notifications, no call
-        } else {
-          RunLocked(ctx, idx, views);
-        }
-      }
-      key_buf_ = std::move(keys);
-      view_buf_ = std::move(views);
-    }
-    idx_buf_ = std::move(idx);
+  ctx.locked = locked;
+  {
+    ExecBuffers buf = std::move(exec_buf_);  // a nested Run starts with empty ones
+    ExecuteCommand(ctx, &buf);
+    exec_buf_ = std::move(buf);
   }
   if (evictions.has_value()) {  // no stripe held now
     std::vector<std::string> evicted = evictions->Take();
@@ -330,11 +309,14 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
       w->out()->AppendCopyOf(*staged);
   }
   if (conn_.tracking().on) TrackAfterCommand(spec, argv, in_exec);
-  if (!in_exec && !key_events_.empty()) PublishKeyEvents();  // no stripe held now
-  if (!in_exec && (!invalidations_.empty() || tracking_flush_)) {
-    FlushInvalidations(conn_.identity().id());  // nor here
+  // An EXEC's queued commands leave theirs for the EXEC's own Run to drain.
+  if (!in_exec) {
+    if (fx_.has_keyspace_effects()) DrainEffects(conn_.identity().id());  // no stripe held now
+    if (fx_.close_caller) {
+      fx_.close_caller = false;
+      close_ = true;
+    }
   }
-  if (!in_exec && !ready_keys_.empty()) ServeBlocked();  // nor here
   int64_t t1 = clock->MonoNanos();
   cmd_clock_ns_ = t1;
   if (just_blocked_) {  // counted once, when it ends (EndBlock); shown to MONITOR now
@@ -356,166 +338,6 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     dirty = 1;
   if (dirty > 0 && !write_failed) stats_->dirty.fetch_add(dirty, std::memory_order_relaxed);
   server_->RecordCommand(stats_, spec, slot, argv, conn_.identity(), (t1 - t0) / 1000);
-}
-
-// --- transactions ---
-
-void Session::Exec(CommandContext& ctx) {
-  TransactionState& txn = conn_.txn();
-  if (!txn.active()) {
-    ctx.Error("ERR EXEC without MULTI");
-    return;
-  }
-  if (txn.dirty()) {
-    ctx.Error("EXECABORT Transaction discarded because of previous errors.");
-    txn.End();
-    txn.Unwatch();
-    return;
-  }
-  if (ctx.engine->over_mem_limit()) {
-    for (const std::vector<std::string>& q : txn.queued()) {
-      const CommandSpec* s = CommandTable::Get().Find(q[0]);
-      if (s != nullptr && (s->flags & kCmdDenyOom) != 0) {
-        ctx.Error(
-            "EXECABORT Transaction discarded because of: OOM command not allowed when used "
-            "memory > 'maxmemory'.");
-        txn.End();
-        txn.Unwatch();
-        return;
-      }
-    }
-  }
-  // Every key of every queued command plus the WATCHed ones, locked together
-  // (ascending stripes inside KeyLockSet), so no other worker sees a partial
-  // transaction and the WATCH check is atomic with the execution.
-  const CommandTable& table = CommandTable::Get();
-  if (conn_.identity().rate_limited() && !admin_) {
-    uint64_t n = 0, bytes = 0;
-    for (const std::vector<std::string>& q : txn.queued()) {
-      const CommandSpec* s = table.Find(q[0]);
-      if (s != nullptr && (s->flags & kCmdRateExempt) != 0) continue;
-      ++n;
-      for (const std::string& a : q) bytes += a.size();
-    }
-    if (n > 0 && !RateAllows(n, bytes, ctx.w)) {  // the whole transaction or nothing
-      txn.End();
-      txn.Unwatch();
-      return;
-    }
-  }
-  std::vector<std::vector<std::string>> queue = txn.queued();
-  std::vector<const CommandSpec*> specs;
-  std::vector<std::string> keys;
-  std::vector<size_t> idx;
-  bool has_global = false;
-  std::vector<std::vector<std::string_view>> argvs(queue.size());
-  for (size_t q = 0; q < queue.size(); ++q) {
-    argvs[q].assign(queue[q].begin(), queue[q].end());
-    const CommandSpec* s = table.Find(argvs[q][0]);
-    specs.push_back(s);
-    if (s->flags & kCmdGlobal) has_global = true;
-    CommandTable::KeyIndexes(*s, argvs[q], &idx);
-    // Keys are encoded in the database selected when the command runs; a
-    // queued SELECT changes it, so track it.
-    for (size_t i : idx) keys.push_back(EncodeDbKey(conn_.identity().db(), argvs[q][i]));
-  }
-  // A queued SELECT/MOVE/COPY DB may name keys of other databases; lock
-  // every database's form of those keys would be costly, so such
-  // transactions lock per command (below) when the database changes.
-  for (const WatchedKey& wk : txn.watched()) keys.push_back(wk.key);
-  std::vector<std::string_view> views(keys.begin(), keys.end());
-  std::optional<engine::KeyLockSet> lock;
-  lock.emplace(ctx.engine, views);
-  for (const WatchedKey& wk : txn.watched()) {
-    if (KeyVersionLocked(ctx, wk.key) != wk.version) {
-      lock.reset();
-      txn.End();
-      txn.Unwatch();
-      ctx.w->NullArray();
-      return;
-    }
-  }
-  txn.End();
-  txn.Unwatch();
-  ctx.w->ArrayHeader(queue.size());
-  int start_db = conn_.identity().db();
-  for (size_t q = 0; q < queue.size(); ++q) {
-    const CommandSpec& s = *specs[q];
-    // Redis checks each queued command again: the rules may have changed.
-    if (!conn_.identity().unrestricted() &&
-        !AclAllows(s, HistogramSlots::Get().SlotOf(s, argvs[q]), argvs[q], ctx.w,
-                   /*in_exec=*/true)) {
-      continue;
-    }
-    bool db_changed = conn_.identity().db() != start_db;
-    if ((s.flags & kCmdGlobal) != 0 || db_changed) {
-      // Keyspace walks take stripes themselves; run them (and commands after
-      // a SELECT) outside the transaction's lock set.
-      lock.reset();
-      Run(s, HistogramSlots::Get().SlotOf(s, argvs[q]), argvs[q], ctx.w, /*locked=*/false,
-          /*in_exec=*/true);
-      continue;
-    }
-    if (!lock) lock.emplace(ctx.engine, views);
-    Run(s, HistogramSlots::Get().SlotOf(s, argvs[q]), argvs[q], ctx.w, /*locked=*/true,
-        /*in_exec=*/true);
-  }
-  (void)has_global;
-}
-
-namespace {
-
-void CmdMulti(CommandContext& ctx) {
-  if (ctx.conn->txn().active()) {
-    ctx.Error("ERR MULTI calls can not be nested");
-    return;
-  }
-  ctx.conn->txn().Begin();
-  ctx.w->Ok();
-}
-
-void CmdExec(CommandContext& ctx) { ctx.session->Exec(ctx); }
-
-void CmdDiscard(CommandContext& ctx) {
-  if (!ctx.conn->txn().active()) {
-    ctx.Error("ERR DISCARD without MULTI");
-    return;
-  }
-  ctx.conn->txn().End();
-  ctx.conn->txn().Unwatch();
-  ctx.w->Ok();
-}
-
-void CmdWatch(CommandContext& ctx) {
-  if (ctx.conn->txn().active()) {
-    ctx.Error("ERR WATCH inside MULTI is not allowed");
-    return;
-  }
-  for (size_t i = 1; i < ctx.argc(); ++i) {
-    ctx.conn->txn().Watch(WatchVersionLocked(ctx, ctx.Key(i)));
-  }
-  ctx.w->Ok();
-}
-
-void CmdUnwatch(CommandContext& ctx) {
-  ctx.conn->txn().Unwatch();
-  ctx.w->Ok();
-}
-
-}  // namespace
-
-void RegisterTxnCommands(std::vector<CommandSpec>* t) {
-  const uint32_t base = kCmdNoQueue | kCmdFast | kCmdLoading | kCmdStale;
-  t->push_back({"multi", 1, base, 0, 0, 0, CmdMulti, nullptr, "transactions",
-                "Starts a transaction.", "1.2.0"});
-  t->push_back({"exec", 1, kCmdNoQueue | kCmdLoading | kCmdStale, 0, 0, 0, CmdExec, nullptr,
-                "transactions", "Executes all commands in a transaction.", "1.2.0"});
-  t->push_back({"discard", 1, base, 0, 0, 0, CmdDiscard, nullptr, "transactions",
-                "Discards a transaction.", "2.0.0"});
-  t->push_back({"watch", -2, base, 1, -1, 1, CmdWatch, nullptr, "transactions",
-                "Monitors changes to keys to determine the execution of a transaction.", "2.2.0"});
-  t->push_back({"unwatch", 1, base, 0, 0, 0, CmdUnwatch, nullptr, "transactions",
-                "Forgets about watched keys of a transaction.", "2.2.0"});
 }
 
 }  // namespace trove::resp

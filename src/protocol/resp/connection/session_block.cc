@@ -9,7 +9,7 @@
 #include "net/worker_group.h"
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/connection/session.h"
 
 namespace trove::resp {
 namespace {
@@ -67,13 +67,6 @@ void PostReply(net::WorkerGroup* group, uint64_t conn_id, uint64_t token, std::s
 
 }  // namespace
 
-void Session::QueueReadyKey(std::string_view ekey) {
-  for (const std::string& k : ready_keys_) {
-    if (k == ekey) return;
-  }
-  ready_keys_.emplace_back(ekey);
-}
-
 void Session::Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx) {
   auto w = std::make_shared<Waiter>();
   w->conn_id = conn_.identity().id();
@@ -100,8 +93,8 @@ void Session::ServeBlocked() {
   BlockRegistry& reg = server_->blocks();
   net::WorkerGroup* group = control_ != nullptr ? &control_->group() : nullptr;
   // Keys in the order they got data; serving a BLMOVE may add its destination.
-  for (size_t i = 0; i < ready_keys_.size(); ++i) {
-    const std::string key = ready_keys_[i];
+  for (size_t i = 0; i < fx_.ready_keys.size(); ++i) {
+    const std::string key = fx_.ready_keys[i];
     for (;;) {
       std::shared_ptr<Waiter> w = reg.ClaimHead(key);
       if (!w) break;
@@ -111,7 +104,7 @@ void Session::ServeBlocked() {
       if (served) {
         if (why != Waiter::Cancel::kGone) PostReply(group, w->conn_id, w->token, std::move(reply));
         // After the reply: the served client made these changes (NOLOOP).
-        if (!invalidations_.empty()) FlushInvalidations(w->conn_id);
+        if (!fx_.invalidations.empty()) FlushInvalidations(w->conn_id);
         continue;  // the next client in line, if the key still has data
       }
       // No data for the oldest client: none for the others either.
@@ -123,8 +116,8 @@ void Session::ServeBlocked() {
       break;
     }
   }
-  ready_keys_.clear();
-  if (!key_events_.empty()) PublishKeyEvents();
+  fx_.ready_keys.clear();
+  if (!fx_.key_events.empty()) PublishKeyEvents();
 }
 
 bool Session::ServeOne(const Waiter& w, std::string* reply) {
@@ -137,9 +130,13 @@ bool Session::ServeOne(const Waiter& w, std::string* reply) {
   std::vector<ScratchEntry> scratch;
   bool write_failed = false;
   bool would_block = false;
+  // The blocked client's command runs through the command seam with the
+  // writer's effects record: key events and ready keys (a BLMOVE's
+  // destination) are carried out here, on the writer's worker.
   CommandContext ctx;
-  ctx.session = this;  // key events and ready keys queue here, on the writer
   ctx.server = server_;
+  ctx.stats = stats_;
+  ctx.fx = &fx_;
   ctx.engine = server_->engine();
   ctx.ts = ts_;
   ctx.conn = &cs;
@@ -151,17 +148,12 @@ bool Session::ServeOne(const Waiter& w, std::string* reply) {
   ctx.write_failed = &write_failed;
   ctx.would_block = &would_block;
   ctx.notify = server_->key_events().enabled();
-  std::vector<std::string_view> keys(w.lock_keys.begin(), w.lock_keys.end());
   {
+    std::vector<std::string_view> keys(w.lock_keys.begin(), w.lock_keys.end());
     engine::KeyLockSet lock(ctx.engine, keys);
     ctx.locked = true;
-    if (ctx.notify == 0) {
-      w.spec->fn(ctx);
-    } else {
-      std::vector<size_t> idx;
-      CommandTable::KeyIndexes(*w.spec, argv, &idx);
-      RunLocked(ctx, idx, keys);
-    }
+    ExecBuffers buf;
+    ExecuteCommand(ctx, &buf);
   }
   if (would_block) return false;
   *reply = write_failed ? std::string("-OOM command not allowed when used memory > 'maxmemory'.\r\n")
@@ -211,7 +203,7 @@ void Session::DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply
   s->control_->OutputAdded();
 }
 
-int Session::Unblock(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error) {
+int UnblockClient(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error) {
   std::shared_ptr<Waiter> w = server->blocks().Find(conn_id);
   if (!w) return 0;
   switch (server->blocks().CancelWaiter(w, error ? Waiter::Cancel::kError : Waiter::Cancel::kTimeout)) {

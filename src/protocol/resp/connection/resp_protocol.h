@@ -14,17 +14,10 @@
 #include "net/log_hub.h"
 #include "net/protocol_handler.h"
 #include "protocol/command_log.h"
+#include "protocol/resp/core/resp_server.h"
 
 namespace trove::resp {
 
-struct RespOptions {
-  int databases = 16;
-  std::string requirepass;  // empty = default user without password
-  int port = 6379;
-  int64_t idle_timeout_s = 0;  // -o idle_timeout (CONFIG GET timeout)
-  std::string aclfile;         // --aclfile: ACL users, loaded at start-up
-  bool protected_mode = true;  // --protected-mode yes|no (protected_mode.h)
-};
 
 std::unique_ptr<net::ProtocolFactory> NewRespFactory(engine::Engine* engine,
                                                      net::ServerServices* services,

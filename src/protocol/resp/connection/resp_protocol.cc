@@ -1,9 +1,9 @@
 // NewRespFactory: creates a Session per RESP connection on its worker.
-#include "protocol/resp/core/resp_protocol.h"
+#include "protocol/resp/connection/resp_protocol.h"
 
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_server.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/connection/session.h"
 
 namespace trove::resp {
 namespace {

@@ -6,7 +6,7 @@
 #include "net/worker.h"
 #include "protocol/resp/services/acl_store.h"
 #include "protocol/resp/commands/server_commands.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/connection/session.h"
 
 namespace trove::resp {
 

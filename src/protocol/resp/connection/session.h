@@ -12,10 +12,13 @@
 
 #include "net/event_loop.h"
 #include "net/protocol_handler.h"
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/core/effects.h"
+#include "protocol/resp/core/execute.h"
 #include "protocol/resp/core/conn_state.h"
 #include "protocol/resp/core/key_prefetcher.h"
-#include "protocol/resp/core/output_limits.h"
+#include "protocol/resp/services/output_limits.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 
@@ -33,11 +36,8 @@ namespace trove::resp {
 //  3. Once a command suspends the connection (its answer comes from another
 //     worker or a later event), OnData returns at once; that reply is
 //     written before any later request's.
-// CLIENT UNPAUSE, run on each worker: its held connections (both protocols)
-// parse their held command again (session_pause.cc).
-void WakePaused(protocol::ClientPause* pause);
 
-class Session final : public net::ProtocolHandler {
+class Session final : public net::ProtocolHandler, public Client {
  public:
   Session(RespServer* server, int worker_id, const net::ConnInfoView& conn);
   ~Session() override;
@@ -59,29 +59,29 @@ class Session final : public net::ProtocolHandler {
   // After an ACL change, on this connection's worker: re-reads its user;
   // true when the connection must close (its user was deleted or disabled,
   // or it holds a subscription its user may no longer make).
-  bool AclRevoked();
+  bool AclRevoked() override;
   // This connection's CLIENT LIST line, without the newline (ACL LOG).
-  std::string ClientInfoLine();
+  std::string ClientInfoLine() override;
   RespServer* server() { return server_; }
   WorkerStats* stats() { return stats_; }
   void RequestClose() { close_ = true; }
   int worker_id() const { return worker_id_; }
   // The connection (null when tests drive OnData directly).
-  net::ConnControl* control() { return control_; }
+  net::ConnControl* control() override { return control_; }
   int64_t created_unix() const { return created_unix_; }
 
   // Transaction commands (cmd_txn in session.cc).
-  void Exec(CommandContext& ctx);
+  void Exec(CommandContext& ctx) override;
 
   // Pub/sub (commands/pubsub.cc). Subscribe/Unsubscribe keep this connection's
   // PubSubState and the server's PubSubHub in step (hub invariant 1).
-  void Subscribe(PubSubState::Kind k, std::string_view name);
-  void Unsubscribe(PubSubState::Kind k, std::string_view name);
-  void UnsubscribeAll();
+  void Subscribe(PubSubState::Kind k, std::string_view name) override;
+  void Unsubscribe(PubSubState::Kind k, std::string_view name) override;
+  void UnsubscribeAll() override;
   // MONITOR: this connection receives every command the server runs
   // (commands/monitor.cc). StopMonitor on RESET and close.
-  void StartMonitor(CommandContext& ctx);
-  void StopMonitor();
+  void StartMonitor(CommandContext& ctx) override;
+  void StopMonitor() override;
   bool monitoring() const { return monitor_id_ != 0; }
   // The hub's delivery hook: runs on the subscriber's worker, writes the
   // message as a push and enforces the pubsub output limits. Only Sessions
@@ -93,11 +93,11 @@ class Session final : public net::ProtocolHandler {
   // class: pubsub while it holds a subscription, else normal.
   // True when out's unsent bytes plus `extra` (a reply still being built)
   // are over the limit; advances the soft-limit clock.
-  bool OutputOverLimit(const net::OutputBuffer& out, size_t extra);
+  bool OutputOverLimit(const net::OutputBuffer& out, size_t extra) override;
   // Drops out's unsent bytes, counts the disconnection and closes the
   // connection without sending anything more (Redis frees such a client).
   // Nothing is parsed after it; commands already running finish (EXEC).
-  void KillForOutputLimit(net::OutputBuffer& out);
+  void KillForOutputLimit(net::OutputBuffer& out) override;
   // Both: true when the connection was killed.
   // Closes the connection if its unsent output is over its class's limit.
   // The common case (below every class's lowest limit, no soft limit being
@@ -106,33 +106,24 @@ class Session final : public net::ProtocolHandler {
   bool EnforceOutputLimitSlow(net::OutputBuffer& out);
   bool obuf_killed() const { return obuf_killed_; }
 
-  // Keyspace notifications (key_event_rules.cc). A command's events are
-  // queued while its stripes are held and published after they are
-  // released (an EXEC's, after the whole transaction): publishing posts to
-  // other workers, which may be waiting for those stripes.
-  void QueueKeyEvent(uint32_t cls, const char* event, std::string_view ekey);
-
-  // Client tracking (commands/tracking.cc, tracking.h). Like key events, a
-  // command's changed keys are queued under its stripes and invalidated
-  // after they are released (an EXEC's, after the whole transaction), so
-  // every invalidation follows the reply of the command that caused it.
-  void QueueInvalidation(std::string_view ekey);
-  void QueueTrackingFlush() { tracking_flush_ = true; }
+  // A command's side effects (core/effects.h) are appended to fx_ while its
+  // stripes are held and carried out by DrainEffects after they are released
+  // (an EXEC's, after the whole transaction): publishing key events,
+  // invalidating tracked keys (every invalidation follows the reply of the
+  // command that caused it) and serving blocked clients post to other
+  // workers, which may be waiting for those stripes.
   // CLIENT TRACKING OFF, RESET and close: leaves the server's table.
-  void DisableTracking();
+  void DisableTracking() override;
   // On the tracking client's worker: one invalidation for it (its mode and
   // redirect are applied here), or, redirected, for the target to write.
   static void DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
   static void DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
 
   // Blocking commands (session_block.cc, block_registry.h).
-  // A list or zset got data in this command: its blocked clients are tried
-  // after the command (or the whole EXEC), before this connection's next one.
-  void QueueReadyKey(std::string_view ekey);
   // Blocks this connection in ctx's command, with its stripes still held:
   // registers the waiter, suspends, arms the time-out (0: none). wait_idx are
   // the argv indexes of the keys it waits on.
-  void Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx);
+  void Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx) override;
   bool blocked() const { return block_ != nullptr; }
   // The worker's -o idle_timeout check leaves RESP sessions alone: they
   // follow Redis's `timeout` (RespServer::timeout_s) in OnHousekeeping.
@@ -145,8 +136,6 @@ class Session final : public net::ProtocolHandler {
   // On the blocked client's worker: its reply (served, timed out or
   // unblocked elsewhere) for block `token`; ends the block.
   static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);
-  // CLIENT UNBLOCK id TIMEOUT|ERROR from any worker: 1 if it was blocked.
-  static int Unblock(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error);
 
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
@@ -167,14 +156,10 @@ class Session final : public net::ProtocolHandler {
   bool RateAllows(uint64_t cmds, uint64_t bytes, RespWriter* w);
   void ReleaseLease();
 
-  // Runs spec.fn under the held stripes of keys[] (argv indexes idx[]); with
-  // notifications on, compares each key before and after and queues the
-  // events Redis would raise (key_event_rules.cc).
-  void RunLocked(CommandContext& ctx, std::span<const size_t> idx,
-                 std::span<const std::string_view> keys);
-  void QueueCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
-                          std::span<const std::string_view> keys,
-                          std::span<const KeyVersion> before, std::span<const KeyVersion> after);
+  // Carries out fx_ (core/effects.h) with no stripe held: key events,
+  // then invalidations made by client `modifier` (NOLOOP), then the blocked
+  // clients of the ready keys.
+  void DrainEffects(uint64_t modifier);
   void PublishKeyEvents();
   // Sends the queued invalidations, made by client `modifier` (NOLOOP).
   void FlushInvalidations(uint64_t modifier);
@@ -186,7 +171,7 @@ class Session final : public net::ProtocolHandler {
   // Writes message m for this connection as a push (RESP3) or, when it is a
   // redirect target in RESP2 pub/sub mode, as a __redis__:invalidate message.
   void WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected);
-  // Serves the blocked clients of ready_keys_ (see block_registry.h).
+  // Serves the blocked clients of fx_.ready_keys (see block_registry.h).
   void ServeBlocked();
   // Runs waiter w's command again here; false if it still finds no data.
   bool ServeOne(const Waiter& w, std::string* reply);
@@ -212,9 +197,8 @@ class Session final : public net::ProtocolHandler {
   KeyPrefetcher prefetch_;
   // Reused per command so the hot path allocates nothing (moved out while in
   // use, so a nested Run simply starts with empty ones).
-  std::vector<size_t> idx_buf_;
-  std::vector<std::string> key_buf_;
-  std::vector<std::string_view> view_buf_;
+  ExecBuffers exec_buf_;
+  Effects fx_;  // this connection's commands' effects, not yet carried out
   bool close_ = false;
   uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
   // While OnData executes a command: the unparsed input from that command's
@@ -228,17 +212,6 @@ class Session final : public net::ProtocolHandler {
   RespWriter* push_w_ = nullptr;
   int64_t created_unix_;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
-  struct PendingKeyEvent {
-    uint32_t cls;
-    const char* event;
-    std::string ekey;
-  };
-  std::vector<PendingKeyEvent> key_events_;  // queued, not yet published
-  std::vector<KeyVersion> key_before_;       // reused per command
-  std::vector<KeyVersion> key_after_;        // reused per command
-  std::vector<std::string> invalidations_;   // engine keys changed, not yet invalidated
-  bool tracking_flush_ = false;              // a FLUSHALL/FLUSHDB ran: invalidate everything
-  std::vector<std::string> ready_keys_;      // lists/zsets that got data (QueueReadyKey)
   std::shared_ptr<Waiter> block_;            // while blocked
   uint64_t block_token_ = 0;
   int block_slot_ = -1;                      // the blocked command's histogram slot

@@ -1,10 +1,12 @@
 // CommandRng and the shared argument parser of the random-member commands.
 // Worker threads only (the generator is thread_local).
-#include "protocol/resp/types/random_pick.h"
+#include "protocol/resp/commands/random_pick.h"
 
+#include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
 
 namespace trove::resp {
 
@@ -34,10 +36,10 @@ bool ParseRandomArgs(CommandContext& ctx, const char* with_word, bool* has_count
 }
 
 bool StoppedByOutputLimit(CommandContext& ctx) {
-  if (ctx.in_exec || ctx.session == nullptr) return false;
+  if (ctx.in_exec || ctx.client == nullptr) return false;
   net::OutputBuffer& out = *ctx.w->out();
-  if (!ctx.session->OutputOverLimit(out, 0)) return false;
-  ctx.session->KillForOutputLimit(out);
+  if (!ctx.client->OutputOverLimit(out, 0)) return false;
+  ctx.client->KillForOutputLimit(out);
   return true;
 }
 

@@ -1,9 +1,10 @@
 // SlicedWalk: slices of a keyspace walk, continued as tasks on the worker.
-#include "protocol/resp/types/keyspace_walk.h"
+#include "protocol/resp/core/keyspace_walk.h"
 
 #include "common/limits.h"
 #include "net/worker.h"
-#include "protocol/resp/core/session.h"
+#include "net/connection.h"
+#include "protocol/resp/core/client.h"
 
 namespace trove::resp {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 // One slice: buckets in groups of 1024 until about a millisecond has passed.
 // With a session (null inside EXEC) and reply_bytes, stops early, killed,
 // once out plus the reply so far pass the session's output limit.
-bool Step(SlicedWalk& w, Session* s, const net::OutputBuffer* out) {
+bool Step(SlicedWalk& w, Client* s, const net::OutputBuffer* out) {
   const Clock* clock = w.engine->clock();
   const int64_t t0 = clock->MonoNanos();
   do {
@@ -29,8 +30,8 @@ void Continue(net::Worker* worker, std::shared_ptr<SlicedWalk> walk) {
   worker->Post([worker, walk] {
     net::Connection* c = worker->Find(walk->conn_id);
     if (c == nullptr) return;  // the client left: drop the walk
-    // Only Sessions run walks, so the handler is one.
-    auto* s = static_cast<Session*>(c->handler.get());
+    // Only RESP connections run walks, so the handler is one.
+    Client* s = ClientOfHandler(c->handler.get());
     if (!Step(*walk, s, &c->output())) {
       Continue(worker, walk);
       return;
@@ -49,9 +50,9 @@ void Continue(net::Worker* worker, std::shared_ptr<SlicedWalk> walk) {
 }  // namespace
 
 void RunSlicedWalk(CommandContext& ctx, std::shared_ptr<SlicedWalk> walk) {
-  net::ConnControl* self = ctx.session != nullptr ? ctx.session->control() : nullptr;
+  net::ConnControl* self = ctx.client != nullptr ? ctx.client->control() : nullptr;
   net::Worker* worker = net::Worker::Current();
-  Session* s = ctx.in_exec ? nullptr : ctx.session;
+  Client* s = ctx.in_exec ? nullptr : ctx.client;
   if (self == nullptr || worker == nullptr || ctx.in_exec) {
     while (!Step(*walk, s, ctx.w->out())) {
     }

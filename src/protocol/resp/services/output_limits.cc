@@ -1,6 +1,6 @@
-// client-output-buffer-limit: the rule, the CONFIG syntax, and the Session's
-// enforcement of it. Runs on the connection's worker (ObufLimits: any thread).
-#include "protocol/resp/core/output_limits.h"
+// client-output-buffer-limit: the rule and the CONFIG syntax (the connection
+// enforces it: connection/session_output.cc). ObufLimits: any thread.
+#include "protocol/resp/services/output_limits.h"
 
 #include <cstring>
 #include <utility>
@@ -9,7 +9,6 @@
 #include "common/str_append.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
-#include "protocol/resp/core/session.h"
 
 namespace trove::resp {
 
@@ -131,49 +130,6 @@ bool ObufLimits::Apply(std::string_view value, std::string* err) {
     if (given[c]) Set(static_cast<ClientClass>(c), values[c]);
   }
   return true;
-}
-
-// --- Session: enforcement ---
-
-bool Session::OutputOverLimit(const net::OutputBuffer& out, size_t extra) {
-  if (obuf_killed_) return true;
-  const ClientClass cls = conn_.in_pubsub() ? ClientClass::kPubSub : ClientClass::kNormal;
-  const ObufLimit l = server_->obuf_limits().Get(cls);
-  if (l.hard == 0 && l.soft == 0) return false;  // the default for normal clients
-  const uint64_t used = out.pending_bytes() + extra;
-  if ((l.hard == 0 || used < static_cast<uint64_t>(l.hard)) &&
-      (l.soft == 0 || used < static_cast<uint64_t>(l.soft))) {
-    obuf_soft_.reached = false;  // below both: no clock read on this common path
-    return false;
-  }
-  return ObufOverLimit(l, used, server_->engine()->clock()->MonoNanos(), &obuf_soft_);
-}
-
-void Session::KillForOutputLimit(net::OutputBuffer& out) {
-  if (obuf_killed_) return;
-  obuf_killed_ = true;
-  close_ = true;
-  // Redis frees the client with whatever it had not sent: nothing more of
-  // it goes out, not even the part of a reply that fitted.
-  out.Clear();
-  server_->obuf_limit_disconnections.fetch_add(1, std::memory_order_relaxed);
-  if (control_ != nullptr) control_->CloseSoon();
-}
-
-bool Session::EnforceOutputLimitSlow(net::OutputBuffer& out) {
-  if (!OutputOverLimit(out, 0)) return false;
-  KillForOutputLimit(out);
-  return true;
-}
-
-void Session::OnHousekeeping() {
-  if (control_ == nullptr || obuf_killed_) return;
-  if (EnforceOutputLimit(control_->output())) return;
-  const int64_t t = server_->timeout_s.load(std::memory_order_relaxed);
-  if (t > 0 && control_->IdleNs() / 1000000000 > t && !TimeoutExempt()) {
-    close_ = true;  // Redis closes it without a reply
-    control_->CloseSoon();
-  }
 }
 
 }  // namespace trove::resp

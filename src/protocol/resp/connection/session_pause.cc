@@ -10,7 +10,7 @@
 #include "net/worker.h"
 #include "net/worker_group.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/core/session.h"
+#include "protocol/resp/connection/session.h"
 
 namespace trove::resp {
 namespace {

@@ -1,0 +1,91 @@
+// Session's side of pub/sub: its subscriptions kept in step with the server's
+// PubSubHub (hub invariant 1), and delivery of published messages as pushes
+// on the subscriber's worker.
+
+#include "net/worker.h"
+#include "protocol/resp/connection/session.h"
+
+namespace trove::resp {
+
+using Kind = PubSubState::Kind;
+
+namespace {
+// A payload at least this long is referenced in the subscriber's output, not
+// copied: one copy per receiver was what a stuck subscriber cost its worker
+// (and the page faults of fresh output blocks), and the shared message lives
+// anyway until every receiver's task has run. Shorter ones are copied, which
+// costs less than the reference (an allocation and two atomic updates).
+constexpr size_t kSharedPayloadMin = 4096;
+
+void ReleaseMessage(void* /*ctx*/, void* obj) {
+  delete static_cast<std::shared_ptr<const PublishedMessage>*>(obj);
+}
+}  // namespace
+
+void Session::Subscribe(Kind k, std::string_view name) {
+  const bool was = conn_.pubsub().active();
+  auto [it, added] = conn_.pubsub().set(k).emplace(name);
+  if (added) server_->pubsub().Add(k, name, conn_.identity().id());
+  if (!was && conn_.pubsub().active()) {
+    stats_->pubsub_clients.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Session::Unsubscribe(Kind k, std::string_view name) {
+  auto& set = conn_.pubsub().set(k);
+  auto it = set.find(std::string(name));
+  if (it == set.end()) return;
+  set.erase(it);
+  server_->pubsub().Remove(k, name, conn_.identity().id());
+  if (!conn_.pubsub().active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Session::UnsubscribeAll() {
+  PubSubState& ps = conn_.pubsub();
+  if (ps.active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
+  for (Kind k : {Kind::kChannel, Kind::kPattern, Kind::kShard}) {
+    for (const std::string& n : ps.set(k)) server_->pubsub().Remove(k, n, conn_.identity().id());
+  }
+  ps.Clear();
+}
+
+void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
+                            int pattern) {
+  net::Worker* self = net::Worker::Current();
+  if (self == nullptr) return;
+  net::Connection* c = self->Find(conn_id);
+  if (c == nullptr || c->close_requested) return;
+  auto* s = static_cast<Session*>(c->handler.get());
+  if (s->obuf_killed_) return;  // being closed for its limit: nothing more goes out
+  const PublishedMessage& m = *msg;
+  net::OutputBuffer& out = c->output();
+  RespWriter w(&out, s->conn_.identity().proto());
+  if (pattern >= 0) {
+    w.PushHeader(4);
+    w.Bulk("pmessage");
+    w.Bulk(m.patterns[static_cast<size_t>(pattern)]);
+  } else {
+    w.PushHeader(3);
+    w.Bulk(m.shard ? "smessage" : "message");
+  }
+  w.Bulk(m.channel);
+  if (m.payload.size() < kSharedPayloadMin) {
+    w.Bulk(m.payload);
+  } else {
+    net::Releaser rel;
+    rel.fn = &ReleaseMessage;
+    rel.obj = new std::shared_ptr<const PublishedMessage>(msg);
+    w.BulkShared(m.payload, rel);
+  }
+  // client-output-buffer-limit pubsub: a subscriber that does not read is
+  // cut off, so a publisher can never grow a worker's memory without bound.
+  if (s->EnforceOutputLimit(out)) return;
+  c->OutputAdded();
+}
+
+void DeliverPubSubMessage(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& m,
+                          int pattern) {
+  Session::DeliverPubSub(conn_id, m, pattern);
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,57 @@
+// The command seam (execute.h). Runs on the caller's worker.
+#include "protocol/resp/core/execute.h"
+
+#include "common/check.h"
+#include "protocol/resp/core/command_table.h"
+
+namespace trove::resp {
+namespace {
+
+// The engine keys of ctx's command, in buf->keys with views in buf->views.
+void EncodeKeys(CommandContext& ctx, ExecBuffers* buf) {
+  buf->keys.resize(buf->idx.size());
+  buf->views.clear();
+  for (size_t j = 0; j < buf->idx.size(); ++j) {
+    buf->keys[j] = ctx.Key(buf->idx[j]);
+    buf->views.push_back(buf->keys[j]);
+  }
+}
+
+}  // namespace
+
+void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
+  DCHECK(ctx.fx != nullptr);
+  const CommandSpec& spec = *ctx.spec;
+  const bool diff = ctx.notify != 0 && (spec.flags & kCmdWrite) != 0;
+  if (ctx.locked) {
+    if (!diff) {
+      spec.fn(ctx);
+      return;
+    }
+    // The stripes are held; the keys are needed for the comparison.
+    CommandTable::KeyIndexes(spec, ctx.argv, &buf->idx);
+    EncodeKeys(ctx, buf);
+    RunRecordingChanges(ctx, buf->idx, buf->views, &buf->changes);
+    return;
+  }
+  if ((spec.flags & kCmdGlobal) != 0) {
+    spec.fn(ctx);
+    return;
+  }
+  CommandTable::KeyIndexes(spec, ctx.argv, &buf->idx);
+  if (buf->idx.empty()) {
+    spec.fn(ctx);
+    return;
+  }
+  EncodeKeys(ctx, buf);
+  engine::KeyLockSet lock(ctx.engine, buf->views);
+  ctx.locked = true;
+  if (ctx.notify == 0) {
+    spec.fn(ctx);  // the usual case: no notifications, no comparison
+  } else {
+    RunRecordingChanges(ctx, buf->idx, buf->views, &buf->changes);
+  }
+  ctx.locked = false;
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,44 @@
+// The command seam: the one path by which a parsed command runs, whoever
+// calls it: a connection (connection/session.cc), a transaction (EXEC runs
+// each queued command through it under the transaction's stripes), a blocked
+// client served on the writer's worker, and next scripts and the proxy's
+// internal cache. docs/ARCHITECTURE.md draws it.
+//
+// The caller fills a CommandContext with its identity (ctx.conn: user,
+// database, protocol; ctx.client: its connection services or null), its
+// writer and an Effects record; ExecuteCommand takes the command's key
+// stripes (unless the caller holds them), runs the handler, and appends the
+// command's side effects to ctx.fx. It does not count, log, stage or drain:
+// the caller does those once the stripes are released, so every caller
+// produces the same effects in the same order.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/resp/core/command.h"
+#include "protocol/resp/services/key_event_rules.h"
+
+namespace trove::resp {
+
+// A caller's buffers, reused between its commands so that the hot path
+// allocates nothing.
+struct ExecBuffers {
+  std::vector<size_t> idx;
+  std::vector<std::string> keys;
+  std::vector<std::string_view> views;
+  KeyChangeBuffers changes;
+};
+
+// Runs ctx.spec->fn for ctx.argv.
+// - ctx.locked true: the caller holds the stripes of every key the command
+//   names (EXEC, a blocked client's serve); they stay held.
+// - kCmdGlobal commands (keyspace walks) take stripes themselves.
+// - otherwise the command's keys are locked here (engine::KeyLockSet) for
+//   the handler's duration.
+// Requires ctx.fx, ctx.conn, ctx.w, ctx.spec; ctx.notify read by the caller
+// (KeyEvents::enabled()) once per command.
+void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf);
+
+}  // namespace trove::resp

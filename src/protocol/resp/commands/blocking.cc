@@ -159,41 +159,39 @@ void CmdBZMPop(CommandContext& ctx) { MPopBlocking(ctx, ZsetMPop); }
 
 void RegisterBlockingCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
-                 const char* group, const char* sum, const char* since, KeysFn kf = nullptr) {
-    t->push_back({n, ar, f, fk, lk, st, fn, kf, group, sum, since});
-  };
-  add("blpop", -3, w, 1, -2, 1, CmdBLPop, "list",
+  const CommandAdder list{t, "list"};
+  const CommandAdder zset{t, "sorted_set"};  // as registered before (not "sorted-set")
+  list("blpop", -3, w, 1, -2, 1, CmdBLPop,
       "Removes and returns the first element in a list. Blocks until an element is available "
       "otherwise. Deletes the list if the last element was popped.",
       "2.0.0");
-  add("brpop", -3, w, 1, -2, 1, CmdBRPop, "list",
+  list("brpop", -3, w, 1, -2, 1, CmdBRPop,
       "Removes and returns the last element in a list. Blocks until an element is available "
       "otherwise. Deletes the list if the last element was popped.",
       "2.0.0");
-  add("brpoplpush", 4, w | kCmdDenyOom, 1, 2, 1, CmdBRPopLPush, "list",
+  list("brpoplpush", 4, w | kCmdDenyOom, 1, 2, 1, CmdBRPopLPush,
       "Pops an element from a list, pushes it to another list and returns it. Block until an "
       "element is available otherwise. Deletes the list if the last element was popped.",
       "2.2.0");
-  add("blmove", 6, w | kCmdDenyOom, 1, 2, 1, CmdBLMove, "list",
+  list("blmove", 6, w | kCmdDenyOom, 1, 2, 1, CmdBLMove,
       "Pops an element from a list, pushes it to another list and returns it. Blocks until an "
       "element is available otherwise. Deletes the list if the last element was moved.",
       "6.2.0");
-  add("blmpop", -5, w, 0, 0, 0, CmdBLMPop, "list",
+  list("blmpop", -5, w, 0, 0, 0, CmdBLMPop,
       "Pops the first element from one of multiple lists. Blocks until an element is available "
       "otherwise. Deletes the list if the last element was popped.",
       "7.0.0", NumKeysAt2);
-  add("bzpopmin", -3, w | kCmdFast, 1, -2, 1, CmdBZPopMin, "sorted_set",
+  zset("bzpopmin", -3, w | kCmdFast, 1, -2, 1, CmdBZPopMin,
       "Removes and returns the member with the lowest score from one or more sorted sets. "
       "Blocks until a member is available otherwise. Deletes the sorted set if the last element "
       "was popped.",
       "5.0.0");
-  add("bzpopmax", -3, w | kCmdFast, 1, -2, 1, CmdBZPopMax, "sorted_set",
+  zset("bzpopmax", -3, w | kCmdFast, 1, -2, 1, CmdBZPopMax,
       "Removes and returns the member with the highest score from one or more sorted sets. "
       "Blocks until a member available otherwise.  Deletes the sorted set if the last element "
       "was popped.",
       "5.0.0");
-  add("bzmpop", -5, w, 0, 0, 0, CmdBZMPop, "sorted_set",
+  zset("bzmpop", -5, w, 0, 0, 0, CmdBZMPop,
       "Removes and returns a member by score from one or more sorted sets. Blocks until a member "
       "is available otherwise. Deletes the sorted set if the last element was popped.",
       "7.0.0", NumKeysAt2);

@@ -441,10 +441,7 @@ void CmdClient(CommandContext& ctx) {
 }  // namespace
 
 void RegisterClientCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   add("client", -2, kCmdLoading | kCmdStale, CmdClient, "connection",
       "A container for client connection commands.", "2.4.0");
 }

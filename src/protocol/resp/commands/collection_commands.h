@@ -8,6 +8,7 @@
 
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/core/resp_parser.h"
 
 namespace trove::resp {
 
@@ -37,6 +38,23 @@ void RemoveMembers(CommandContext& ctx) {
     if ((v->*Remove)(ctx.argv[i])) ++n;
   if (n > 0) FinishUpdate(ctx, key, v, before);
   ctx.w->Integer(n);
+}
+
+// The optional count of LPOP, RPOP, SPOP, ZPOPMIN and ZPOPMAX: argv[2] when
+// given (*count keeps its default otherwise). More arguments get `too_many`'s
+// error (arity for the list pops, syntax for the others, as Redis). False
+// after the error reply.
+inline bool ParsePopCount(CommandContext& ctx, void (CommandContext::*too_many)() const,
+                          int64_t* count) {
+  if (ctx.argc() > 3) {
+    (ctx.*too_many)();
+    return false;
+  }
+  if (ctx.argc() == 3 && (!ParseStrictInt64(ctx.argv[2], count) || *count < 0)) {
+    ctx.Error("ERR value is out of range, must be positive");
+    return false;
+  }
+  return true;
 }
 
 }  // namespace trove::resp

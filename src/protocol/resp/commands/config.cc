@@ -440,10 +440,7 @@ void CmdConfig(CommandContext& ctx) {
 }  // namespace
 
 void RegisterConfigCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   add("config", -2, kCmdAdmin | kCmdLoading | kCmdStale, CmdConfig, "server",
       "A container for server configuration commands.", "2.0.0");
 }

@@ -188,10 +188,7 @@ void CmdSelect(CommandContext& ctx) {
 }  // namespace
 
 void RegisterConnectionCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   const uint32_t conn = kCmdFast | kCmdLoading | kCmdStale;
   add("ping", -1, conn | kCmdPubsubOk, CmdPing, "connection",
       "Returns the server's liveliness response.", "1.0.0");

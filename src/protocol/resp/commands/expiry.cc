@@ -156,10 +156,7 @@ void CmdPersist(CommandContext& ctx) {
 void RegisterExpiryCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, fk, lk, st, fn, nullptr, "generic", sum, since});
-  };
+  const CommandAdder add{t, "generic"};
   add("expire", -3, w | kCmdFast, 1, 1, 1, CmdExpire,
       "Sets the expiration time of a key in seconds.", "1.0.0");
   add("pexpire", -3, w | kCmdFast, 1, 1, 1, CmdPExpire,

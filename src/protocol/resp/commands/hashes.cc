@@ -193,16 +193,8 @@ void CmdHIncrByFloat(CommandContext& ctx) {
 void CmdHRandField(CommandContext& ctx) {
   bool has_count, withvalues;
   int64_t count = 1;
-  if (!ParseRandomArgs(ctx, "withvalues", &has_count, &count, &withvalues)) return;
   HashValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    if (has_count)
-      ctx.w->ArrayHeader(0);
-    else
-      ctx.w->Null();
-    return;
-  }
+  if (!ReadRandomSource(ctx, "withvalues", &has_count, &count, &withvalues, &v)) return;
   auto all = v->Entries();
   if (!has_count) {
     ctx.w->Bulk(all[CommandRng()() % all.size()].first);
@@ -258,40 +250,37 @@ void CmdHScan(CommandContext& ctx) {
 void RegisterHashCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* sum,
-                 const char* since) {
-    t->push_back({n, ar, f, 1, 1, 1, fn, nullptr, "hash", sum, since});
-  };
-  add("hset", -4, w | kCmdFast, CmdHSet, "Creates or modifies the value of a field in a hash.",
+  const CommandAdder add{t, "hash"};
+  add("hset", -4, w | kCmdFast, 1, 1, CmdHSet, "Creates or modifies the value of a field in a hash.",
       "2.0.0");
-  add("hsetnx", 4, w | kCmdFast, CmdHSetNx,
+  add("hsetnx", 4, w | kCmdFast, 1, 1, CmdHSetNx,
       "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0");
-  add("hget", 3, r | kCmdFast, CmdHGet, "Returns the value of a field in a hash.", "2.0.0");
-  add("hmset", -4, w | kCmdFast, CmdHMSet, "Sets the values of multiple fields.", "2.0.0");
-  add("hmget", -3, r | kCmdFast, CmdHMGet, "Returns the values of all fields in a hash.", "2.0.0");
-  add("hdel", -3, kCmdWrite | kCmdFast, CmdHDel,
+  add("hget", 3, r | kCmdFast, 1, 1, CmdHGet, "Returns the value of a field in a hash.", "2.0.0");
+  add("hmset", -4, w | kCmdFast, 1, 1, CmdHMSet, "Sets the values of multiple fields.", "2.0.0");
+  add("hmget", -3, r | kCmdFast, 1, 1, CmdHMGet, "Returns the values of all fields in a hash.", "2.0.0");
+  add("hdel", -3, kCmdWrite | kCmdFast, 1, 1, CmdHDel,
       "Deletes one or more fields and their values from a hash. Deletes the hash if no fields "
       "remain.",
       "2.0.0");
-  add("hexists", 3, r | kCmdFast, CmdHExists, "Determines whether a field exists in a hash.",
+  add("hexists", 3, r | kCmdFast, 1, 1, CmdHExists, "Determines whether a field exists in a hash.",
       "2.0.0");
-  add("hlen", 2, r | kCmdFast, CmdHLen, "Returns the number of fields in a hash.", "2.0.0");
-  add("hstrlen", 3, r | kCmdFast, CmdHStrlen, "Returns the length of the value of a field.",
+  add("hlen", 2, r | kCmdFast, 1, 1, CmdHLen, "Returns the number of fields in a hash.", "2.0.0");
+  add("hstrlen", 3, r | kCmdFast, 1, 1, CmdHStrlen, "Returns the length of the value of a field.",
       "3.2.0");
-  add("hkeys", 2, r, CmdHKeys, "Returns all fields in a hash.", "2.0.0");
-  add("hvals", 2, r, CmdHVals, "Returns all values in a hash.", "2.0.0");
-  add("hgetall", 2, r, CmdHGetAll, "Returns all fields and values in a hash.", "2.0.0");
-  add("hincrby", 4, w | kCmdFast, CmdHIncrBy,
+  add("hkeys", 2, r, 1, 1, CmdHKeys, "Returns all fields in a hash.", "2.0.0");
+  add("hvals", 2, r, 1, 1, CmdHVals, "Returns all values in a hash.", "2.0.0");
+  add("hgetall", 2, r, 1, 1, CmdHGetAll, "Returns all fields and values in a hash.", "2.0.0");
+  add("hincrby", 4, w | kCmdFast, 1, 1, CmdHIncrBy,
       "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if "
       "the field doesn't exist.",
       "2.0.0");
-  add("hincrbyfloat", 4, w | kCmdFast, CmdHIncrByFloat,
+  add("hincrbyfloat", 4, w | kCmdFast, 1, 1, CmdHIncrByFloat,
       "Increments the floating point value of a field by a number. Uses 0 as initial value if the "
       "field doesn't exist.",
       "2.6.0");
-  add("hrandfield", -2, r, CmdHRandField, "Returns one or more random fields from a hash.",
+  add("hrandfield", -2, r, 1, 1, CmdHRandField, "Returns one or more random fields from a hash.",
       "6.2.0");
-  add("hscan", -3, r, CmdHScan, "Iterates over fields and values of a hash.", "2.8.0");
+  add("hscan", -3, r, 1, 1, CmdHScan, "Iterates over fields and values of a hash.", "2.8.0");
 }
 
 }  // namespace trove::resp

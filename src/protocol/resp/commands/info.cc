@@ -437,10 +437,7 @@ void CmdInfo(CommandContext& ctx) {
 }  // namespace
 
 void RegisterInfoCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   add("info", -1, kCmdLoading | kCmdStale | kCmdGlobal, CmdInfo, "server",
       "Returns information and statistics about the server.", "1.0.0");
 }

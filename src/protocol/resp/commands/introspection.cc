@@ -139,10 +139,7 @@ void CmdDebug(CommandContext& ctx) {
 }  // namespace
 
 void RegisterIntrospectionCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   add("object", -2, kCmdReadonly | kCmdGlobal, CmdObject, "generic",
       "A container for object introspection commands.", "2.2.3");
   add("debug", -2, kCmdAdmin | kCmdGlobal, CmdDebug, "server",

@@ -322,10 +322,7 @@ void SwapDatabases(CommandContext& ctx, int a, int b) {
 void RegisterKeyCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
-                 const char* sum, const char* since, KeysFn kf = nullptr) {
-    t->push_back({n, ar, f, fk, lk, st, fn, kf, "generic", sum, since});
-  };
+  const CommandAdder add{t, "generic"};
   add("del", -2, w, 1, -1, 1, CmdDel, "Deletes one or more keys.", "1.0.0");
   add("unlink", -2, w | kCmdFast, 1, -1, 1, CmdDel, "Asynchronously deletes one or more keys.",
       "4.0.0");

@@ -3,6 +3,7 @@
 
 #include "common/str_append.h"
 #include "protocol/resp/commands/blocking_ops.h"
+#include "protocol/resp/commands/collection_commands.h"
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
@@ -44,18 +45,19 @@ void CmdRPush(CommandContext& ctx) { PushGeneric(ctx, false, false); }
 void CmdLPushX(CommandContext& ctx) { PushGeneric(ctx, true, true); }
 void CmdRPushX(CommandContext& ctx) { PushGeneric(ctx, false, true); }
 
+// A list index (negative counts from the end) as a position among len
+// items; false when it falls outside.
+bool ListPosition(int64_t idx, size_t len, size_t* pos) {
+  const int64_t n = static_cast<int64_t>(len);
+  if (idx < 0) idx += n;
+  if (idx < 0 || idx >= n) return false;
+  *pos = static_cast<size_t>(idx);
+  return true;
+}
+
 void PopGeneric(CommandContext& ctx, bool left) {
   int64_t count = -1;
-  if (ctx.argc() > 3) {
-    ctx.WrongArity();
-    return;
-  }
-  if (ctx.argc() == 3) {
-    if (!ParseStrictInt64(ctx.argv[2], &count) || count < 0) {
-      ctx.Error("ERR value is out of range, must be positive");
-      return;
-    }
-  }
+  if (!ParsePopCount(ctx, &CommandContext::WrongArity, &count)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
   if (!ReadCollection(ctx, key, &v)) return;
@@ -119,13 +121,12 @@ void CmdLIndex(CommandContext& ctx) {
   }
   int64_t idx;
   if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
-  int64_t len = static_cast<int64_t>(v->size());
-  if (idx < 0) idx += len;
-  if (idx < 0 || idx >= len) {
+  size_t pos;
+  if (!ListPosition(idx, v->size(), &pos)) {
     ctx.w->Null();
     return;
   }
-  ctx.w->Bulk(v->items()[static_cast<size_t>(idx)]);
+  ctx.w->Bulk(v->items()[pos]);
 }
 
 void CmdLSet(CommandContext& ctx) {
@@ -138,14 +139,13 @@ void CmdLSet(CommandContext& ctx) {
   }
   int64_t idx;
   if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
-  int64_t len = static_cast<int64_t>(v->size());
-  if (idx < 0) idx += len;
-  if (idx < 0 || idx >= len) {
+  size_t pos;
+  if (!ListPosition(idx, v->size(), &pos)) {
     ctx.Error("ERR index out of range");
     return;
   }
   size_t before = v->MemoryUsage();
-  v->Set(static_cast<size_t>(idx), ctx.argv[3]);
+  v->Set(pos, ctx.argv[3]);
   FinishUpdate(ctx, key, v, before);
   ctx.w->Ok();
 }
@@ -404,10 +404,7 @@ void CmdLMPop(CommandContext& ctx) {
 void RegisterListCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
-                 const char* sum, const char* since, KeysFn kf = nullptr) {
-    t->push_back({n, ar, f, fk, lk, st, fn, kf, "list", sum, since});
-  };
+  const CommandAdder add{t, "list"};
   add("lpush", -3, w | kCmdFast, 1, 1, 1, CmdLPush,
       "Prepends one or more elements to a list. Creates the key if it doesn't exist.", "1.0.0");
   add("rpush", -3, w | kCmdFast, 1, 1, 1, CmdRPush,

@@ -144,10 +144,7 @@ void CmdPubsub(CommandContext& ctx) {
 }  // namespace
 
 void RegisterPubSubCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* sum,
-                 const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, "pubsub", sum, since});
-  };
+  const CommandAdder add{t, "pubsub"};
   const uint32_t sub = kCmdPubsub | kCmdLoading | kCmdStale | kCmdPubsubOk;
   add("subscribe", -2, sub, CmdSubscribe, "Listens for messages published to channels.", "2.0.0");
   add("psubscribe", -2, sub, CmdPSubscribe,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/types/collections.h"
 
 namespace trove::resp {
 
@@ -19,6 +20,23 @@ std::mt19937_64& CommandRng();
 // writing the syntax or integer error.
 bool ParseRandomArgs(CommandContext& ctx, const char* with_word, bool* has_count,
                      int64_t* count, bool* with);
+
+// The start of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER: parses the count and
+// the WITH word (ParseRandomArgs) and reads argv[1] as a T. False when the
+// reply is written: an error, or for a missing key an empty array when a
+// count was given, else a null.
+template <typename T>
+bool ReadRandomSource(CommandContext& ctx, const char* with_word, bool* has_count,
+                      int64_t* count, bool* with, T** v) {
+  if (!ParseRandomArgs(ctx, with_word, has_count, count, with)) return false;
+  if (!ReadCollection(ctx, ctx.Key(1), v)) return false;
+  if (*v != nullptr) return true;
+  if (*has_count)
+    ctx.w->ArrayHeader(0);
+  else
+    ctx.w->Null();
+  return false;
+}
 
 // Redis's count rule: count >= 0 gives that many distinct elements of `all`
 // (all of them when fewer), in random order; count < 0 gives -count elements

@@ -348,10 +348,7 @@ void CmdLolwut(CommandContext& ctx) {
 }  // namespace
 
 void RegisterServerCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   add("swapdb", 3, kCmdWrite | kCmdFast | kCmdGlobal, CmdSwapDb, "server",
       "Swaps two Redis databases.", "4.0.0");
   add("dbsize", 1, kCmdReadonly | kCmdFast | kCmdGlobal, CmdDbSize, "server",

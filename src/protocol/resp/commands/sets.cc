@@ -78,16 +78,7 @@ void CmdSCard(CommandContext& ctx) {
 
 void CmdSPop(CommandContext& ctx) {
   int64_t count = -1;
-  if (ctx.argc() > 3) {
-    ctx.SyntaxError();
-    return;
-  }
-  if (ctx.argc() == 3) {
-    if (!ParseStrictInt64(ctx.argv[2], &count) || count < 0) {
-      ctx.Error("ERR value is out of range, must be positive");
-      return;
-    }
-  }
+  if (!ParsePopCount(ctx, &CommandContext::SyntaxError, &count)) return;
   std::string key = ctx.Key(1);
   SetValue* v;
   if (!ReadCollection(ctx, key, &v)) return;
@@ -114,16 +105,8 @@ void CmdSPop(CommandContext& ctx) {
 void CmdSRandMember(CommandContext& ctx) {
   int64_t count = 0;
   bool has_count, unused_with;
-  if (!ParseRandomArgs(ctx, nullptr, &has_count, &count, &unused_with)) return;
   SetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    if (has_count)
-      ctx.w->ArrayHeader(0);
-    else
-      ctx.w->Null();
-    return;
-  }
+  if (!ReadRandomSource(ctx, nullptr, &has_count, &count, &unused_with, &v)) return;
   std::vector<std::string> all(v->members().begin(), v->members().end());
   if (!has_count) {
     ctx.w->Bulk(all[CommandRng()() % all.size()]);
@@ -300,10 +283,7 @@ void CmdSScan(CommandContext& ctx) {
 void RegisterSetCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn, const char* sum,
-                 const char* since, KeysFn kf = nullptr) {
-    t->push_back({n, ar, f, fk, lk, 1, fn, kf, "set", sum, since});
-  };
+  const CommandAdder add{t, "set"};
   add("sadd", -3, w | kCmdFast, 1, 1, CmdSAdd,
       "Adds one or more members to a set. Creates the key if it doesn't exist.", "1.0.0");
   add("srem", -3, kCmdWrite | kCmdFast, 1, 1, CmdSRem,

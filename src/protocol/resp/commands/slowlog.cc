@@ -234,10 +234,7 @@ void CmdLatency(CommandContext& ctx) {
 }  // namespace
 
 void RegisterSlowlogCommands(std::vector<CommandSpec>* t) {
-  auto add = [t](const char* n, int ar, uint32_t f, CommandFn fn, const char* group,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, 0, 0, 0, fn, nullptr, group, sum, since});
-  };
+  const CommandAdder add{t};
   add("slowlog", -2, kCmdAdmin | kCmdLoading | kCmdStale, CmdSlowlog, "server",
       "A container for slow log commands.", "2.2.12");
   add("latency", -2, kCmdAdmin | kCmdLoading | kCmdStale, CmdLatency, "server",

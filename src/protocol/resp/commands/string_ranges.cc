@@ -24,11 +24,7 @@ void CmdAppend(CommandContext& ctx) {
   if (!GetString(ctx, key, &it)) return;
   std::string v;
   int64_t exptime = 0;
-  if (it) {
-    v = CopyOut(it);
-    exptime = KeepExptime(it);
-    it.Reset();
-  }
+  TakeForRewrite(&it, &v, &exptime);
   v.append(ctx.argv[2]);
   if (StoreStringLocked(ctx, key, v, exptime, false))
     ctx.w->Integer(static_cast<int64_t>(v.size()));
@@ -75,11 +71,7 @@ void CmdSetRange(CommandContext& ctx) {
   std::string_view val = ctx.argv[3];
   std::string v;
   int64_t exptime = 0;
-  if (it) {
-    v = CopyOut(it);
-    exptime = KeepExptime(it);
-    it.Reset();
-  }
+  TakeForRewrite(&it, &v, &exptime);
   if (val.empty()) {
     ctx.w->Integer(static_cast<int64_t>(v.size()));
     return;
@@ -212,10 +204,7 @@ void CmdLcs(CommandContext& ctx) {
 void RegisterStringRangeCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, fk, lk, st, fn, nullptr, "string", sum, since});
-  };
+  const CommandAdder add{t, "string"};
   add("append", 3, w | kCmdFast, 1, 1, 1, CmdAppend,
       "Appends a string to the value of a key. Creates the key if it doesn't exist.", "2.0.0");
   add("strlen", 2, r | kCmdFast, 1, 1, 1, CmdStrlen, "Returns the length of a string value.",

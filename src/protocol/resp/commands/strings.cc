@@ -27,6 +27,12 @@ void CmdGet(CommandContext& ctx) {
     ctx.w->BulkItem(std::move(it));
 }
 
+// EX, PX, EXAT or PXAT (any case).
+bool IsExpiryUnit(std::string_view o) {
+  return EqualsIgnoreCase(o, "ex") || EqualsIgnoreCase(o, "px") || EqualsIgnoreCase(o, "exat") ||
+         EqualsIgnoreCase(o, "pxat");
+}
+
 // The expiry options shared by SET and GETEX.
 struct ExpireOpt {
   bool has = false;
@@ -77,8 +83,7 @@ void CmdSet(CommandContext& ctx) {
       get = true;
     } else if (EqualsIgnoreCase(o, "keepttl") && !e.has) {
       e.keepttl = true;
-    } else if ((EqualsIgnoreCase(o, "ex") || EqualsIgnoreCase(o, "px") ||
-                EqualsIgnoreCase(o, "exat") || EqualsIgnoreCase(o, "pxat")) &&
+    } else if (IsExpiryUnit(o) &&
                !e.keepttl && !e.has && has_next) {
       if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
       ++i;
@@ -181,8 +186,7 @@ void CmdGetEx(CommandContext& ctx) {
     std::string_view o = ctx.argv[i];
     if (EqualsIgnoreCase(o, "persist") && !e.has && !e.persist) {
       e.persist = true;
-    } else if ((EqualsIgnoreCase(o, "ex") || EqualsIgnoreCase(o, "px") ||
-                EqualsIgnoreCase(o, "exat") || EqualsIgnoreCase(o, "pxat")) &&
+    } else if (IsExpiryUnit(o) &&
                !e.has && !e.persist && i + 1 < ctx.argc()) {
       if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
       ++i;
@@ -327,10 +331,7 @@ void CmdIncrByFloat(CommandContext& ctx) {
 void RegisterStringCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, int st, CommandFn fn,
-                 const char* sum, const char* since) {
-    t->push_back({n, ar, f, fk, lk, st, fn, nullptr, "string", sum, since});
-  };
+  const CommandAdder add{t, "string"};
   add("get", 2, r | kCmdFast, 1, 1, 1, CmdGet, "Returns the string value of a key.", "1.0.0");
   add("set", -3, w, 1, 1, 1, CmdSet, "Sets the string value of a key.", "1.0.0");
   add("setnx", 3, w | kCmdFast, 1, 1, 1, CmdSetNx,

@@ -195,16 +195,7 @@ std::vector<Entry> PopEntries(ZsetValue* v, bool max, size_t count) {
 void PopGeneric(CommandContext& ctx, bool max) {
   int64_t count = 1;
   bool has_count = ctx.argc() == 3;
-  if (ctx.argc() > 3) {
-    ctx.SyntaxError();
-    return;
-  }
-  if (has_count) {
-    if (!ParseStrictInt64(ctx.argv[2], &count) || count < 0) {
-      ctx.Error("ERR value is out of range, must be positive");
-      return;
-    }
-  }
+  if (!ParsePopCount(ctx, &CommandContext::SyntaxError, &count)) return;
   std::string key = ctx.Key(1);
   ZsetValue* v;
   if (!ReadCollection(ctx, key, &v)) return;
@@ -266,16 +257,8 @@ void CmdZMPop(CommandContext& ctx) {
 void CmdZRandMember(CommandContext& ctx) {
   bool has_count, withscores;
   int64_t count = 1;
-  if (!ParseRandomArgs(ctx, "withscores", &has_count, &count, &withscores)) return;
   ZsetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    if (has_count)
-      ctx.w->ArrayHeader(0);
-    else
-      ctx.w->Null();
-    return;
-  }
+  if (!ReadRandomSource(ctx, "withscores", &has_count, &count, &withscores, &v)) return;
   std::vector<Entry> all(v->ordered().begin(), v->ordered().end());
   if (!has_count) {
     ctx.w->Bulk(all[CommandRng()() % all.size()].second);
@@ -315,10 +298,7 @@ void CmdZScan(CommandContext& ctx) {
 void RegisterZsetCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn, const char* sum,
-                 const char* since, KeysFn kf = nullptr) {
-    t->push_back({n, ar, f, fk, lk, 1, fn, kf, "sorted-set", sum, since});
-  };
+  const CommandAdder add{t, "sorted-set"};
   add("zadd", -4, w | kCmdFast, 1, 1, CmdZAdd,
       "Adds one or more members to a sorted set, or updates their scores. Creates the key if it "
       "doesn't exist.",

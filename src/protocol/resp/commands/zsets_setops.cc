@@ -285,10 +285,7 @@ void CmdZInterCard(CommandContext& ctx) {
 void RegisterZsetSetOpCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
-  auto add = [t](const char* n, int ar, uint32_t f, int fk, int lk, CommandFn fn, const char* sum,
-                 const char* since, KeysFn kf = nullptr) {
-    t->push_back({n, ar, f, fk, lk, 1, fn, kf, "sorted-set", sum, since});
-  };
+  const CommandAdder add{t, "sorted-set"};
   add("zunion", -3, r, 0, 0, CmdZUnion, "Returns the union of multiple sorted sets.", "6.2.0",
       NumKeysAt1);
   add("zinter", -3, r, 0, 0, CmdZInter, "Returns the intersect of multiple sorted sets.", "6.2.0",

@@ -4,6 +4,9 @@
 
 #include <optional>
 
+#include "net/connection.h"
+#include "net/worker.h"
+
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
@@ -33,6 +36,14 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
   cmd_clock_ns_ = server->engine()->clock()->MonoNanos();
   stats_->connected_clients.fetch_add(1, std::memory_order_relaxed);
   stats_->total_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+Session* Session::OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_closing) {
+  net::Worker* self = net::Worker::Current();
+  if (self == nullptr) return nullptr;
+  *c = self->Find(conn_id);
+  if (*c == nullptr || ((*c)->close_requested && !even_closing)) return nullptr;
+  return dynamic_cast<Session*>((*c)->handler.get());
 }
 
 Session::~Session() {

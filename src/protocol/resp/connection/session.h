@@ -83,6 +83,10 @@ class Session final : public net::ProtocolHandler, public Client {
   void StartMonitor(CommandContext& ctx) override;
   void StopMonitor() override;
   bool monitoring() const { return monitor_id_ != 0; }
+  // The RESP connection conn_id on this worker (and its Connection in *c),
+  // or null: not here, not a RESP connection, or closing (unless
+  // even_closing). The delivery hooks below start with it.
+  static Session* OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_closing = false);
   // The hub's delivery hook: runs on the subscriber's worker, writes the
   // message as a push and enforces the pubsub output limits. Only Sessions
   // ever subscribe, so the connection's handler is a Session.

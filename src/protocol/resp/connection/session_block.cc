@@ -190,11 +190,9 @@ void Session::EndBlock() {
 }
 
 void Session::DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr) return;
-  auto* s = dynamic_cast<Session*>(c->handler.get());
+  net::Connection* c;
+  Session* s = OnThisWorker(conn_id, &c, /*even_closing=*/true);
+  if (s == nullptr) return;
   if (s == nullptr || !s->block_ || s->block_->token != token) return;
   net::OutputBuffer& out = s->control_->output();
   out.Append(reply);

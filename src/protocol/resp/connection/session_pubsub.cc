@@ -51,11 +51,9 @@ void Session::UnsubscribeAll() {
 
 void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
                             int pattern) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr || c->close_requested) return;
-  auto* s = static_cast<Session*>(c->handler.get());
+  net::Connection* c;
+  Session* s = OnThisWorker(conn_id, &c);
+  if (s == nullptr) return;
   if (s->obuf_killed_) return;  // being closed for its limit: nothing more goes out
   const PublishedMessage& m = *msg;
   net::OutputBuffer& out = c->output();

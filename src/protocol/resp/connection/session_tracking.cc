@@ -57,11 +57,8 @@ void Session::TrackAfterCommand(const CommandSpec& spec, std::span<const std::st
 }
 
 void Session::DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& msg) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr || c->close_requested) return;
-  auto* s = dynamic_cast<Session*>(c->handler.get());
+  net::Connection* c;
+  Session* s = OnThisWorker(conn_id, &c);
   if (s == nullptr) return;
   TrackingState& t = s->conn_.tracking();
   const TrackingMessage& m = *msg;
@@ -100,11 +97,8 @@ void Session::DeliverTracking(uint64_t conn_id, const std::shared_ptr<const Trac
 }
 
 void Session::DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& msg) {
-  net::Worker* self = net::Worker::Current();
-  if (self == nullptr) return;
-  net::Connection* c = self->Find(conn_id);
-  if (c == nullptr || c->close_requested) return;
-  auto* s = dynamic_cast<Session*>(c->handler.get());
+  net::Connection* c;
+  Session* s = OnThisWorker(conn_id, &c);
   if (s == nullptr) return;
   s->WriteInvalidation(c, *msg, /*redirected=*/true);
 }

@@ -67,6 +67,35 @@ struct CommandSpec {
   bool reads_keys = false;
 };
 
+// What a family's Register*Commands appends its commands with: one call per
+// command, in the forms the families use (the group is the family's, or
+// given per command by the server and connection families).
+struct CommandAdder {
+  std::vector<CommandSpec>* t;
+  const char* group = nullptr;
+  // Keys at first..last by step, or from kf.
+  void operator()(const char* name, int arity, uint32_t flags, int first, int last, int step,
+                  CommandFn fn, const char* summary, const char* since,
+                  KeysFn kf = nullptr) const {
+    t->push_back({name, arity, flags, first, last, step, fn, kf, group, summary, since});
+  }
+  // Keys at first..last, step 1.
+  void operator()(const char* name, int arity, uint32_t flags, int first, int last, CommandFn fn,
+                  const char* summary, const char* since, KeysFn kf = nullptr) const {
+    t->push_back({name, arity, flags, first, last, 1, fn, kf, group, summary, since});
+  }
+  // No keys, the family's group.
+  void operator()(const char* name, int arity, uint32_t flags, CommandFn fn, const char* summary,
+                  const char* since) const {
+    t->push_back({name, arity, flags, 0, 0, 0, fn, nullptr, group, summary, since});
+  }
+  // No keys, a group of its own.
+  void operator()(const char* name, int arity, uint32_t flags, CommandFn fn, const char* grp,
+                  const char* summary, const char* since) const {
+    t->push_back({name, arity, flags, 0, 0, 0, fn, nullptr, grp, summary, since});
+  }
+};
+
 // What a handler sees for one call.
 // Invariant: when locked is true, the stripes of every key the command names
 // are held by a KeyLockSet on this thread, so the handler uses only the

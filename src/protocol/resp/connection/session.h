@@ -73,11 +73,20 @@ class Session final : public net::ProtocolHandler, public Client {
   // Transaction commands (cmd_txn in session.cc).
   void Exec(CommandContext& ctx) override;
 
-  // Pub/sub (commands/pubsub.cc). Subscribe/Unsubscribe keep this connection's
+  // Pub/sub (services/pubsub.h). Subscribe/Unsubscribe keep this connection's
   // PubSubState and the server's PubSubHub in step (hub invariant 1).
-  void Subscribe(PubSubState::Kind k, std::string_view name) override;
-  void Unsubscribe(PubSubState::Kind k, std::string_view name) override;
-  void UnsubscribeAll() override;
+  void Subscribe(PubSubState::Kind k, std::string_view name) override {
+    server_->pubsub().Subscribe(conn_.pubsub(), conn_.identity().id(), stats_->pubsub_clients, k,
+                                name);
+  }
+  void Unsubscribe(PubSubState::Kind k, std::string_view name) override {
+    server_->pubsub().Unsubscribe(conn_.pubsub(), conn_.identity().id(), stats_->pubsub_clients, k,
+                                  name);
+  }
+  void UnsubscribeAll() override {
+    server_->pubsub().UnsubscribeAll(conn_.pubsub(), conn_.identity().id(),
+                                     stats_->pubsub_clients);
+  }
   // MONITOR: this connection receives every command the server runs
   // (commands/monitor.cc). StopMonitor on RESET and close.
   void StartMonitor(CommandContext& ctx) override;
@@ -117,7 +126,9 @@ class Session final : public net::ProtocolHandler, public Client {
   // command that caused it) and serving blocked clients post to other
   // workers, which may be waiting for those stripes.
   // CLIENT TRACKING OFF, RESET and close: leaves the server's table.
-  void DisableTracking() override;
+  void DisableTracking() override {
+    server_->tracking().Disable(conn_.tracking(), conn_.identity().id());
+  }
   // On the tracking client's worker: one invalidation for it (its mode and
   // redirect are applied here), or, redirected, for the target to write.
   static void DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
@@ -166,7 +177,9 @@ class Session final : public net::ProtocolHandler, public Client {
   void DrainEffects(uint64_t modifier);
   void PublishKeyEvents();
   // Sends the queued invalidations, made by client `modifier` (NOLOOP).
-  void FlushInvalidations(uint64_t modifier);
+  void FlushInvalidations(uint64_t modifier) {
+    server_->tracking().InvalidateEngineKeys(&fx_.invalidations, modifier);
+  }
   // After a read-only command: remembers its keys in default mode (OPTIN and
   // OPTOUT as CLIENT CACHING says); then forgets CLIENT CACHING unless this
   // command keeps it (CLIENT itself, or inside MULTI ... EXEC).

@@ -1,6 +1,5 @@
-// Session's side of pub/sub: its subscriptions kept in step with the server's
-// PubSubHub (hub invariant 1), and delivery of published messages as pushes
-// on the subscriber's worker.
+// Delivery of published messages as pushes on the subscriber's worker (the
+// subscriptions themselves: PubSubHub::Subscribe, services/pubsub.h).
 
 #include "net/worker.h"
 #include "protocol/resp/connection/session.h"
@@ -21,33 +20,6 @@ void ReleaseMessage(void* /*ctx*/, void* obj) {
   delete static_cast<std::shared_ptr<const PublishedMessage>*>(obj);
 }
 }  // namespace
-
-void Session::Subscribe(Kind k, std::string_view name) {
-  const bool was = conn_.pubsub().active();
-  auto [it, added] = conn_.pubsub().set(k).emplace(name);
-  if (added) server_->pubsub().Add(k, name, conn_.identity().id());
-  if (!was && conn_.pubsub().active()) {
-    stats_->pubsub_clients.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-void Session::Unsubscribe(Kind k, std::string_view name) {
-  auto& set = conn_.pubsub().set(k);
-  auto it = set.find(std::string(name));
-  if (it == set.end()) return;
-  set.erase(it);
-  server_->pubsub().Remove(k, name, conn_.identity().id());
-  if (!conn_.pubsub().active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
-}
-
-void Session::UnsubscribeAll() {
-  PubSubState& ps = conn_.pubsub();
-  if (ps.active()) stats_->pubsub_clients.fetch_sub(1, std::memory_order_relaxed);
-  for (Kind k : {Kind::kChannel, Kind::kPattern, Kind::kShard}) {
-    for (const std::string& n : ps.set(k)) server_->pubsub().Remove(k, n, conn_.identity().id());
-  }
-  ps.Clear();
-}
 
 void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
                             int pattern) {

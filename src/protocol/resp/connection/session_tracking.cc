@@ -10,31 +10,6 @@
 
 namespace trove::resp {
 
-void Session::DisableTracking() {
-  TrackingState& t = conn_.tracking();
-  if (!t.on) return;
-  Tracking& table = server_->tracking();
-  const uint64_t me = conn_.identity().id();
-  for (const std::string& p : t.prefixes) table.RemovePrefix(p, me);
-  table.ClientOff(me);
-  t.Clear();
-}
-
-void Session::FlushInvalidations(uint64_t modifier) {
-  Tracking& table = server_->tracking();
-  if (fx_.invalidations.empty()) return;
-  std::vector<std::string_view> names;
-  names.reserve(fx_.invalidations.size());
-  for (const std::string& ek : fx_.invalidations) {
-    int db = 0;
-    std::string_view key;
-    DecodeDbKey(ek, &db, &key);
-    names.push_back(key);
-  }
-  table.Invalidate(names, modifier);
-  fx_.invalidations.clear();
-}
-
 void Session::TrackAfterCommand(const CommandSpec& spec, std::span<const std::string_view> argv,
                                 bool in_exec) {
   TrackingState& t = conn_.tracking();

@@ -107,4 +107,29 @@ size_t PubSubHub::NumPat() const {
   return patterns_.size();
 }
 
+void PubSubHub::Subscribe(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients,
+                          Kind k, std::string_view name) {
+  const bool was = ps.active();
+  if (ps.set(k).emplace(name).second) Add(k, name, conn_id);
+  if (!was && ps.active()) clients.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PubSubHub::Unsubscribe(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients,
+                            Kind k, std::string_view name) {
+  auto& set = ps.set(k);
+  auto it = set.find(std::string(name));
+  if (it == set.end()) return;
+  set.erase(it);
+  Remove(k, name, conn_id);
+  if (!ps.active()) clients.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void PubSubHub::UnsubscribeAll(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients) {
+  if (ps.active()) clients.fetch_sub(1, std::memory_order_relaxed);
+  for (Kind k : {Kind::kChannel, Kind::kPattern, Kind::kShard}) {
+    for (const std::string& n : ps.set(k)) Remove(k, n, conn_id);
+  }
+  ps.Clear();
+}
+
 }  // namespace trove::resp

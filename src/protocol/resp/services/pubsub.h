@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -58,6 +59,17 @@ class PubSubHub {
 
   void Add(Kind k, std::string_view name, uint64_t conn_id) EXCLUDES(mu_);
   void Remove(Kind k, std::string_view name, uint64_t conn_id) EXCLUDES(mu_);
+
+  // The connection's side (invariant 1), run on its worker: a name added to
+  // or removed from the connection's PubSubState `ps` is added to or
+  // removed from the hub with it, and `clients` (its worker's count of
+  // connections with a subscription) follows ps.active().
+  void Subscribe(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients, Kind k,
+                 std::string_view name) EXCLUDES(mu_);
+  void Unsubscribe(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients, Kind k,
+                   std::string_view name) EXCLUDES(mu_);
+  void UnsubscribeAll(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients)
+      EXCLUDES(mu_);
 
   // PUBLISH / SPUBLISH: the number of receivers (each channel subscription
   // and each matching pattern counts once), delivered through `group`.

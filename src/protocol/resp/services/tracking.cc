@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "net/event_loop.h"
+#include "protocol/resp/types/keyspace.h"
 
 namespace trove::resp {
 
@@ -268,6 +269,27 @@ void Tracking::Send(Batch& batch, uint64_t in_place) {
       for (const auto& [id, m] : list) deliver(id, m);
     });
   }
+}
+
+void Tracking::Disable(TrackingState& t, uint64_t id) {
+  if (!t.on) return;
+  for (const std::string& p : t.prefixes) RemovePrefix(p, id);
+  ClientOff(id);
+  t.Clear();
+}
+
+void Tracking::InvalidateEngineKeys(std::vector<std::string>* ekeys, uint64_t modifier) {
+  if (ekeys->empty()) return;
+  std::vector<std::string_view> names;
+  names.reserve(ekeys->size());
+  for (const std::string& ek : *ekeys) {
+    int db = 0;
+    std::string_view key;
+    DecodeDbKey(ek, &db, &key);
+    names.push_back(key);
+  }
+  Invalidate(names, modifier);
+  ekeys->clear();
 }
 
 }  // namespace trove::resp

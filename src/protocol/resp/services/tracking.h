@@ -56,6 +56,7 @@
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
 #include "net/worker_group.h"
+#include "protocol/resp/core/conn_state.h"
 
 namespace trove::resp {
 
@@ -107,6 +108,13 @@ class Tracking {
   // RemovePrefix before ClientOff).
   void ClientOn(uint64_t id) EXCLUDES(clients_mu_);
   void ClientOff(uint64_t id) EXCLUDES(clients_mu_);
+  // The connection's side, on its worker: CLIENT TRACKING OFF, RESET and
+  // close. Leaves the table (prefixes first, then ClientOff) and clears the
+  // connection's TrackingState t; nothing when tracking is off.
+  void Disable(TrackingState& t, uint64_t id);
+  // Invalidates the engine keys (database prefix included) that a command
+  // by client `modifier` changed (NOLOOP compares it), and empties ekeys.
+  void InvalidateEngineKeys(std::vector<std::string>* ekeys, uint64_t modifier);
   size_t clients() const EXCLUDES(clients_mu_);
   // True while any client tracks (one relaxed load).
   bool active() const { return active_.load(std::memory_order_relaxed); }

@@ -8,11 +8,11 @@
 //     and registers a Waiter (Add). Registering under the stripes means a
 //     push on another worker, which needs the same stripes, comes after it
 //     and sees the waiter: no wake-up is lost.
-//  2. A write that leaves a list or zset non-empty queues the key on its own
-//     session (Session::QueueReadyKey). After that command (or the whole
-//     EXEC) the writer's session, holding no stripe, takes the oldest waiter
-//     of the key (ClaimHead), runs the waiter's command again under the
-//     waiter's stripes, and reports the outcome (FinishServe). A served
+//  2. A write that leaves a list or zset non-empty adds the key to its
+//     command's effects (Effects::AddReadyKey, core/effects.h). After that
+//     command (or the whole EXEC) the writer's session, holding no stripe,
+//     takes the oldest waiter of the key (ClaimHead), runs the waiter's
+//     command again through the command seam under the waiter's stripes, and reports the outcome (FinishServe). A served
 //     waiter's reply is posted to its own worker; a BLMOVE's push queues its
 //     destination, so chained waiters are served in the same pass.
 //  3. Time-out (the waiter's worker), CLIENT UNBLOCK (any worker) and close

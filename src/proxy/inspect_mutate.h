@@ -60,6 +60,11 @@ const Kind* StepKindArg(lua_State* L, int x, const Kind (&kinds)[N], bool respon
   return kind;
 }
 
+// The number of step tables a *_new call got: every argument must be a
+// table, and only a worker VM makes `what` ("inspectors", "mutators");
+// otherwise a Lua error.
+int StepTableArgs(lua_State* L, const char* what);
+
 // The 'flag' field of step table `t`: one character from 'A' to 'z', or a
 // Lua error in memcached's words, which name the step `what` ("inspector",
 // "mutator"), but `what_alnum` in the alphanumeric one (memcached's

@@ -22,6 +22,15 @@ int RaisePlain(lua_State* L, const char* fmt, ...) {
   return lua_error(L);
 }
 
+int StepTableArgs(lua_State* L, const char* what) {
+  if (Ctx(L)->worker == nullptr) {
+    return luaL_error(L, "%s may only be made in mcp_config_routes (a worker VM)", what);
+  }
+  const int argc = lua_gettop(L);
+  for (int x = 1; x <= argc; ++x) luaL_checktype(L, x, LUA_TTABLE);
+  return argc;
+}
+
 char StepFlagField(lua_State* L, int t, const char* what, const char* what_alnum) {
   if (lua_getfield(L, t, "flag") == LUA_TNIL) {
     RaisePlain(L, "%s step %d: must provide 'flag' argument", what, t);
@@ -200,11 +209,7 @@ void SepKeyFields(lua_State* L, int t, InsStep* s, int maps) {
 
 // mcp.req_inspector_new / res_inspector_new({t = "step", ...}, ...)
 int NewInspector(lua_State* L, bool response) {
-  if (Ctx(L)->worker == nullptr) {
-    return luaL_error(L, "inspectors may only be made in mcp_config_routes (a worker VM)");
-  }
-  const int argc = lua_gettop(L);
-  for (int x = 1; x <= argc; ++x) luaL_checktype(L, x, LUA_TTABLE);
+  const int argc = StepTableArgs(L, "inspectors");
   auto* ins = new (lua_newuserdatauv(L, sizeof(Inspector), 1)) Inspector{};
   luaL_setmetatable(L, kInspectorMt);
   const int ud = lua_gettop(L);

@@ -210,11 +210,7 @@ void StepFields(lua_State* L, int t, Mutator* mut, MutStep* s) {
 
 // mcp.req_mutator_new / res_mutator_new({t = "step", ...}, ...)
 int NewMutator(lua_State* L, bool response) {
-  if (Ctx(L)->worker == nullptr) {
-    return luaL_error(L, "mutators may only be made in mcp_config_routes (a worker VM)");
-  }
-  const int argc = lua_gettop(L);
-  for (int x = 1; x <= argc; ++x) luaL_checktype(L, x, LUA_TTABLE);
+  const int argc = StepTableArgs(L, "mutators");
   if (argc == 0) return RaisePlain(L, "mutator failed to initialize, no steps given");
   auto* mut = new (lua_newuserdatauv(L, sizeof(Mutator), 0)) Mutator{};
   luaL_setmetatable(L, kMutatorMt);

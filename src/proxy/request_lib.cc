@@ -142,8 +142,7 @@ size_t PushHasFlag(lua_State* L, const RequestUd& r, char f) {
 // flag_token(f[, new]) -> found[, old token without the flag]
 int ReqFlagToken(lua_State* L) {
   RequestUd* r = Req(L);
-  const char f = FlagArg(L, 2, "flag_token()");
-  const size_t idx = PushHasFlag(L, *r, f);
+  const size_t idx = PushHasFlag(L, *r, FlagArg(L, 2, "flag_token()"));
   if (idx == 0) return 1;
   const std::string tok(r->Token(idx));
   int ret = 1;
@@ -163,8 +162,7 @@ int ReqFlagToken(lua_State* L) {
 
 int ReqFlagTokenInt(lua_State* L) {
   RequestUd* r = Req(L);
-  const char f = FlagArg(L, 2, "flag_token_int()");
-  const size_t idx = PushHasFlag(L, *r, f);
+  const size_t idx = PushHasFlag(L, *r, FlagArg(L, 2, "flag_token_int()"));
   if (idx == 0) return 1;
   int64_t v = 0;
   if (ToInt(r->Token(idx).substr(1), &v)) {

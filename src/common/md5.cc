@@ -2,7 +2,7 @@
 // steps, little-endian words and length.
 #include "common/md5.h"
 
-#include <cstring>
+#include "common/padded_blocks.h"
 
 namespace trove {
 namespace {
@@ -68,23 +68,7 @@ void Block(uint32_t s[4], const uint8_t* p) {
 
 Md5Digest Md5(std::string_view data) {
   uint32_t s[4] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476};
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  size_t n = data.size();
-  const uint64_t bits = static_cast<uint64_t>(n) * 8;
-  while (n >= 64) {
-    Block(s, p);
-    p += 64;
-    n -= 64;
-  }
-  // The tail, a 1 bit, zeros to 56 mod 64, then the length in bits.
-  uint8_t tail[128] = {};
-  if (n > 0) std::memcpy(tail, p, n);
-  tail[n] = 0x80;
-  const size_t total = n < 56 ? 64 : 128;
-  for (int i = 0; i < 8; ++i)
-    tail[total - 8 + static_cast<size_t>(i)] = static_cast<uint8_t>(bits >> (8 * i));
-  Block(s, tail);
-  if (total == 128) Block(s, tail + 64);
+  ForEachPaddedBlock(data, LengthOrder::kLittleEndian, [&s](const uint8_t* p) { Block(s, p); });
   Md5Digest out;
   for (size_t i = 0; i < 4; ++i) {
     for (size_t j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(s[i] >> (8 * j));

@@ -1,7 +1,7 @@
 // SHA-256 as FIPS 180-4 specifies it: 512-bit blocks, 64 rounds.
 #include "common/sha256.h"
 
-#include <cstring>
+#include "common/padded_blocks.h"
 
 namespace trove {
 namespace {
@@ -63,22 +63,7 @@ void Block(uint32_t h[8], const uint8_t* p) {
 Sha256Digest Sha256(std::string_view data) {
   uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const auto* p = reinterpret_cast<const uint8_t*>(data.data());
-  size_t n = data.size();
-  while (n >= 64) {
-    Block(h, p);
-    p += 64;
-    n -= 64;
-  }
-  // The tail, a 1 bit, zeros, and the length in bits (big-endian, 64 bits).
-  uint8_t last[128] = {};
-  std::memcpy(last, p, n);
-  last[n] = 0x80;
-  const size_t total = n + 9 <= 64 ? 64 : 128;
-  const uint64_t bits = static_cast<uint64_t>(data.size()) * 8;
-  for (int i = 0; i < 8; ++i) last[total - 1 - static_cast<size_t>(i)] = static_cast<uint8_t>(bits >> (8 * i));
-  Block(h, last);
-  if (total == 128) Block(h, last + 64);
+  ForEachPaddedBlock(data, LengthOrder::kBigEndian, [&h](const uint8_t* p) { Block(h, p); });
   Sha256Digest out;
   for (int i = 0; i < 8; ++i) {
     out[static_cast<size_t>(4 * i)] = static_cast<uint8_t>(h[i] >> 24);

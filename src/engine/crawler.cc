@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <thread>
 
 #include "engine/engine_impl.h"
 
@@ -14,25 +15,6 @@ namespace {
 // histograms; a fixed minute keeps expired memory from lingering without it.
 constexpr int64_t kAutoCrawlMs = 60 * 1000;
 }  // namespace
-
-void Crawler::Start() {
-  if (thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = false;
-  }
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void Crawler::Stop() {
-  if (!thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-  }
-  thread_.join();
-}
 
 bool Crawler::ParseClasses(std::string_view spec, std::vector<bool>* out) const {
   const int n = impl_->slabs.num_classes();
@@ -59,7 +41,7 @@ bool Crawler::ParseClasses(std::string_view spec, std::vector<bool>* out) const 
 std::string Crawler::Request(std::string_view classes) {
   std::vector<bool> sel;
   if (!ParseClasses(classes, &sel)) return "BADCLASS invalid class id";
-  if (!thread_.joinable()) return "ERROR lru crawler disabled";
+  if (!bg_.running()) return "ERROR lru crawler disabled";
   MutexLock l(&mu_);
   if (pending_ || impl_->crawler_running.load(std::memory_order_relaxed)) {
     return "BUSY currently processing crawler request";
@@ -139,13 +121,13 @@ void Crawler::Loop() {
       // full autocrawl period may start a crawl, or a requester waiting for
       // "its" crawl would see an unrequested one finish first.
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAutoCrawlMs);
-      while (!stop_ && !pending_) {
+      while (!bg_.stopping() && !pending_) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) break;
         cv_.WaitFor(left.count());
       }
-      if (stop_) return;
+      if (bg_.stopping()) return;
       automatic = !pending_;
       if (pending_) {
         sel = request_;

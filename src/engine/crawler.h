@@ -5,9 +5,9 @@
 #include <atomic>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/mutex.h"
 #include "engine/engine.h"
 #include "engine/item.h"
@@ -24,9 +24,11 @@ class Crawler {
  public:
   explicit Crawler(Engine::Impl* impl) : impl_(impl) {}
   ~Crawler() { Stop(); }
-  void Start();
-  void Stop();
-  bool running_thread() const { return thread_.joinable(); }
+  void Start() {
+    bg_.Start([this] { Loop(); });
+  }
+  void Stop() { bg_.Stop(); }
+  bool running_thread() const { return bg_.running(); }
 
   // "all" or "1,2,3": memcached's reply line.
   std::string Request(std::string_view classes);
@@ -50,13 +52,12 @@ class Crawler {
   std::atomic<uint32_t> to_crawl_{0};
   Mutex mu_{LockRank::kBackground};
   CondVar cv_{&mu_};
-  bool stop_ GUARDED_BY(mu_) = false;
   bool pending_ GUARDED_BY(mu_) = false;
   std::vector<bool> request_ GUARDED_BY(mu_);
-  std::thread thread_;
   // Crawler thread only: when each class was last crawled automatically
   // (engine seconds; 0 = never), for the status line's since_run.
   uint32_t last_auto_[kMaxClasses] = {};
+  BackgroundThread bg_{&mu_, &cv_};  // last: joined before the rest goes
 };
 
 }  // namespace trove::engine

@@ -176,8 +176,13 @@ void Engine::Stop() {
 
 ThreadStats* Engine::NewThreadStats() { return impl_->registry.New(); }
 
-ItemRef Engine::Get(std::string_view key, ThreadStats* ts, bool bump) {
-  Impl* m = impl_.get();
+namespace {
+// Get and GetAndTouch: looks key up under its stripe, runs on_hit(it, now)
+// there on a hit, and counts the lookup as a get, or (as_touch) as a touch
+// only: gat/gats are not gets (memcached). Inlined: as_touch is a constant.
+template <typename OnHit>
+Item* CountedLookup(Engine::Impl* m, std::string_view key, ThreadStats* ts, bool as_touch,
+                    OnHit on_hit) {
   ts = m->Ts(ts);
   const uint64_t hv = HashKey(key);
   const uint32_t now = m->Now();
@@ -185,16 +190,25 @@ ItemRef Engine::Get(std::string_view key, ThreadStats* ts, bool bump) {
   {
     StripeLock l(&m->locks, m->locks.StripeOf(hv));
     it = m->FindLocked(key, hv, now, ts);
-    if (it != nullptr && bump) Impl::Bump(it, now);
+    if (it != nullptr) on_hit(it, now);
   }
-  ts->get_cmds.Add();
+  (as_touch ? ts->touch_cmds : ts->get_cmds).Add();
   if (it != nullptr) {
-    ts->slab[ClassOf(it)].get_hits.Add();
+    SlabThreadStats& slab = ts->slab[ClassOf(it)];
+    (as_touch ? slab.touch_hits : slab.get_hits).Add();
   } else {
-    ts->get_misses.Add();
+    (as_touch ? ts->touch_misses : ts->get_misses).Add();
   }
   m->prefix.RecordGet(key, it != nullptr);
-  return ItemRef(this, it);
+  return it;
+}
+}  // namespace
+
+ItemRef Engine::Get(std::string_view key, ThreadStats* ts, bool bump) {
+  auto on_hit = [bump](Item* it, uint32_t now) {
+    if (bump) Impl::Bump(it, now);
+  };
+  return ItemRef(this, CountedLookup(impl_.get(), key, ts, /*as_touch=*/false, on_hit));
 }
 
 ItemRef Engine::Peek(std::string_view key, ThreadStats* ts) {
@@ -206,27 +220,11 @@ ItemRef Engine::Peek(std::string_view key, ThreadStats* ts) {
 
 ItemRef Engine::GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* ts) {
   Impl* m = impl_.get();
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
-  const uint32_t now = m->Now();
-  Item* it;
-  {
-    StripeLock l(&m->locks, m->locks.StripeOf(hv));
-    it = m->FindLocked(key, hv, now, ts);
-    if (it != nullptr) {
-      TouchExpiry(it, m->RelTime(exptime));
-      Impl::Bump(it, now);
-    }
-  }
-  // gat/gats count as touches only, not as gets (memcached).
-  ts->touch_cmds.Add();
-  if (it != nullptr) {
-    ts->slab[ClassOf(it)].touch_hits.Add();
-  } else {
-    ts->touch_misses.Add();
-  }
-  m->prefix.RecordGet(key, it != nullptr);
-  return ItemRef(this, it);
+  auto on_hit = [m, exptime](Item* it, uint32_t now) {
+    TouchExpiry(it, m->RelTime(exptime));
+    Impl::Bump(it, now);
+  };
+  return ItemRef(this, CountedLookup(m, key, ts, /*as_touch=*/true, on_hit));
 }
 
 bool Engine::Touch(std::string_view key, int64_t exptime, ThreadStats* ts) {

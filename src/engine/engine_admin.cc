@@ -41,25 +41,18 @@ void Engine::HoldExpiryUntil(int64_t mono_ns) {
 StatList Engine::Stats() const {
   Impl* m = impl_.get();
   ThreadTotals t = m->registry.Sum();
-  uint64_t evicted = 0, reclaimed = 0, expired_unfetched = 0, evicted_unfetched = 0,
-           evicted_active = 0, crawler_reclaimed = 0, crawler_checked = 0, reflocked = 0,
-           to_cold = 0, to_warm = 0, within = 0, direct = 0, bytes = 0;
+  uint64_t bytes = 0;
   for (int c = 1; c <= m->slabs.num_classes(); ++c) {
-    const LruClassStats& s = m->lru.stats(c);
-    evicted += s.evicted.load(std::memory_order_relaxed);
-    reclaimed += s.reclaimed.load(std::memory_order_relaxed);
-    expired_unfetched += s.expired_unfetched.load(std::memory_order_relaxed);
-    evicted_unfetched += s.evicted_unfetched.load(std::memory_order_relaxed);
-    evicted_active += s.evicted_active.load(std::memory_order_relaxed);
-    crawler_reclaimed += s.crawler_reclaimed.load(std::memory_order_relaxed);
-    crawler_checked += s.crawler_items_checked.load(std::memory_order_relaxed);
-    reflocked += s.lrutail_reflocked.load(std::memory_order_relaxed);
-    to_cold += s.moves_to_cold.load(std::memory_order_relaxed);
-    to_warm += s.moves_to_warm.load(std::memory_order_relaxed);
-    within += s.moves_within_lru.load(std::memory_order_relaxed);
-    direct += s.direct_reclaims.load(std::memory_order_relaxed);
     for (int g = 0; g < kSegments; ++g) bytes += m->lru.Bytes(c, static_cast<Segment>(g));
   }
+  // One LRU counter summed over the classes.
+  auto lru_sum = [m](std::atomic<uint64_t> LruClassStats::*counter) {
+    uint64_t sum = 0;
+    for (int c = 1; c <= m->slabs.num_classes(); ++c) {
+      sum += (m->lru.stats(c).*counter).load(std::memory_order_relaxed);
+    }
+    return sum;
+  };
   StatList l;
   Add(&l, "cmd_get", t.get_cmds);
   Add(&l, "cmd_set", t.cmd_set);
@@ -115,19 +108,19 @@ StatList Engine::Stats() const {
   Add(&l, "curr_items", m->table.items());
   Add(&l, "total_items", t.total_items);
   Add(&l, "slab_global_page_pool", m->slabs.global_pool_pages());
-  Add(&l, "expired_unfetched", expired_unfetched);
-  Add(&l, "evicted_unfetched", evicted_unfetched);
-  if (opts_.lru_maintainer) Add(&l, "evicted_active", evicted_active);
-  Add(&l, "evictions", evicted);
-  Add(&l, "reclaimed", reclaimed);
-  Add(&l, "crawler_reclaimed", crawler_reclaimed);
-  Add(&l, "crawler_items_checked", crawler_checked);
-  Add(&l, "lrutail_reflocked", reflocked);
+  Add(&l, "expired_unfetched", lru_sum(&LruClassStats::expired_unfetched));
+  Add(&l, "evicted_unfetched", lru_sum(&LruClassStats::evicted_unfetched));
+  if (opts_.lru_maintainer) Add(&l, "evicted_active", lru_sum(&LruClassStats::evicted_active));
+  Add(&l, "evictions", lru_sum(&LruClassStats::evicted));
+  Add(&l, "reclaimed", lru_sum(&LruClassStats::reclaimed));
+  Add(&l, "crawler_reclaimed", lru_sum(&LruClassStats::crawler_reclaimed));
+  Add(&l, "crawler_items_checked", lru_sum(&LruClassStats::crawler_items_checked));
+  Add(&l, "lrutail_reflocked", lru_sum(&LruClassStats::lrutail_reflocked));
   if (opts_.lru_maintainer) {
-    Add(&l, "moves_to_cold", to_cold);
-    Add(&l, "moves_to_warm", to_warm);
-    Add(&l, "moves_within_lru", within);
-    Add(&l, "direct_reclaims", direct);
+    Add(&l, "moves_to_cold", lru_sum(&LruClassStats::moves_to_cold));
+    Add(&l, "moves_to_warm", lru_sum(&LruClassStats::moves_to_warm));
+    Add(&l, "moves_within_lru", lru_sum(&LruClassStats::moves_within_lru));
+    Add(&l, "direct_reclaims", lru_sum(&LruClassStats::direct_reclaims));
     Add(&l, "lru_bumps_dropped", 0);
   }
   return l;

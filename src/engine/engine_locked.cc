@@ -20,24 +20,29 @@ ItemRef Engine::GetLocked(std::string_view key, ThreadStats* ts, bool bump) {
   return ItemRef(this, it);
 }
 
-bool Engine::UnlinkLocked(std::string_view key, ThreadStats* ts) {
-  Impl* m = impl_.get();
+namespace {
+// Runs change(item, hv) on key's live item; false when there is none.
+// REQUIRES: stripe(hv) held by the caller.
+template <typename Change>
+bool ChangeHeldLocked(Engine::Impl* m, std::string_view key, ThreadStats* ts, Change change) {
   const uint64_t hv = HashKey(key);
   m->locks.AssertHeld(m->locks.StripeOf(hv));
   Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
   if (it == nullptr) return false;
-  m->UnlinkLocked(it, hv);
+  change(it, hv);
   return true;
+}
+}  // namespace
+
+bool Engine::UnlinkLocked(std::string_view key, ThreadStats* ts) {
+  Impl* m = impl_.get();
+  return ChangeHeldLocked(m, key, ts, [m](Item* it, uint64_t hv) { m->UnlinkLocked(it, hv); });
 }
 
 bool Engine::SetExpiryMsLocked(std::string_view key, int64_t unix_ms_or_zero, ThreadStats* ts) {
   Impl* m = impl_.get();
-  const uint64_t hv = HashKey(key);
-  m->locks.AssertHeld(m->locks.StripeOf(hv));
-  Item* it = m->PeekLocked(key, hv, m->Now(), m->Ts(ts));
-  if (it == nullptr) return false;
-  m->SetExpiryMs(it, unix_ms_or_zero);
-  return true;
+  return ChangeHeldLocked(m, key, ts,
+                          [&](Item* it, uint64_t) { m->SetExpiryMs(it, unix_ms_or_zero); });
 }
 
 void Engine::SetNewItemExpiryMs(ItemRef& item, int64_t unix_ms_or_zero) {

@@ -8,25 +8,6 @@
 
 namespace trove::engine {
 
-void LruMaintainer::Start() {
-  if (thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = false;
-  }
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void LruMaintainer::Stop() {
-  if (!thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-  }
-  thread_.join();
-}
-
 int LruMaintainer::RunOnce() {
   int did = 0;
   for (int c = 1; c <= impl_->slabs.num_classes(); ++c) did += impl_->Juggle(c);
@@ -39,9 +20,9 @@ void LruMaintainer::Loop() {
   for (;;) {
     {
       MutexLock l(&mu_);
-      if (stop_) return;
+      if (bg_.stopping()) return;
       cv_.WaitFor(sleep_ms);
-      if (stop_) return;
+      if (bg_.stopping()) return;
     }
     int did = RunOnce();
     // memcached's back-off: an idle pass sleeps 1/8 longer (1 ms .. 1 s, so

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <atomic>
-#include <thread>
 
+#include "common/background_thread.h"
 #include "common/mutex.h"
 #include "engine/engine.h"
 
@@ -17,8 +17,10 @@ class LruMaintainer {
  public:
   explicit LruMaintainer(Engine::Impl* impl) : impl_(impl) {}
   ~LruMaintainer() { Stop(); }
-  void Start();
-  void Stop();
+  void Start() {
+    bg_.Start([this] { Loop(); });
+  }
+  void Stop() { bg_.Stop(); }
   // One pass over every class (also used by tests without the thread).
   int RunOnce();
 
@@ -27,8 +29,7 @@ class LruMaintainer {
   Engine::Impl* impl_;
   Mutex mu_{LockRank::kBackground};
   CondVar cv_{&mu_};
-  bool stop_ GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  BackgroundThread bg_{&mu_, &cv_};  // last: joined before the rest goes
 };
 
 }  // namespace trove::engine

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <iterator>
+#include <thread>
 
 #include "engine/engine_impl.h"
 
@@ -28,25 +29,6 @@ SlabRebalancer::SlabRebalancer(Engine::Impl* impl)
       window_(impl->opts.slab_automove_window),
       freeratio_(impl->opts.slab_automove_freeratio) {}
 
-void SlabRebalancer::Start() {
-  if (thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = false;
-  }
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void SlabRebalancer::Stop() {
-  if (!thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-  }
-  thread_.join();
-}
-
 std::string SlabRebalancer::Reassign(int src, int dst) {
   const int n = impl_->slabs.num_classes();
   if (src == dst) return "SAME src and dst class are identical";
@@ -56,7 +38,7 @@ std::string SlabRebalancer::Reassign(int src, int dst) {
   if (req_dst_ >= 0 || impl_->reassign_running.load(std::memory_order_relaxed)) {
     return "BUSY currently processing reassign request";
   }
-  if (!thread_.joinable()) return "BUSY currently processing reassign request";
+  if (!bg_.running()) return "BUSY currently processing reassign request";
   req_src_ = src;
   req_dst_ = dst;
   cv_.SignalAll();
@@ -372,10 +354,10 @@ void SlabRebalancer::Loop() {
     int src = 0, dst = -1;
     {
       MutexLock l(&mu_);
-      if (stop_) return;
+      if (bg_.stopping()) return;
       if (req_dst_ < 0 && !again) cv_.WaitFor(kAutomoveMs);
       again = false;
-      if (stop_) return;
+      if (bg_.stopping()) return;
       if (req_dst_ >= 0) {
         src = req_src_;
         dst = req_dst_;

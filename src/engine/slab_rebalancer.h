@@ -4,9 +4,9 @@
 
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/mutex.h"
 #include "engine/engine.h"
 #include "engine/item.h"
@@ -32,8 +32,10 @@ class SlabRebalancer {
  public:
   explicit SlabRebalancer(Engine::Impl* impl);
   ~SlabRebalancer() { Stop(); }
-  void Start();
-  void Stop();
+  void Start() {
+    bg_.Start([this] { Loop(); });
+  }
+  void Stop() { bg_.Stop(); }
 
   // memcached's replies: "OK", "BUSY ...", "BADCLASS ...", "NOSPARE ...", "SAME ...".
   std::string Reassign(int src, int dst);
@@ -72,7 +74,6 @@ class SlabRebalancer {
   std::atomic<int> automove_;
   Mutex mu_{LockRank::kBackground};
   CondVar cv_{&mu_};
-  bool stop_ GUARDED_BY(mu_) = false;
   int req_src_ GUARDED_BY(mu_) = 0;
   int req_dst_ GUARDED_BY(mu_) = -1;
   std::atomic<double> ratio_;
@@ -93,7 +94,7 @@ class SlabRebalancer {
   uint64_t hist_ticks_ = 0;
   std::vector<ClassHistory> last_;
   std::vector<Sample> samples_;  // [class * window + tick % window]
-  std::thread thread_;
+  BackgroundThread bg_{&mu_, &cv_};  // last: joined before the rest goes
 };
 
 }  // namespace trove::engine

@@ -46,20 +46,20 @@ void EventLoop::BindToThisThread() { tls_loop = this; }
 
 EventLoop* EventLoop::Current() { return tls_loop; }
 
-Status EventLoop::AddFd(int fd, uint32_t events, IoWatcher* w) {
+Status EventLoop::CtlFd(int op, int fd, uint32_t events, IoWatcher* w, const char* what) {
   epoll_event ev{};
   ev.events = events;
   ev.data.ptr = w;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) < 0) return Status::FromErrno("epoll_ctl add");
+  if (::epoll_ctl(epoll_fd_, op, fd, &ev) < 0) return Status::FromErrno(what);
   return Status::Ok();
 }
 
+Status EventLoop::AddFd(int fd, uint32_t events, IoWatcher* w) {
+  return CtlFd(EPOLL_CTL_ADD, fd, events, w, "epoll_ctl add");
+}
+
 Status EventLoop::ModFd(int fd, uint32_t events, IoWatcher* w) {
-  epoll_event ev{};
-  ev.events = events;
-  ev.data.ptr = w;
-  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) < 0) return Status::FromErrno("epoll_ctl mod");
-  return Status::Ok();
+  return CtlFd(EPOLL_CTL_MOD, fd, events, w, "epoll_ctl mod");
 }
 
 void EventLoop::DelFd(int fd) { ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
@@ -150,6 +150,13 @@ void EventLoop::Post(Task t) {
 
 void EventLoop::DrainToBacklog() { inbox_.Drain(&backlog_); }
 
+void EventLoop::RunAll(std::vector<Task>* tasks) {
+  for (Task& t : *tasks) {
+    t();
+    ++tasks_run_;
+  }
+}
+
 void EventLoop::RunTasks() {
   if (in_tasks_) return;  // a task that runs the loop's tasks again: no nesting
   in_tasks_ = true;
@@ -159,19 +166,13 @@ void EventLoop::RunTasks() {
   while (!backlog_.empty()) {
     std::vector<Task> old;
     old.swap(backlog_);
-    for (Task& t : old) {
-      t();
-      ++tasks_run_;
-    }
+    RunAll(&old);
   }
   batch_.clear();
   inbox_.Drain(&batch_, kTasksPerDrain);
   std::vector<Task> run;
   run.swap(batch_);
-  for (Task& t : run) {
-    t();
-    ++tasks_run_;
-  }
+  RunAll(&run);
   run.clear();
   if (batch_.capacity() < run.capacity()) batch_.swap(run);
   in_tasks_ = false;

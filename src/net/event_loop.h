@@ -29,6 +29,18 @@ class IoWatcher {
   virtual void OnIoEvent(uint32_t events) = 0;
 };
 
+// The watcher of an owner's own queue fd (a loop's inbox, a worker's accept
+// channel): every event calls owner->*kOnEvent(), whatever the mask.
+template <typename Owner, void (Owner::*kOnEvent)()>
+class MemberWatcher final : public IoWatcher {
+ public:
+  explicit MemberWatcher(Owner* owner) : owner_(owner) {}
+  void OnIoEvent(uint32_t) override { (owner_->*kOnEvent)(); }
+
+ private:
+  Owner* const owner_;
+};
+
 // A move-only callable run once on a loop's thread. Type-erased so that any
 // protocol can define its own messages (a published message, a wake-up, a
 // reply to a cross-worker request) without net/ knowing them.
@@ -143,15 +155,12 @@ class EventLoop {
   uint64_t tasks_run() const { return tasks_run_; }
 
  private:
-  class InboxWatcher final : public IoWatcher {
-   public:
-    explicit InboxWatcher(EventLoop* l) : loop_(l) {}
-    void OnIoEvent(uint32_t) override { loop_->RunTasks(); }
-
-   private:
-    EventLoop* loop_;
-  };
+  // epoll_ctl(op) for fd; `what` names the operation in the error.
+  Status CtlFd(int op, int fd, uint32_t events, IoWatcher* w, const char* what);
   void RunTasks();
+  // Runs each of `tasks` in order (a task may post more: they go to the
+  // inbox or the backlog, never into `tasks`).
+  void RunAll(std::vector<Task>* tasks);
   void RunTimers();
   void HeapUp(size_t i);
   void HeapDown(size_t i);
@@ -163,7 +172,7 @@ class EventLoop {
   const Clock* clock_;
   int epoll_fd_ = -1;
   Channel<Task> inbox_;
-  InboxWatcher inbox_watcher_{this};
+  MemberWatcher<EventLoop, &EventLoop::RunTasks> inbox_watcher_{this};
   // --- owner thread only ---
   std::vector<Timer*> heap_;
   uint64_t timer_seq_ = 0;

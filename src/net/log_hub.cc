@@ -99,25 +99,6 @@ LogHub::LogHub(WorkerGroup* group, const Clock* clock, LogHubOptions opts)
 
 LogHub::~LogHub() { Stop(); }
 
-void LogHub::Start() {
-  if (thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = false;
-  }
-  thread_ = std::thread([this] { Run(); });
-}
-
-void LogHub::Stop() {
-  if (!thread_.joinable()) return;
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-  }
-  thread_.join();
-}
-
 LogHub::Ring* LogHub::RingForThisThread() {
   struct Cached {
     uint64_t generation = 0;
@@ -328,7 +309,7 @@ void LogHub::Run() {
   for (;;) {
     {
       MutexLock l(&mu_);
-      if (stop_) return;
+      if (bg_.stopping()) return;
       if (watchers_.empty()) {
         cv_.WaitFor(1000);
         continue;
@@ -337,7 +318,7 @@ void LogHub::Run() {
     const size_t n = CollectOnce();
     sleep_us = n > 0 ? kMinSleepUs : std::min(sleep_us * 2, kMaxSleepUs);
     MutexLock l(&mu_);
-    if (stop_) return;
+    if (bg_.stopping()) return;
     cv_.WaitFor(sleep_us / 1000);
   }
 }

@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "common/background_thread.h"
 #include "common/clock.h"
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -81,8 +81,10 @@ class LogHub {
   LogHub(const LogHub&) = delete;
   LogHub& operator=(const LogHub&) = delete;
 
-  void Start();
-  void Stop();
+  void Start() {
+    bg_.Start([this] { Run(); });
+  }
+  void Stop() { bg_.Stop(); }
   // The workers this hub delivers to.
   WorkerGroup* group() const { return group_; }
 
@@ -132,8 +134,7 @@ class LogHub {
   uint64_t next_watcher_id_ GUARDED_BY(mu_) = 1;
   int num_watch_ GUARDED_BY(mu_) = 0;
   int num_monitor_ GUARDED_BY(mu_) = 0;
-  bool stop_ GUARDED_BY(mu_) = false;
-  std::thread thread_;  // server thread only
+  BackgroundThread bg_{&mu_, &cv_};  // last: joined before the rest goes
 };
 
 }  // namespace trove::net

@@ -270,16 +270,8 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
   }
   if (events & EPOLLOUT) {
     c->write_blocked = false;
-    if (!FlushOut(c)) {
-      c->close_reason = Connection::CloseReason::kError;
-      Close(c);
-      return;
-    }
-    if (c->closing && c->out.empty()) {
-      Close(c);
-      return;
-    }
-    AfterIo(c);
+    AfterFlush(c, FlushOut(c), Connection::CloseReason::kError);
+    if (c->closed) return;
   }
   if (events & (EPOLLIN | EPOLLHUP)) {
     if (c->read_paused || c->closing) {
@@ -381,15 +373,9 @@ void Worker::FlushQueued() {
     c->flush_queued = false;
     if (c->closed) continue;
     // A blocked socket is retried on EPOLLOUT (OnEvent), not every turn.
-    if (!c->out.empty() && !c->write_blocked && !FlushOut(c)) {
-      Close(c);
-      continue;
-    }
-    if (c->closing && c->out.empty()) {
-      Close(c);
-      continue;
-    }
-    AfterIo(c);
+    // A failed write here keeps the reason c already has.
+    const bool flushed = c->out.empty() || c->write_blocked || FlushOut(c);
+    AfterFlush(c, flushed, c->close_reason);
   }
   flush_.clear();
 }
@@ -402,6 +388,17 @@ bool Worker::FlushOut(Connection* c) {
   bytes_written_.store(bytes_written_.load(std::memory_order_relaxed) + static_cast<uint64_t>(w),
                        std::memory_order_relaxed);
   return true;
+}
+
+void Worker::AfterFlush(Connection* c, bool flushed, Connection::CloseReason if_failed) {
+  if (!flushed) {
+    c->close_reason = if_failed;
+    Close(c);
+  } else if (c->closing && c->out.empty()) {
+    Close(c);
+  } else {
+    AfterIo(c);
+  }
 }
 
 void Worker::AfterIo(Connection* c) {

@@ -131,15 +131,6 @@ class Worker {
 
  private:
   friend class Connection;
-  class AcceptWatcher final : public IoWatcher {
-   public:
-    explicit AcceptWatcher(Worker* w) : w_(w) {}
-    void OnIoEvent(uint32_t) override { w_->AcceptNew(); }
-
-   private:
-    Worker* w_;
-  };
-
   void Run();
   void AcceptNew();
   void OnEvent(Connection* c, uint32_t events);
@@ -151,6 +142,9 @@ class Worker {
   // Writes every queued connection's output (end of a loop turn).
   void FlushQueued();
   void AfterIo(Connection* c);
+  // After a flush of c: closes c when the flush failed (with reason
+  // if_failed) or when c is closing and its output is out; else AfterIo.
+  void AfterFlush(Connection* c, bool flushed, Connection::CloseReason if_failed);
   void SetMask(Connection* c, uint32_t mask);
   void Close(Connection* c);
   // `watch connevents`: conn_new when adopted, conn_close when closed.
@@ -183,7 +177,7 @@ class Worker {
   EventLoop loop_;
   std::thread thread_;
   Channel<NewConn> accept_ch_;
-  AcceptWatcher accept_watcher_{this};
+  MemberWatcher<Worker, &Worker::AcceptNew> accept_watcher_{this};
   Timer idle_timer_;
   Timer housekeeping_timer_;
 

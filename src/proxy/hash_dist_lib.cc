@@ -145,10 +145,7 @@ void PushPoolTable(lua_State* L, const PoolSpec& pool) {
 }  // namespace
 
 void OpenHashDistFunctions(lua_State* L) {
-  luaL_newmetatable(L, kKeyDistMt);
-  lua_pushcfunction(L, GcUd<KeyDistUd>);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  NewUdMetatable(L, kKeyDistMt, GcUd<KeyDistUd>);
   lua_pushlightuserdata(L, HashTag(KeyHash::kXxh3));
   lua_setfield(L, -2, "hash_xxhash");
   lua_createtable(L, 0, 1);

@@ -7,7 +7,9 @@
 // Worker VMs only; each VM on its owner worker thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <lua5.4/lua.hpp>
 #include <string_view>
 
@@ -36,6 +38,38 @@ void BlankResponse(ResponseUd* r);
 // formatted text alone (luaL_error would prefix the calling Lua line, which
 // memcached's messages do not have). Never returns.
 int RaisePlain(lua_State* L, const char* fmt, ...);
+
+// The entry of `kinds` that step table `x` names in its "t" field (each
+// Kind has name, req and res), raising memcached's error when there is none
+// or it is not for this side (`response` or request). `what` is "inspector"
+// or "mutator", as in the error text. Never returns nullptr.
+template <typename Kind, size_t N>
+const Kind* StepKindArg(lua_State* L, int x, const Kind (&kinds)[N], bool response,
+                        const char* what) {
+  if (lua_getfield(L, x, "t") == LUA_TNIL) RaisePlain(L, "%s step %d: unknown step type", what, x);
+  const char* name = luaL_checkstring(L, -1);
+  const Kind* kind = nullptr;
+  for (const Kind& k : kinds) {
+    if (std::strcmp(name, k.name) == 0) kind = &k;
+  }
+  lua_pop(L, 1);
+  if (kind == nullptr) RaisePlain(L, "%s step %d: unknown step type", what, x);
+  if (!(response ? kind->res : kind->req)) {
+    RaisePlain(L, "%s step %d: step incompatible with %s type", what, x, what);
+  }
+  return kind;
+}
+
+// The number of step tables a *_new call got: every argument must be a
+// table, and only a worker VM makes `what` ("inspectors", "mutators");
+// otherwise a Lua error.
+int StepTableArgs(lua_State* L, const char* what);
+
+// The 'flag' field of step table `t`: one character from 'A' to 'z', or a
+// Lua error in memcached's words, which name the step `what` ("inspector",
+// "mutator"), but `what_alnum` in the alphanumeric one (memcached's
+// inspector says "inspect" there).
+char StepFlagField(lua_State* L, int t, const char* what, const char* what_alnum);
 
 // A meta reply (mcmc's MCMC_RESP_META): HD, VA, EN, NF, NS, EX, MN, ME.
 bool IsMetaReply(const ResponseUd& r);

@@ -22,6 +22,32 @@ int RaisePlain(lua_State* L, const char* fmt, ...) {
   return lua_error(L);
 }
 
+int StepTableArgs(lua_State* L, const char* what) {
+  if (Ctx(L)->worker == nullptr) {
+    return luaL_error(L, "%s may only be made in mcp_config_routes (a worker VM)", what);
+  }
+  const int argc = lua_gettop(L);
+  for (int x = 1; x <= argc; ++x) luaL_checktype(L, x, LUA_TTABLE);
+  return argc;
+}
+
+char StepFlagField(lua_State* L, int t, const char* what, const char* what_alnum) {
+  if (lua_getfield(L, t, "flag") == LUA_TNIL) {
+    RaisePlain(L, "%s step %d: must provide 'flag' argument", what, t);
+  }
+  size_t len = 0;
+  const char* f = lua_tolstring(L, -1, &len);
+  if (f == nullptr || len != 1) {
+    RaisePlain(L, "%s step %d: 'flag' must be a single character", what, t);
+  }
+  if (f[0] < 'A' || f[0] > 'z') {
+    RaisePlain(L, "%s step %d: 'flag' must be alphanumeric", what_alnum, t);
+  }
+  const char c = f[0];
+  lua_pop(L, 1);
+  return c;
+}
+
 bool IsMetaReply(const ResponseUd& r) {
   return !r.failed && r.parsed.type == memcache::kTypeMeta && r.parsed.line_len <= r.bytes.size();
 }
@@ -138,21 +164,7 @@ constexpr InsKind kInsKinds[] = {
 
 // --- compiling --------------------------------------------------------------
 
-// The 'flag' field of step table `t` (memcached's texts, "inspect" typo
-// included).
-char FlagField(lua_State* L, int t) {
-  if (lua_getfield(L, t, "flag") == LUA_TNIL) {
-    RaisePlain(L, "inspector step %d: must provide 'flag' argument", t);
-  }
-  size_t len = 0;
-  const char* f = lua_tolstring(L, -1, &len);
-  if (f == nullptr || len != 1)
-    RaisePlain(L, "inspector step %d: 'flag' must be a single character", t);
-  if (f[0] < 'A' || f[0] > 'z') RaisePlain(L, "inspect step %d: 'flag' must be alphanumeric", t);
-  const char c = f[0];
-  lua_pop(L, 1);
-  return c;
-}
+char FlagField(lua_State* L, int t) { return StepFlagField(L, t, "inspector", "inspect"); }
 
 // The 'str' field of step table `t`, copied into the arena.
 void StrField(lua_State* L, int t, Inspector* ins, InsStep* s) {
@@ -197,11 +209,7 @@ void SepKeyFields(lua_State* L, int t, InsStep* s, int maps) {
 
 // mcp.req_inspector_new / res_inspector_new({t = "step", ...}, ...)
 int NewInspector(lua_State* L, bool response) {
-  if (Ctx(L)->worker == nullptr) {
-    return luaL_error(L, "inspectors may only be made in mcp_config_routes (a worker VM)");
-  }
-  const int argc = lua_gettop(L);
-  for (int x = 1; x <= argc; ++x) luaL_checktype(L, x, LUA_TTABLE);
+  const int argc = StepTableArgs(L, "inspectors");
   auto* ins = new (lua_newuserdatauv(L, sizeof(Inspector), 1)) Inspector{};
   luaL_setmetatable(L, kInspectorMt);
   const int ud = lua_gettop(L);
@@ -210,19 +218,7 @@ int NewInspector(lua_State* L, bool response) {
   ins->response = response;
   ins->steps.reserve(static_cast<size_t>(argc));
   for (int x = 1; x <= argc; ++x) {
-    if (lua_getfield(L, x, "t") == LUA_TNIL) {
-      return RaisePlain(L, "inspector step %d: unknown step type", x);
-    }
-    const char* name = luaL_checkstring(L, -1);
-    const InsKind* kind = nullptr;
-    for (const InsKind& k : kInsKinds) {
-      if (std::strcmp(name, k.name) == 0) kind = &k;
-    }
-    lua_pop(L, 1);
-    if (kind == nullptr) return RaisePlain(L, "inspector step %d: unknown step type", x);
-    if (!(response ? kind->res : kind->req)) {
-      return RaisePlain(L, "inspector step %d: step incompatible with inspector type", x);
-    }
+    const InsKind* kind = StepKindArg(L, x, kInsKinds, response, "inspector");
     InsStep s;
     s.op = kind->op;
     switch (s.op) {
@@ -379,13 +375,7 @@ int InspectorCall(lua_State* L) {
 }  // namespace
 
 void OpenInspectorFunctions(lua_State* L) {
-  luaL_newmetatable(L, kInspectorMt);
-  lua_pushcfunction(L, InspectorCall);
-  lua_setfield(L, -2, "__call");
-  lua_pushcfunction(L, GcUd<Inspector>);
-  lua_setfield(L, -2, "__gc");
-  Ctx(L)->inspector_mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
+  Ctx(L)->inspector_mt = NewUdMetatable(L, kInspectorMt, GcUd<Inspector>, InspectorCall);
   static const luaL_Reg kFns[] = {{"req_inspector_new", ReqInspectorNew},
                                   {"res_inspector_new", ResInspectorNew},
                                   {nullptr, nullptr}};

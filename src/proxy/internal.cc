@@ -169,10 +169,7 @@ int McpServerStats(lua_State* L) {
 }  // namespace
 
 void OpenInternalFunctions(lua_State* L) {
-  luaL_newmetatable(L, kStatsBoxMt);
-  lua_pushcfunction(L, GcUd<StatList>);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  NewUdMetatable(L, kStatsBoxMt, GcUd<StatList>);
   luaL_newmetatable(L, kInternalMt);
   lua_pop(L, 1);
   lua_pushcfunction(L, McpInternal);

@@ -72,6 +72,21 @@ void RegisterMethods(lua_State* L, const char* mt, const luaL_Reg* fns, lua_CFun
   lua_pop(L, 1);
 }
 
+const void* NewUdMetatable(lua_State* L, const char* mt, lua_CFunction gc, lua_CFunction call) {
+  luaL_newmetatable(L, mt);
+  if (call != nullptr) {
+    lua_pushcfunction(L, call);
+    lua_setfield(L, -2, "__call");
+  }
+  if (gc != nullptr) {
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  const void* p = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  return p;
+}
+
 lua_State* NewVm(VmContext* ctx) {
   lua_State* L = luaL_newstate();
   if (L == nullptr) return nullptr;

@@ -79,6 +79,11 @@ struct GlobalTbfUd {
 // A userdata type's metatable: `fns` as its methods (__index), `gc` (may be
 // null) as __gc.
 void RegisterMethods(lua_State* L, const char* mt, const luaL_Reg* fns, lua_CFunction gc);
+// A userdata type's metatable without methods: `gc` as __gc and `call` as
+// __call (either may be null). Returns its address (for the type checks that
+// compare metatables by pointer).
+const void* NewUdMetatable(lua_State* L, const char* mt, lua_CFunction gc,
+                           lua_CFunction call = nullptr);
 // __gc of a placement-new'd userdata body: runs its destructor.
 template <typename T>
 int GcUd(lua_State* L) {

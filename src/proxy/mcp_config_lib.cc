@@ -220,25 +220,26 @@ int SetSeconds(lua_State* L) {
   return 0;
 }
 
-int SetFailureLimit(lua_State* L) {
-  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_failure_limit");
-  rt->pending_settings().backend_defaults.failure_limit =
-      static_cast<int>(Integer(L, 1, "backend_failure_limit", 0, 1 << 30));
+// A whole-number tunable from 0 to 2^30: `fn` is "mcp.<its name>" (errors
+// name the value by the part after "mcp.").
+template <typename T>
+int SetCount(lua_State* L, const char* fn, T BackendOptions::*field) {
+  ProxyRuntime* rt = ConfigRuntime(L, fn);
+  rt->pending_settings().backend_defaults.*field =
+      static_cast<T>(Integer(L, 1, fn + std::strlen("mcp."), 0, 1 << 30));
   return 0;
+}
+
+int SetFailureLimit(lua_State* L) {
+  return SetCount(L, "mcp.backend_failure_limit", &BackendOptions::failure_limit);
 }
 
 int SetDepthLimit(lua_State* L) {
-  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_depth_limit");
-  rt->pending_settings().backend_defaults.depth_limit =
-      static_cast<int>(Integer(L, 1, "backend_depth_limit", 0, 1 << 30));
-  return 0;
+  return SetCount(L, "mcp.backend_depth_limit", &BackendOptions::depth_limit);
 }
 
 int SetFlapBackoffMax(lua_State* L) {
-  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_flap_backoff_max");
-  rt->pending_settings().backend_defaults.flap_backoff_max =
-      static_cast<uint32_t>(Integer(L, 1, "backend_flap_backoff_max", 0, 1 << 30));
-  return 0;
+  return SetCount(L, "mcp.backend_flap_backoff_max", &BackendOptions::flap_backoff_max);
 }
 
 int SetUseIothread(lua_State* L) {
@@ -390,24 +391,11 @@ int TimeMonoMillis(lua_State* L) {
   return 1;
 }
 
-template <typename T>
-int Gc(lua_State* L) {
-  static_cast<T*>(lua_touserdata(L, 1))->~T();
-  return 0;
-}
-
-void NewMetatable(lua_State* L, const char* name, lua_CFunction gc) {
-  luaL_newmetatable(L, name);
-  lua_pushcfunction(L, gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
-}
-
 }  // namespace
 
 void OpenConfigFunctions(lua_State* L) {
-  NewMetatable(L, kBackendMt, Gc<BackendUd>);
-  NewMetatable(L, kPoolMt, Gc<PoolUd>);
+  NewUdMetatable(L, kBackendMt, GcUd<BackendUd>);
+  NewUdMetatable(L, kPoolMt, GcUd<PoolUd>);
   static const luaL_Reg kFns[] = {
       {"backend", McpBackend},
       {"pool", McpPool},

@@ -166,16 +166,8 @@ void OpenWorkerFunctions(lua_State* L) {
   lua_pop(L, 2);
   static const luaL_Reg kNone[] = {{nullptr, nullptr}};
   RegisterMethods(L, kPoolProxyMt, kNone, GcUd<PoolProxyUd>);
-  luaL_newmetatable(L, kTbfMt);
-  lua_pushcfunction(L, TbfCall);
-  lua_setfield(L, -2, "__call");
-  lua_pop(L, 1);
-  luaL_newmetatable(L, kGlobalTbfMt);
-  lua_pushcfunction(L, GlobalTbfCall);
-  lua_setfield(L, -2, "__call");
-  lua_pushcfunction(L, GcUd<GlobalTbfUd>);
-  lua_setfield(L, -2, "__gc");
-  lua_pop(L, 1);
+  NewUdMetatable(L, kTbfMt, nullptr, TbfCall);
+  NewUdMetatable(L, kGlobalTbfMt, GcUd<GlobalTbfUd>, GlobalTbfCall);
   static const luaL_Reg kFns[] = {
       {"attach", Attach},      {"ratelim_tbf", TbfNew},
       {"stat", Stat},          {nullptr, nullptr},

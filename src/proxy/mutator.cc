@@ -107,19 +107,7 @@ int OptIdxField(lua_State* L, int t) {
   return static_cast<int>(std::clamp<lua_Integer>(i, 0, kMaxIdx)) + 2;
 }
 
-char FlagField(lua_State* L, int t) {
-  if (lua_getfield(L, t, "flag") == LUA_TNIL) {
-    RaisePlain(L, "mutator step %d: must provide 'flag' argument", t);
-  }
-  size_t len = 0;
-  const char* f = lua_tolstring(L, -1, &len);
-  if (f == nullptr || len != 1)
-    RaisePlain(L, "mutator step %d: 'flag' must be a single character", t);
-  if (f[0] < 'A' || f[0] > 'z') RaisePlain(L, "mutator step %d: 'flag' must be alphanumeric", t);
-  const char c = f[0];
-  lua_pop(L, 1);
-  return c;
-}
+char FlagField(lua_State* L, int t) { return StepFlagField(L, t, "mutator", "mutator"); }
 
 void ToArena(Mutator* mut, MutStep* s, std::string_view v) {
   s->off = static_cast<uint32_t>(mut->arena.size());
@@ -222,29 +210,14 @@ void StepFields(lua_State* L, int t, Mutator* mut, MutStep* s) {
 
 // mcp.req_mutator_new / res_mutator_new({t = "step", ...}, ...)
 int NewMutator(lua_State* L, bool response) {
-  if (Ctx(L)->worker == nullptr) {
-    return luaL_error(L, "mutators may only be made in mcp_config_routes (a worker VM)");
-  }
-  const int argc = lua_gettop(L);
-  for (int x = 1; x <= argc; ++x) luaL_checktype(L, x, LUA_TTABLE);
+  const int argc = StepTableArgs(L, "mutators");
   if (argc == 0) return RaisePlain(L, "mutator failed to initialize, no steps given");
   auto* mut = new (lua_newuserdatauv(L, sizeof(Mutator), 0)) Mutator{};
   luaL_setmetatable(L, kMutatorMt);
   mut->response = response;
   mut->steps.reserve(static_cast<size_t>(argc));
   for (int x = 1; x <= argc; ++x) {
-    if (lua_getfield(L, x, "t") == LUA_TNIL)
-      return RaisePlain(L, "mutator step %d: unknown step type", x);
-    const char* name = luaL_checkstring(L, -1);
-    const MutKind* kind = nullptr;
-    for (const MutKind& k : kMutKinds) {
-      if (std::strcmp(name, k.name) == 0) kind = &k;
-    }
-    lua_pop(L, 1);
-    if (kind == nullptr) return RaisePlain(L, "mutator step %d: unknown step type", x);
-    if (!(response ? kind->res : kind->req)) {
-      return RaisePlain(L, "mutator step %d: step incompatible with mutator type", x);
-    }
+    const MutKind* kind = StepKindArg(L, x, kMutKinds, response, "mutator");
     MutStep s;
     s.op = kind->op;
     StepFields(L, x, mut, &s);
@@ -561,13 +534,7 @@ void BlankResponse(ResponseUd* r) {
 }
 
 void OpenInspectMutateFunctions(lua_State* L) {
-  luaL_newmetatable(L, kMutatorMt);
-  lua_pushcfunction(L, MutatorCall);
-  lua_setfield(L, -2, "__call");
-  lua_pushcfunction(L, GcUd<Mutator>);
-  lua_setfield(L, -2, "__gc");
-  Ctx(L)->mutator_mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
+  Ctx(L)->mutator_mt = NewUdMetatable(L, kMutatorMt, GcUd<Mutator>, MutatorCall);
   OpenUserObjectFunctions(L);
   OpenInspectorFunctions(L);
   static const luaL_Reg kFns[] = {

@@ -132,16 +132,18 @@ int ReqHasFlag(lua_State* L) {
   return 1;
 }
 
+// Pushes whether the request has flag f; returns its token's index (0: none).
+size_t PushHasFlag(lua_State* L, const RequestUd& r, char f) {
+  const size_t idx = r.FlagIndex(f);
+  lua_pushboolean(L, idx != 0);
+  return idx;
+}
+
 // flag_token(f[, new]) -> found[, old token without the flag]
 int ReqFlagToken(lua_State* L) {
   RequestUd* r = Req(L);
-  const char f = FlagArg(L, 2, "flag_token()");
-  const size_t idx = r->FlagIndex(f);
-  if (idx == 0) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  lua_pushboolean(L, 1);
+  const size_t idx = PushHasFlag(L, *r, FlagArg(L, 2, "flag_token()"));
+  if (idx == 0) return 1;
   const std::string tok(r->Token(idx));
   int ret = 1;
   if (tok.size() > 1) {
@@ -160,13 +162,8 @@ int ReqFlagToken(lua_State* L) {
 
 int ReqFlagTokenInt(lua_State* L) {
   RequestUd* r = Req(L);
-  const char f = FlagArg(L, 2, "flag_token_int()");
-  const size_t idx = r->FlagIndex(f);
-  if (idx == 0) {
-    lua_pushboolean(L, 0);
-    return 1;
-  }
-  lua_pushboolean(L, 1);
+  const size_t idx = PushHasFlag(L, *r, FlagArg(L, 2, "flag_token_int()"));
+  if (idx == 0) return 1;
   int64_t v = 0;
   if (ToInt(r->Token(idx).substr(1), &v)) {
     lua_pushinteger(L, v);
@@ -206,25 +203,27 @@ int ReqFlagAdd(lua_State* L) {
   return 1;
 }
 
+// flag_set and flag_replace: flag f becomes nf with the token at argument
+// tok_arg, rendered in f's place, or appended when f is absent.
+int PutFlag(lua_State* L, RequestUd* r, char f, char nf, int tok_arg) {
+  char buf[32];
+  const std::string_view tok = FlagTokenArg(L, tok_arg, buf, sizeof(buf));
+  const size_t idx = r->FlagIndex(f);
+  lua_pushboolean(L, idx != 0 ? r->Render(idx, nf, tok) : r->Append(nf, tok));
+  return 1;
+}
+
 int ReqFlagSet(lua_State* L) {
   RequestUd* r = Req(L);
   const char f = FlagArg(L, 2, "request");
-  char buf[32];
-  const std::string_view tok = FlagTokenArg(L, 3, buf, sizeof(buf));
-  const size_t idx = r->FlagIndex(f);
-  lua_pushboolean(L, idx != 0 ? r->Render(idx, f, tok) : r->Append(f, tok));
-  return 1;
+  return PutFlag(L, r, f, f, 3);
 }
 
 int ReqFlagReplace(lua_State* L) {
   RequestUd* r = Req(L);
   const char f = FlagArg(L, 2, "request");
   const char nf = FlagArg(L, 3, "request");
-  char buf[32];
-  const std::string_view tok = FlagTokenArg(L, 4, buf, sizeof(buf));
-  const size_t idx = r->FlagIndex(f);
-  lua_pushboolean(L, idx != 0 ? r->Render(idx, nf, tok) : r->Append(nf, tok));
-  return 1;
+  return PutFlag(L, r, f, nf, 4);
 }
 
 int ReqFlagDel(lua_State* L) {
@@ -233,23 +232,6 @@ int ReqFlagDel(lua_State* L) {
   const size_t idx = r->FlagIndex(f);
   lua_pushboolean(L, idx != 0 && r->Render(idx, 0, {}));
   return 1;
-}
-
-// The flags of a meta response line (after the code, and after a VA's
-// length), or empty for other replies.
-std::string_view MetaFlags(const ResponseUd& r) {
-  if (r.failed || r.parsed.type != memcache::kTypeMeta) return {};
-  std::string_view line = std::string_view(r.bytes).substr(0, r.parsed.line_len);
-  if (line.size() < 2) return {};
-  const bool va = line[0] == 'V' && line[1] == 'A';
-  line.remove_prefix(2);
-  size_t i = 0;
-  while (i < line.size() && line[i] == ' ') ++i;
-  if (va) {
-    while (i < line.size() && line[i] != ' ') ++i;
-    while (i < line.size() && line[i] == ' ') ++i;
-  }
-  return line.substr(i);
 }
 
 // match_res(res) -> matched, error text
@@ -261,7 +243,7 @@ int ReqMatchRes(lua_State* L) {
     lua_pushstring(L, "failed to parse response");
     return 2;
   }
-  const std::string_view flags = MetaFlags(*res);
+  const std::string_view flags = ReplyMetaFlags(*res);
   bool matched = false, found = false;
   const std::string_view rk = FlagTokenIn(flags, 'k', &found);
   if (found) {
@@ -359,7 +341,7 @@ int ResCode(lua_State* L) {
 }
 
 int ResLine(lua_State* L) {
-  const std::string_view f = MetaFlags(*Res(L));
+  const std::string_view f = ReplyMetaFlags(*Res(L));
   if (f.empty()) {
     lua_pushnil(L);
   } else {
@@ -389,7 +371,7 @@ int ResRawString(lua_State* L) {
 int ResFlagBlank(lua_State* L) {
   ResponseUd* r = Res(L);
   const char f = FlagArg(L, 2, "request");
-  const std::string_view flags = MetaFlags(*r);
+  const std::string_view flags = ReplyMetaFlags(*r);
   if (!flags.empty()) {
     const size_t base = static_cast<size_t>(flags.data() - r->bytes.data());
     for (size_t i = 0; i < flags.size(); ++i) {

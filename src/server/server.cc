@@ -42,6 +42,18 @@ std::string Rusage(const timeval& tv) {
   return buf;
 }
 
+// The signals the server takes through WaitForShutdown's signalfd: blocked
+// in every thread (BlockSignals) so none reaches a default handler.
+sigset_t ServerSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+
 }  // namespace
 
 Server::Server(const Config& cfg)
@@ -53,12 +65,7 @@ Server::~Server() {
 }
 
 void Server::BlockSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGUSR1);
+  const sigset_t set = ServerSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
@@ -346,12 +353,7 @@ Status Server::Start() {
 }
 
 void Server::WaitForShutdown() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGUSR1);
+  const sigset_t set = ServerSignals();
   int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   for (;;) {
     pollfd p[2] = {{wake_fd_, POLLIN, 0}, {sfd, POLLIN, 0}};

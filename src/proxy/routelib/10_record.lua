@@ -71,14 +71,19 @@ function local_zone(zone)
     R.zone = zone
 end
 
-function local_zone_from_env(var)
-    if type(var) ~= "string" then fail("local_zone_from_env() takes an environment variable name") end
-    local zone = os.getenv(var)
+-- Sets the zone a lookup found. Finding none fails with the message
+-- fail(...) formats, except on a replay, which keeps the zone it has.
+local function set_found_zone(zone, ...)
     if zone == nil or zone == "" then
         if R.replay then return end
-        fail("local_zone_from_env: the environment variable %s is not set", var)
+        fail(...)
     end
     R.zone = zone
+end
+
+function local_zone_from_env(var)
+    if type(var) ~= "string" then fail("local_zone_from_env() takes an environment variable name") end
+    set_found_zone(os.getenv(var), "local_zone_from_env: the environment variable %s is not set", var)
 end
 
 function local_zone_from_file(path)
@@ -89,12 +94,9 @@ function local_zone_from_file(path)
         zone = (f:read("l") or ""):match("^%s*(.-)%s*$")
         f:close()
     end
-    if zone == nil or zone == "" then
-        if R.replay then return end
-        if not f then fail("local_zone_from_file: cannot open %s: %s", path, tostring(err)) end
-        fail("local_zone_from_file: %s holds no zone name on its first line", path)
-    end
-    R.zone = zone
+    local why = f and "local_zone_from_file: %s holds no zone name on its first line"
+        or "local_zone_from_file: cannot open %s: %s"
+    set_found_zone(zone, why, path, tostring(err))
 end
 
 -- cmdmap{ get = route..., set = route..., all = route... }: a map entry

@@ -4,6 +4,21 @@
 -- generator, and a local generator function makes the per-slot handler.
 -- ---------------------------------------------------------------------------
 
+-- The conf of a route whose only option is children.
+local function children_conf(t, ctx)
+    check_opts(t, ctx, { children = true })
+    need_children(t, ctx)
+    return t
+end
+
+-- The start of such a route: gen(rctx, handles) gets one handle a child, in
+-- the children's order.
+local function children_start(gen)
+    return function(t, ctx, fgen)
+        fgen:ready({ a = new_handles(fgen, ordered(t.children)), n = ctx:label(), f = gen })
+    end
+end
+
 -- route_direct{ child = "pool" }: the child's answer.
 function route_direct_conf(t, ctx)
     check_opts(t, ctx, { child = true })
@@ -35,11 +50,7 @@ end
 
 -- route_allsync{ children = ... }: every child, waits for all; the first
 -- error received, else the last answer received.
-function route_allsync_conf(t, ctx)
-    check_opts(t, ctx, { children = true })
-    need_children(t, ctx)
-    return t
-end
+route_allsync_conf = children_conf
 
 local function allsync_gen(rctx, hs)
     local tr = tracker(hs)
@@ -58,17 +69,11 @@ local function allsync_gen(rctx, hs)
     end
 end
 
-function route_allsync_start(t, ctx, fgen)
-    fgen:ready({ a = new_handles(fgen, ordered(t.children)), n = ctx:label(), f = allsync_gen })
-end
+route_allsync_start = children_start(allsync_gen)
 
 -- route_allasync{ children = ... }: every child; answers at once with the
 -- null reply, the requests complete in the background.
-function route_allasync_conf(t, ctx)
-    check_opts(t, ctx, { children = true })
-    need_children(t, ctx)
-    return t
-end
+route_allasync_conf = children_conf
 
 local function allasync_gen(rctx, hs)
     return function(r)
@@ -78,9 +83,7 @@ local function allasync_gen(rctx, hs)
     end
 end
 
-function route_allasync_start(t, ctx, fgen)
-    fgen:ready({ a = new_handles(fgen, ordered(t.children)), n = ctx:label(), f = allasync_gen })
-end
+route_allasync_start = children_start(allasync_gen)
 
 -- route_allfastest{ children = ..., miss = bool, wait = seconds }: every
 -- child; the first answer that is not an error (with miss = true: the first
@@ -395,11 +398,7 @@ function route_ratelim_start(t, ctx, fgen)
 end
 
 -- route_random{ children = ... }: one child picked at random per request.
-function route_random_conf(t, ctx)
-    check_opts(t, ctx, { children = true })
-    need_children(t, ctx)
-    return t
-end
+route_random_conf = children_conf
 
 local function random_gen(rctx, hs)
     local n = #hs
@@ -407,9 +406,7 @@ local function random_gen(rctx, hs)
     return function(r) return rctx:enqueue_and_wait(r, hs[random(n)]) end
 end
 
-function route_random_start(t, ctx, fgen)
-    fgen:ready({ a = new_handles(fgen, ordered(t.children)), n = ctx:label(), f = random_gen })
-end
+route_random_start = children_start(random_gen)
 
 -- cmdmap{...} where a route handler goes (see as_route): the route of the
 -- request's command, else the "all" route, else an error reply.

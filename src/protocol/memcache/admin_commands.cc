@@ -105,8 +105,8 @@ uint32_t MemcacheHandler::SlabClassFor(size_t total) const {
   return cls;
 }
 
-void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
-  if (!Permit(protocol::kMcStats, {}, 0, w)) return;
+size_t MemcacheHandler::Stats(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   net::ServerServices* sv = ctx_->services;
   if (pl.count == 1) {
     // The server's, the engine's and the logger's counters, printed in
@@ -138,7 +138,7 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
     if (ctx_->opts.access != nullptr) ctx_->opts.access->RateRejectedStats(&all);
     WriteStatsInMemcachedOrder(all, w);
     w.Word("END");
-    return;
+    return r.line_len;
   }
   std::string_view sub = pl.tokens[1];
   if (sub == "reset") {
@@ -172,7 +172,7 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
   } else if (sub == "conns") {
     if (control_ != nullptr && control_->group().size() > 0) {
       StatsConnsAsync();
-      return;
+      return r.line_len;
     }
     if (sv) {
       std::vector<net::ServerServices::ConnInfo> all = sv->ListeningSockets();
@@ -193,6 +193,7 @@ void MemcacheHandler::Stats(const ParsedLine& pl, ReplyWriter& w) {
   } else {
     w.Error();
   }
+  return r.line_len;
 }
 
 // `stats cachedump <class> <limit>`, with memcached 1.6.45's replies.
@@ -277,18 +278,25 @@ void MemcacheHandler::StatsConnsAsync() {
                       });
 }
 
-void MemcacheHandler::Verbosity(const ParsedLine& pl, ReplyWriter& w) {
-  w.set_quiet(pl.noreply());
+// Comes with at least a level word and noreply applied (the command table).
+size_t MemcacheHandler::Verbosity(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   uint32_t level = 0;
   if (!ParseFlags(pl.tokens[1], &level)) {
     w.ClientError(kBadFormat);
-    return;
+    return r.line_len;
   }
   if (ctx_->services) ctx_->services->SetVerbosity(level > 2 ? 2 : static_cast<int>(level));
   w.Word("OK");
+  return r.line_len;
 }
 
-void MemcacheHandler::CacheMemlimit(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::CacheMemlimit(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
+  if (pl.ntokens() != 3 && pl.ntokens() != 4) {
+    w.Error();
+    return r.line_len;
+  }
   w.set_quiet(pl.noreply());
   uint32_t mb = 0;
   if (!ParseFlags(pl.tokens[1], &mb)) {
@@ -302,39 +310,43 @@ void MemcacheHandler::CacheMemlimit(const ParsedLine& pl, ReplyWriter& w) {
   } else {
     w.Status("MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust");
   }
+  return r.line_len;
 }
 
-void MemcacheHandler::Shutdown(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::Shutdown(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   net::ServerServices* sv = ctx_->services;
   if (sv == nullptr || !sv->ShutdownEnabled()) {
     w.Status("SERVER_ERROR: shutdown not enabled");  // memcached 1.6.45's text
-    return;
+    return r.line_len;
   }
   if (pl.count == 1 || (pl.count == 2 && pl.tokens[1] == "graceful")) {
     // memcached closes the asking connection without a reply.
     sv->RequestShutdown();
     close_ = true;
-    return;
+    return r.line_len;
   }
   w.ClientError("invalid shutdown mode");
+  return r.line_len;
 }
 
-void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::Slabs(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   const size_t nt = pl.ntokens();
   if (nt == 5 && pl.tokens[1] == "reassign") {
     if (!engine_->options().slab_reassign) {
       w.ClientError("slab reassignment disabled");
-      return;
+      return r.line_len;
     }
     int64_t src = 0;
     int64_t dst = 0;
     if (!ParseInt(pl.tokens[2], &src) || !ParseInt(pl.tokens[3], &dst)) {
       w.ClientError(kBadFormat);
-      return;
+      return r.line_len;
     }
-    std::string r = engine_->SlabsReassign(static_cast<int>(src), static_cast<int>(dst));
-    w.Status(ReassignText(r));
-    return;
+    const std::string res = engine_->SlabsReassign(static_cast<int>(src), static_cast<int>(dst));
+    w.Status(ReassignText(res));
+    return r.line_len;
   }
   if (nt >= 4 && pl.tokens[1] == "automove") {
     w.set_quiet(pl.noreply());
@@ -344,7 +356,7 @@ void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
       double ratio = 0;
       if (nt < 5 || !ParseDouble(pl.tokens[3], &ratio)) {
         w.Error();
-        return;
+        return r.line_len;
       }
       if (pl.tokens[2] == "ratio") {
         engine_->SetSlabAutomoveRatio(ratio);
@@ -352,68 +364,70 @@ void MemcacheHandler::Slabs(const ParsedLine& pl, ReplyWriter& w) {
         engine_->SetSlabAutomoveFreeratio(ratio);
       }
       w.Word("OK");
-      return;
+      return r.line_len;
     }
     if (pl.tokens[2] == "window") {
       uint32_t secs = 0;
       if (nt < 5 || !ParseFlags(pl.tokens[3], &secs)) {
         w.ClientError(kBadFormat);
-        return;
+        return r.line_len;
       }
       if (secs < 3 || secs > 1800) {
         w.ClientError("automove window too low or too high");
-        return;
+        return r.line_len;
       }
       engine_->SetSlabAutomoveWindow(secs);
       w.Word("OK");
-      return;
+      return r.line_len;
     }
     uint32_t level = 0;
     if (!ParseFlags(pl.tokens[2], &level)) {
       w.ClientError(kBadFormat);
-      return;
+      return r.line_len;
     }
     if (level > 2) {
       w.Error();
-      return;
+      return r.line_len;
     }
     engine_->SetSlabAutomove(static_cast<int>(level));
     w.Word("OK");
-    return;
+    return r.line_len;
   }
   w.Error();
+  return r.line_len;
 }
 
-void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::LruCrawler(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   const size_t nt = pl.ntokens();
   std::string_view sub = pl.count >= 2 ? pl.tokens[1] : std::string_view();
   if (nt == 4 && (sub == "crawl" || sub == "metadump" || sub == "mgdump")) {
     if (!CrawlerOn(*engine_)) {
       w.ClientError("lru crawler disabled");
-      return;
+      return r.line_len;
     }
     if (sub == "crawl") {
-      std::string r = engine_->CrawlerCrawl(pl.tokens[2]);
-      w.Status(CrawlText(r));
-      return;
+      const std::string res = engine_->CrawlerCrawl(pl.tokens[2]);
+      w.Status(CrawlText(res));
+      return r.line_len;
     }
     const bool mg = sub == "mgdump";
     if (!ctx_->opts.dump_enabled) {  // -X
       w.Status(mg ? "ERROR key dump not allowed" : "ERROR metadump not allowed");
-      return;
+      return r.line_len;
     }
     // As memcached: the dump takes over the connection's output, so replies
     // of earlier pipelined commands must not be waiting.
     if (w.buffer()->pending_bytes() > 0) {
       w.Status(mg ? "ERROR cannot pipeline other commands before mgdump"
                   : "ERROR cannot pipeline other commands before metadump");
-      return;
+      return r.line_len;
     }
     // "hash" walks the hash table, which is how Trove walks "all" anyway.
     std::string_view classes = pl.tokens[2] == "hash" ? std::string_view("all") : pl.tokens[2];
     if (!engine_->ValidCrawlClasses(classes)) {
       w.Status("BADCLASS invalid class id");
-      return;
+      return r.line_len;
     }
     // memcached 1.6.45 answers OK, then the lines, then END (EN for mgdump).
     std::string out = "OK\r\n";
@@ -452,25 +466,25 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
     }
     out.append(mg ? "EN\r\n" : "END\r\n");
     w.Trusted(out);
-    return;
+    return r.line_len;
   }
   if (nt == 4 && (sub == "tocrawl" || sub == "sleep")) {
     uint32_t v = 0;
     if (!ParseFlags(pl.tokens[2], &v)) {
       w.ClientError(kBadFormat);
-      return;
+      return r.line_len;
     }
     if (sub == "sleep") {
       if (v > 1000000) {
         w.ClientError("sleep must be one second or less");
-        return;
+        return r.line_len;
       }
       engine_->CrawlerSetSleep(v);
     } else {
       engine_->CrawlerSetToCrawl(v);
     }
     w.Word("OK");
-    return;
+    return r.line_len;
   }
   if (nt == 3 && (sub == "enable" || sub == "disable")) {
     bool on = sub == "enable";
@@ -480,9 +494,10 @@ void MemcacheHandler::LruCrawler(const ParsedLine& pl, ReplyWriter& w) {
       w.Status(on ? "ERROR failed to start lru crawler thread"
                   : "ERROR failed to stop lru crawler thread");
     }
-    return;
+    return r.line_len;
   }
   w.Error();
+  return r.line_len;
 }
 
 }  // namespace trove::memcache

@@ -21,8 +21,6 @@ namespace {
 // dropped as junk (memcached lets it grow without bound).
 constexpr size_t kMultigetLineCap = 1u << 20;
 
-bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
-
 }  // namespace
 
 MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
@@ -110,15 +108,16 @@ MemcacheHandler::~MemcacheHandler() {
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
 }
 
-void MemcacheHandler::Watch(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::Watch(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   if (!ctx_->opts.watch_enabled || ctx_->log == nullptr || control_ == nullptr) {
     w.ClientError("watch commands not allowed");
-    return;
+    return r.line_len;
   }
   // memcached refuses when replies of earlier pipelined commands are queued.
   if (w.buffer()->pending_bytes() > 0) {
     w.Status("ERROR cannot pipeline other commands before watch");
-    return;
+    return r.line_len;
   }
   struct Name {
     const char* word;
@@ -139,7 +138,7 @@ void MemcacheHandler::Watch(const ParsedLine& pl, ReplyWriter& w) {
     }
     if (bit == 0) {
       w.Error();
-      return;
+      return r.line_len;
     }
     mask |= bit;
   }
@@ -147,19 +146,11 @@ void MemcacheHandler::Watch(const ParsedLine& pl, ReplyWriter& w) {
   uint64_t id = 0;
   if (ctx_->log->AddWatcher(control_->id(), mask, &id) != net::LogHub::AddResult::kOk) {
     w.Status("WATCHER_TOO_MANY log watcher limit reached");
-    return;
+    return r.line_len;
   }
   watcher_id_ = id;
   w.Word("OK");
-}
-
-void MemcacheHandler::Unknown(const ParsedLine& pl, ReplyWriter& w) {
-  if (pl.count > 1 && pl.tokens[pl.count - 1].substr(0, 5) == "HTTP/") {
-    close_ = true;
-    close_error_ = true;
-    return;
-  }
-  w.Error();
+  return r.line_len;
 }
 
 void MemcacheHandler::LogStoreLookup(std::string_view key) {
@@ -318,170 +309,53 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   while (s < line.size() && line[s] == ' ') ++s;
   size_t e = s;
   while (e < line.size() && line[e] != ' ') ++e;
-  std::string_view cmd = line.substr(s, e - s);
-  // The branches below name what they run for SLOWLOG / LATENCY HISTOGRAM.
-  last_cmd_ = protocol::kMcOther;
+  std::string_view word = line.substr(s, e - s);
+  last_cmd_ = protocol::kMcOther;  // what SLOWLOG / LATENCY HISTOGRAM call it
   if (!acl_open_) {  // a restricted or rate-limited -Y user
     acl_charged_ = false;
     req_bytes_ = lr.consumed;
   }
-  if (cmd.size() < 2) {
+  if (word.size() < 2) {
     w.Error();
     return lr.consumed;
   }
-  const char* after = data + lr.consumed;
-  const size_t after_len = len - lr.consumed;
-
-  if (cmd[0] == 'g') {
-    std::string_view args = line.substr(e);
-    // memcached 1.6.45: get needs a key, gat an exptime and a key.
-    const bool is_gat = Is(cmd, "gat") || Is(cmd, "gats");
-    const bool known = is_gat || Is(cmd, "get") || Is(cmd, "gets");
-    std::string_view first, second;
-    WordIterator probe(args);
-    if (!known) {
+  const McCommand* c = FindCommand(word);
+  if (c == nullptr) {
+    // memcached 1.6.45 answers an unknown g... word and an unknown
+    // two-letter m... word ERROR without looking at the rest of the line.
+    if (word[0] == 'g' || (word.size() == 2 && word[0] == 'm')) {
       w.Error();
-    } else if (!probe.Next(&first) || (is_gat && !probe.Next(&second))) {
-      w.ClientError(kBadFormat);
-    } else if (Is(cmd, "get")) {
-      last_cmd_ = protocol::kMcGet;
-      Retrieve(args, false, false, w);
-    } else if (Is(cmd, "gets")) {
-      last_cmd_ = protocol::kMcGets;
-      Retrieve(args, true, false, w);
-    } else if (Is(cmd, "gat")) {
-      last_cmd_ = protocol::kMcGat;
-      Retrieve(args, false, true, w);
-    } else if (Is(cmd, "gats")) {
-      last_cmd_ = protocol::kMcGats;
-      Retrieve(args, true, true, w);
-    } else {
-      w.Error();
+      return lr.consumed;
     }
+    ParsedLine pl;
+    Tokenize(line, &pl);
+    Unknown(pl, w);
     return lr.consumed;
   }
-
+  last_cmd_ = c->id;
+  Request r;
+  r.cmd = c;
+  r.args = line.substr(e);
+  r.line_len = lr.consumed;
+  r.after = data + lr.consumed;
+  r.after_len = len - lr.consumed;
+  if ((c->flags & kUntokenized) != 0) return (this->*c->run)(r, w);
   ParsedLine pl;
   Tokenize(line, &pl);
-  const size_t nt = pl.ntokens();
-
-  if (cmd.size() == 2 && cmd[0] == 'm') {
-    switch (cmd[1]) {
-      case 'g':
-        last_cmd_ = protocol::kMcMg;
-        MetaGet(pl, w);
-        break;
-      case 's': {
-        last_cmd_ = protocol::kMcMs;
-        size_t n = MetaSet(pl, lr.consumed, after, after_len, w);
-        return n;
-      }
-      case 'd':
-        last_cmd_ = protocol::kMcMd;
-        MetaDelete(pl, w);
-        break;
-      case 'a':
-        last_cmd_ = protocol::kMcMa;
-        MetaArith(pl, w);
-        break;
-      case 'e':
-        last_cmd_ = protocol::kMcMe;
-        MetaDebug(pl, w);
-        break;
-      case 'n':
-        last_cmd_ = protocol::kMcMn;
-        w.Word("MN");
-        break;
-      default:
-        w.Error();
-        break;
-    }
+  r.pl = &pl;
+  // The checks the table asks for, in the order memcached makes them.
+  if ((c->flags & kNoreplyFirst) != 0) w.set_quiet(pl.noreply());
+  if (c->access == Access::kCommand && !Permit(*c, {}, w)) return lr.consumed;
+  if (pl.ntokens() < c->min_tokens) {
+    w.ClientError(kBadFormat);
     return lr.consumed;
   }
-
-  struct StoreCmd {
-    const char* name;
-    engine::StoreMode mode;
-    protocol::McCmd id;
-  };
-  static constexpr StoreCmd kStoreCmds[] = {
-      {"set", engine::StoreMode::kSet, protocol::kMcSet},
-      {"add", engine::StoreMode::kAdd, protocol::kMcAdd},
-      {"replace", engine::StoreMode::kReplace, protocol::kMcReplace},
-      {"append", engine::StoreMode::kAppend, protocol::kMcAppend},
-      {"prepend", engine::StoreMode::kPrepend, protocol::kMcPrepend},
-      {"cas", engine::StoreMode::kCas, protocol::kMcCas},
-  };
-  for (const StoreCmd& sc : kStoreCmds) {
-    if (!Is(cmd, sc.name)) continue;
-    last_cmd_ = sc.id;
-    return Storage(pl, sc.mode, lr.consumed, after, after_len, w);
+  if ((c->flags & kNoreply) != 0) w.set_quiet(pl.noreply());
+  if ((c->flags & kTextKey) != 0 && pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return lr.consumed;
   }
-
-  // Arity as memcached 1.6.45: too few words is a bad format, words past
-  // the ones a command reads are ignored (noreply is always the last word).
-  if (Is(cmd, "incr") || Is(cmd, "decr")) {
-    last_cmd_ = cmd[0] == 'i' ? protocol::kMcIncr : protocol::kMcDecr;
-    if (nt < 4) {
-      w.ClientError(kBadFormat);
-    } else {
-      Arith(pl, cmd[0] == 'i', w);
-    }
-  } else if (Is(cmd, "delete")) {
-    last_cmd_ = protocol::kMcDelete;
-    if (nt < 3) {
-      w.ClientError(kBadFormat);
-    } else {
-      Delete(pl, w);
-    }
-  } else if (Is(cmd, "touch")) {
-    last_cmd_ = protocol::kMcTouch;
-    if (nt < 4) {
-      w.ClientError(kBadFormat);
-    } else {
-      Touch(pl, w);
-    }
-  } else if (Is(cmd, "stats")) {
-    last_cmd_ = protocol::kMcStats;
-    Stats(pl, w);
-  } else if (Is(cmd, "flush_all")) {
-    last_cmd_ = protocol::kMcFlushAll;
-    FlushAll(pl, w);
-  } else if (Is(cmd, "version")) {
-    last_cmd_ = protocol::kMcVersion;
-    w.Status(std::string("VERSION ") + ctx_->opts.version);
-  } else if (Is(cmd, "quit")) {
-    close_ = true;
-  } else if (Is(cmd, "verbosity")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    if (nt < 3) {
-      w.ClientError(kBadFormat);
-    } else {
-      Verbosity(pl, w);
-    }
-  } else if (Is(cmd, "cache_memlimit")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    if (nt != 3 && nt != 4) {
-      w.Error();
-    } else {
-      CacheMemlimit(pl, w);
-    }
-  } else if (Is(cmd, "shutdown")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    Shutdown(pl, w);
-  } else if (Is(cmd, "slabs")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    Slabs(pl, w);
-  } else if (Is(cmd, "lru_crawler")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    LruCrawler(pl, w);
-  } else if (Is(cmd, "watch")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    Watch(pl, w);
-  } else {
-    Unknown(pl, w);
-  }
-  return lr.consumed;
+  return (this->*c->run)(r, w);
 }
 
 // --- factory ---

@@ -148,7 +148,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void LogStoreLookup(std::string_view key);
   void LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
                 int64_t exptime, size_t n);
-  // Meta commands (meta_commands.cc).
+  // Meta commands (meta_commands.cc; ms in meta_set.cc).
   size_t MetaGet(const Request& r, ReplyWriter& w);
   size_t MetaSet(const Request& r, ReplyWriter& w);
   size_t MetaDelete(const Request& r, ReplyWriter& w);
@@ -162,6 +162,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // refused (and replied).
   bool ParseMetaRequest(const ParsedLine& pl, MetaFlags* f, ReplyWriter& w);
 
+  // The store path of the set family and ms (storage.cc).
   // Values of at least this size that have not fully arrived are read
   // straight into item memory (Engine::Allocate) as they come, so the input
   // buffer need not grow to hold them; smaller ones wait in the buffer.
@@ -234,7 +235,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t wanted_ = 0;
   bool close_ = false;
   int worker_ = 0;               // the owning worker's id (ResponseBudget share)
-  // CLIENT PAUSE (dispatch.cc): the next request waits unconsumed.
+  // CLIENT PAUSE (pause_hold.cc): the next request waits unconsumed.
   bool PauseHolds(const char* data, size_t len) const;
   void HoldForPause();
   void LeavePause();
@@ -252,7 +253,8 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool authed_ = true;
   size_t auth_need_ = 0;  // bytes of the token (and CRLF) still to come; 0: reading the line
   size_t Authenticate(const char* data, size_t len, ReplyWriter& w);
-  // Per-user permissions after -Y authentication (user_access.cc): the ACL
+  // -Y authentication (Authenticate) and per-user permissions after it
+  // (user_access.cc): the ACL
   // user of the authfile name, re-resolved when the ACL changes. acl_open_
   // (no user or an unrestricted one) makes every check one branch.
   std::shared_ptr<const void> acl_user_;

@@ -184,29 +184,6 @@ size_t MemcacheHandler::Storage(const Request& r, ReplyWriter& w) {
   return line_len + total;
 }
 
-void MemcacheHandler::StoreReply(engine::StoreResult r, ReplyWriter& w) {
-  switch (r) {
-    case engine::StoreResult::kStored:
-      w.Word("STORED");
-      break;
-    case engine::StoreResult::kNotStored:
-      w.Word("NOT_STORED");
-      break;
-    case engine::StoreResult::kExists:
-      w.Word("EXISTS");
-      break;
-    case engine::StoreResult::kNotFound:
-      w.Word("NOT_FOUND");
-      break;
-    case engine::StoreResult::kTooLarge:
-      w.ServerError("object too large for cache");
-      break;
-    case engine::StoreResult::kNoMemory:
-      w.ServerError("out of memory storing object");
-      break;
-  }
-}
-
 // incr, decr, delete and touch come with noreply applied and their key
 // checked for length (kNoreply | kTextKey in the command table).
 size_t MemcacheHandler::Arith(const Request& r, ReplyWriter& w) {

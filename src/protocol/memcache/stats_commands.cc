@@ -57,6 +57,23 @@ void WriteStats(const engine::StatList& stats, ReplyWriter& w) {
   for (const auto& [name, value] : stats) w.Stat(name, value);
 }
 
+// The sub-commands that print one engine stat list as it comes.
+struct EngineStatsPart {
+  std::string_view name;
+  engine::StatList (engine::Engine::*list)() const;
+};
+constexpr EngineStatsPart kEngineStatsParts[] = {
+    {"items", &engine::Engine::ItemStats},
+    {"slabs", &engine::Engine::SlabStats},
+    {"sizes", &engine::Engine::SizeStats},
+};
+const EngineStatsPart* FindEngineStatsPart(std::string_view sub) {
+  for (const EngineStatsPart& p : kEngineStatsParts) {
+    if (p.name == sub) return &p;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 size_t MemcacheHandler::Stats(const Request& r, ReplyWriter& w) {
@@ -112,14 +129,8 @@ size_t MemcacheHandler::Stats(const Request& r, ReplyWriter& w) {
     if (sv) WriteStats(sv->SettingsStats(), w);
     WriteStats(engine_->SettingsStats(), w);
     w.Word("END");
-  } else if (sub == "items") {
-    WriteStats(engine_->ItemStats(), w);
-    w.Word("END");
-  } else if (sub == "slabs") {
-    WriteStats(engine_->SlabStats(), w);
-    w.Word("END");
-  } else if (sub == "sizes") {
-    WriteStats(engine_->SizeStats(), w);
+  } else if (const EngineStatsPart* part = FindEngineStatsPart(sub)) {
+    WriteStats((engine_->*part->list)(), w);
     w.Word("END");
   } else if (sub == "cachedump") {
     CacheDump(pl, w);

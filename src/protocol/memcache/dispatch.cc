@@ -1,5 +1,6 @@
-// MemcacheHandler framing loop and command dispatch, and the factory.
-// Runs on the connection's worker thread.
+// MemcacheHandler's framing loop (OnData), the dispatcher (ProcessOne: the
+// command table lookup and the checks it asks for) and the factory. Runs on
+// the connection's worker thread.
 #include "protocol/memcache/dispatch.h"
 
 #include "protocol/memcache/request_classify.h"
@@ -21,8 +22,6 @@ namespace {
 // dropped as junk (memcached lets it grow without bound).
 constexpr size_t kMultigetLineCap = 1u << 20;
 
-bool Is(std::string_view a, const char* b) { return a == std::string_view(b); }
-
 }  // namespace
 
 MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats* ts,
@@ -37,186 +36,10 @@ MemcacheHandler::MemcacheHandler(const HandlerContext* ctx, engine::ThreadStats*
       peer_(std::move(peer)),
       authed_(ctx->opts.auth == nullptr) {}
 
-// memcached's try_read_command_asciiauth: the first request must be
-// "set <any> <any> <any> <n>\r\n<user> <pass>\r\n"; anything else is
-// refused. Returns the bytes consumed (0: need more).
-size_t MemcacheHandler::Authenticate(const char* data, size_t len, ReplyWriter& w) {
-  size_t used = 0;
-  if (auth_need_ == 0) {
-    if (len < 3) return 0;
-    const char* el = static_cast<const char*>(std::memchr(data, '\n', len));
-    if (el == nullptr) {
-      if (len > 2048) close_ = true;  // junk without a newline
-      return close_ ? len : 0;
-    }
-    const size_t line_len = static_cast<size_t>(el - data);
-    used = line_len + 1;
-    if (line_len < 6) {  // memcached's MIN_AUTH_REQ_LEN: closed without a reply
-      close_ = true;
-      return len;
-    }
-    std::string_view line(data, line_len);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    std::string_view tok[6];
-    size_t n = 0;
-    for (size_t i = 0; i < line.size() && n < 6;) {
-      while (i < line.size() && line[i] == ' ') ++i;
-      size_t j = i;
-      while (j < line.size() && line[j] != ' ') ++j;
-      if (j > i) tok[n++] = line.substr(i, j - i);
-      i = j;
-    }
-    uint32_t size = 0;
-    if (n < 5 || line.substr(0, 3) != "set" || !ParseFlags(tok[4], &size)) {
-      w.ClientError("unauthenticated");
-      return used;
-    }
-    if (size > 16384) {  // MAX_AUTH_REQ_LEN
-      w.ClientError("auth token too long");
-      return used;
-    }
-    auth_need_ = size + 2;
-  }
-  if (len - used < auth_need_) return used;
-  std::string_view token(data + used, auth_need_);
-  used += auth_need_;
-  auth_need_ = 0;
-  if (token.substr(token.size() - 2) != "\r\n") {
-    w.ClientError("bad command line termination");
-    return used;
-  }
-  token.remove_suffix(2);
-  const size_t sp = token.find(' ');
-  if (sp == std::string_view::npos) {
-    w.ClientError("bad authentication token format");
-    return used;
-  }
-  AuthTable& auth = *ctx_->opts.auth;
-  auth.auth_cmds.fetch_add(1, std::memory_order_relaxed);
-  if (auth.Check(token.substr(0, sp), token.substr(sp + 1))) {
-    authed_ = true;
-    SetAclUser(token.substr(0, sp));
-    w.Word("STORED");
-  } else {
-    auth.auth_errors.fetch_add(1, std::memory_order_relaxed);
-    w.ClientError("authentication failure");
-  }
-  return used;
-}
-
 MemcacheHandler::~MemcacheHandler() {
   if (pause_held_) LeavePause();
   GiveResponses();
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
-}
-
-void MemcacheHandler::Watch(const ParsedLine& pl, ReplyWriter& w) {
-  if (!ctx_->opts.watch_enabled || ctx_->log == nullptr || control_ == nullptr) {
-    w.ClientError("watch commands not allowed");
-    return;
-  }
-  // memcached refuses when replies of earlier pipelined commands are queued.
-  if (w.buffer()->pending_bytes() > 0) {
-    w.Status("ERROR cannot pipeline other commands before watch");
-    return;
-  }
-  struct Name {
-    const char* word;
-    uint32_t bit;
-  };
-  static constexpr Name kTypes[] = {
-      {"rawcmds", net::kLogRawcmds},         {"evictions", net::kLogEvictions},
-      {"fetchers", net::kLogFetchers},       {"mutations", net::kLogMutations},
-      {"sysevents", net::kLogSysevents},     {"connevents", net::kLogConnevents},
-      {"proxyreqs", net::kLogProxyreqs},     {"proxyevents", net::kLogProxyevents},
-      {"proxyuser", net::kLogProxyuser},     {"deletions", net::kLogDeletions},
-  };
-  uint32_t mask = 0;
-  for (size_t i = 1; i < pl.count; ++i) {
-    uint32_t bit = 0;
-    for (const Name& n : kTypes) {
-      if (pl.tokens[i] == n.word) bit = n.bit;
-    }
-    if (bit == 0) {
-      w.Error();
-      return;
-    }
-    mask |= bit;
-  }
-  if (mask == 0) mask = net::kLogFetchers;
-  uint64_t id = 0;
-  if (ctx_->log->AddWatcher(control_->id(), mask, &id) != net::LogHub::AddResult::kOk) {
-    w.Status("WATCHER_TOO_MANY log watcher limit reached");
-    return;
-  }
-  watcher_id_ = id;
-  w.Word("OK");
-}
-
-void MemcacheHandler::Unknown(const ParsedLine& pl, ReplyWriter& w) {
-  if (pl.count > 1 && pl.tokens[pl.count - 1].substr(0, 5) == "HTTP/") {
-    close_ = true;
-    close_error_ = true;
-    return;
-  }
-  w.Error();
-}
-
-void MemcacheHandler::LogStoreLookup(std::string_view key) {
-  LogItemGet(ctx_->log, key, engine_->Peek(key, ts_), fd_);
-}
-
-void MemcacheHandler::LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
-                               int64_t exptime, size_t n) {
-  static constexpr const char* kCmd[] = {"set", "add", "replace", "append", "prepend", "cas"};
-  int mi = 0;
-  switch (mode) {
-    case engine::StoreMode::kSet: mi = 0; break;
-    case engine::StoreMode::kAdd: mi = 1; break;
-    case engine::StoreMode::kReplace: mi = 2; break;
-    case engine::StoreMode::kAppend: mi = 3; break;
-    case engine::StoreMode::kPrepend: mi = 4; break;
-    case engine::StoreMode::kCas: mi = 5; break;
-    default: break;
-  }
-  // memcached prints the relative seconds left (0: none).
-  int64_t ttl = exptime;
-  if (exptime > limits::kRealtimeMaxDelta) ttl = exptime - engine_->clock()->UnixSeconds();
-  if (ttl < 0) ttl = 0;
-  const size_t total = ItemTotalSize(key.size(), 0, n);
-  LogItemStore(ctx_->log, key, r, kCmd[mi], ttl, static_cast<int>(SlabClassFor(total)), fd_,
-               static_cast<uint32_t>(n));
-}
-
-void MemcacheHandler::NotifyStore(std::string_view key, engine::StoreMode mode, bool has_expiry,
-                                  bool was_new) {
-  Invalidate(key);
-  if (was_new) Notify(protocol::kKeClassNew, "new", key);
-  const char* ev = mode == engine::StoreMode::kAppend    ? "append"
-                   : mode == engine::StoreMode::kPrepend ? "prepend"
-                                                         : "set";
-  Notify(protocol::kKeClassString, ev, key);
-  // append/prepend keep the item's expiry: only set-like stores give one.
-  const bool appends = mode == engine::StoreMode::kAppend || mode == engine::StoreMode::kPrepend;
-  if (has_expiry && !appends) Notify(protocol::kKeClassGeneric, "expire", key);
-}
-
-size_t MemcacheHandler::Swallow(size_t n, size_t avail) {
-  size_t now = n < avail ? n : avail;
-  swallow_ = n - now;
-  return now;
-}
-
-size_t MemcacheHandler::ItemTotalSize(size_t nkey, uint32_t flags, size_t vlen) const {
-  // memcached's item header (48 bytes), key + NUL, value + CRLF, CAS, and
-  // 4 bytes of client flags when they are non-zero.
-  return 48 + nkey + 1 + vlen + 2 + (ctx_->opts.cas_enabled ? 8 : 0) + (flags ? 4 : 0);
-}
-
-bool MemcacheHandler::TooLarge(size_t nkey, uint32_t flags, size_t vlen) {
-  if (ItemTotalSize(nkey, flags, vlen) <= ctx_->opts.item_size_max) return false;
-  engine_->CountTooLarge(ts_);  // stats store_too_large
-  return true;
 }
 
 size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& out) {
@@ -318,170 +141,53 @@ size_t MemcacheHandler::ProcessOne(const char* data, size_t len, ReplyWriter& w)
   while (s < line.size() && line[s] == ' ') ++s;
   size_t e = s;
   while (e < line.size() && line[e] != ' ') ++e;
-  std::string_view cmd = line.substr(s, e - s);
-  // The branches below name what they run for SLOWLOG / LATENCY HISTOGRAM.
-  last_cmd_ = protocol::kMcOther;
+  std::string_view word = line.substr(s, e - s);
+  last_cmd_ = protocol::kMcOther;  // what SLOWLOG / LATENCY HISTOGRAM call it
   if (!acl_open_) {  // a restricted or rate-limited -Y user
     acl_charged_ = false;
     req_bytes_ = lr.consumed;
   }
-  if (cmd.size() < 2) {
+  if (word.size() < 2) {
     w.Error();
     return lr.consumed;
   }
-  const char* after = data + lr.consumed;
-  const size_t after_len = len - lr.consumed;
-
-  if (cmd[0] == 'g') {
-    std::string_view args = line.substr(e);
-    // memcached 1.6.45: get needs a key, gat an exptime and a key.
-    const bool is_gat = Is(cmd, "gat") || Is(cmd, "gats");
-    const bool known = is_gat || Is(cmd, "get") || Is(cmd, "gets");
-    std::string_view first, second;
-    WordIterator probe(args);
-    if (!known) {
+  const McCommand* c = FindCommand(word);
+  if (c == nullptr) {
+    // memcached 1.6.45 answers an unknown g... word and an unknown
+    // two-letter m... word ERROR without looking at the rest of the line.
+    if (word[0] == 'g' || (word.size() == 2 && word[0] == 'm')) {
       w.Error();
-    } else if (!probe.Next(&first) || (is_gat && !probe.Next(&second))) {
-      w.ClientError(kBadFormat);
-    } else if (Is(cmd, "get")) {
-      last_cmd_ = protocol::kMcGet;
-      Retrieve(args, false, false, w);
-    } else if (Is(cmd, "gets")) {
-      last_cmd_ = protocol::kMcGets;
-      Retrieve(args, true, false, w);
-    } else if (Is(cmd, "gat")) {
-      last_cmd_ = protocol::kMcGat;
-      Retrieve(args, false, true, w);
-    } else if (Is(cmd, "gats")) {
-      last_cmd_ = protocol::kMcGats;
-      Retrieve(args, true, true, w);
-    } else {
-      w.Error();
+      return lr.consumed;
     }
+    ParsedLine pl;
+    Tokenize(line, &pl);
+    Unknown(pl, w);
     return lr.consumed;
   }
-
+  last_cmd_ = c->id;
+  Request r;
+  r.cmd = c;
+  r.args = line.substr(e);
+  r.line_len = lr.consumed;
+  r.after = data + lr.consumed;
+  r.after_len = len - lr.consumed;
+  if ((c->flags & kUntokenized) != 0) return (this->*c->run)(r, w);
   ParsedLine pl;
   Tokenize(line, &pl);
-  const size_t nt = pl.ntokens();
-
-  if (cmd.size() == 2 && cmd[0] == 'm') {
-    switch (cmd[1]) {
-      case 'g':
-        last_cmd_ = protocol::kMcMg;
-        MetaGet(pl, w);
-        break;
-      case 's': {
-        last_cmd_ = protocol::kMcMs;
-        size_t n = MetaSet(pl, lr.consumed, after, after_len, w);
-        return n;
-      }
-      case 'd':
-        last_cmd_ = protocol::kMcMd;
-        MetaDelete(pl, w);
-        break;
-      case 'a':
-        last_cmd_ = protocol::kMcMa;
-        MetaArith(pl, w);
-        break;
-      case 'e':
-        last_cmd_ = protocol::kMcMe;
-        MetaDebug(pl, w);
-        break;
-      case 'n':
-        last_cmd_ = protocol::kMcMn;
-        w.Word("MN");
-        break;
-      default:
-        w.Error();
-        break;
-    }
+  r.pl = &pl;
+  // The checks the table asks for, in the order memcached makes them.
+  if ((c->flags & kNoreplyFirst) != 0) w.set_quiet(pl.noreply());
+  if (c->access == Access::kCommand && !Permit(*c, {}, w)) return lr.consumed;
+  if (pl.ntokens() < c->min_tokens) {
+    w.ClientError(kBadFormat);
     return lr.consumed;
   }
-
-  struct StoreCmd {
-    const char* name;
-    engine::StoreMode mode;
-    protocol::McCmd id;
-  };
-  static constexpr StoreCmd kStoreCmds[] = {
-      {"set", engine::StoreMode::kSet, protocol::kMcSet},
-      {"add", engine::StoreMode::kAdd, protocol::kMcAdd},
-      {"replace", engine::StoreMode::kReplace, protocol::kMcReplace},
-      {"append", engine::StoreMode::kAppend, protocol::kMcAppend},
-      {"prepend", engine::StoreMode::kPrepend, protocol::kMcPrepend},
-      {"cas", engine::StoreMode::kCas, protocol::kMcCas},
-  };
-  for (const StoreCmd& sc : kStoreCmds) {
-    if (!Is(cmd, sc.name)) continue;
-    last_cmd_ = sc.id;
-    return Storage(pl, sc.mode, lr.consumed, after, after_len, w);
+  if ((c->flags & kNoreply) != 0) w.set_quiet(pl.noreply());
+  if ((c->flags & kTextKey) != 0 && pl.tokens[1].size() > limits::kMemcacheMaxKey) {
+    w.ClientError(kBadFormat);
+    return lr.consumed;
   }
-
-  // Arity as memcached 1.6.45: too few words is a bad format, words past
-  // the ones a command reads are ignored (noreply is always the last word).
-  if (Is(cmd, "incr") || Is(cmd, "decr")) {
-    last_cmd_ = cmd[0] == 'i' ? protocol::kMcIncr : protocol::kMcDecr;
-    if (nt < 4) {
-      w.ClientError(kBadFormat);
-    } else {
-      Arith(pl, cmd[0] == 'i', w);
-    }
-  } else if (Is(cmd, "delete")) {
-    last_cmd_ = protocol::kMcDelete;
-    if (nt < 3) {
-      w.ClientError(kBadFormat);
-    } else {
-      Delete(pl, w);
-    }
-  } else if (Is(cmd, "touch")) {
-    last_cmd_ = protocol::kMcTouch;
-    if (nt < 4) {
-      w.ClientError(kBadFormat);
-    } else {
-      Touch(pl, w);
-    }
-  } else if (Is(cmd, "stats")) {
-    last_cmd_ = protocol::kMcStats;
-    Stats(pl, w);
-  } else if (Is(cmd, "flush_all")) {
-    last_cmd_ = protocol::kMcFlushAll;
-    FlushAll(pl, w);
-  } else if (Is(cmd, "version")) {
-    last_cmd_ = protocol::kMcVersion;
-    w.Status(std::string("VERSION ") + ctx_->opts.version);
-  } else if (Is(cmd, "quit")) {
-    close_ = true;
-  } else if (Is(cmd, "verbosity")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    if (nt < 3) {
-      w.ClientError(kBadFormat);
-    } else {
-      Verbosity(pl, w);
-    }
-  } else if (Is(cmd, "cache_memlimit")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    if (nt != 3 && nt != 4) {
-      w.Error();
-    } else {
-      CacheMemlimit(pl, w);
-    }
-  } else if (Is(cmd, "shutdown")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    Shutdown(pl, w);
-  } else if (Is(cmd, "slabs")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    Slabs(pl, w);
-  } else if (Is(cmd, "lru_crawler")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    LruCrawler(pl, w);
-  } else if (Is(cmd, "watch")) {
-    if (!Permit(protocol::kMcOther, {}, 0, w)) return lr.consumed;  // ACL: admin
-    Watch(pl, w);
-  } else {
-    Unknown(pl, w);
-  }
-  return lr.consumed;
+  return (this->*c->run)(r, w);
 }
 
 // --- factory ---

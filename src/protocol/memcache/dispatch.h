@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "net/event_loop.h"
 #include "net/protocol_handler.h"
+#include "protocol/memcache/command_table.h"
 #include "protocol/memcache/memcache_protocol.h"
 #include "protocol/memcache/meta_parser.h"
 #include "protocol/memcache/reply_writer.h"
@@ -81,30 +82,38 @@ class MemcacheHandler final : public net::ProtocolHandler {
     responses_held_ = 0;
   }
 
-  // Handles the request at the front of [data, data+len). Returns the bytes
-  // it consumed, 0 when the request is incomplete.
+  // Handles the request at the front of [data, data+len): finds its command
+  // in the command table, runs the checks the table asks for (the keyless
+  // permission check among them) and calls its handler. Returns the bytes it
+  // consumed, 0 when the request is incomplete.
   size_t ProcessOne(const char* data, size_t len, ReplyWriter& w);
+  // The table entry of a command word, or null (command_table.cc).
+  static const McCommand* FindCommand(std::string_view word);
 
-  // Text commands (text_commands.cc). `line` excludes the CRLF; `after` is
-  // the input following the line (the value of a storage command).
-  void Retrieve(std::string_view args, bool with_cas, bool touch, ReplyWriter& w);
-  size_t Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len, const char* after,
-                 size_t after_len, ReplyWriter& w);
-  void Arith(const ParsedLine& pl, bool incr, ReplyWriter& w);
-  void Delete(const ParsedLine& pl, ReplyWriter& w);
-  void Touch(const ParsedLine& pl, ReplyWriter& w);
-  void FlushAll(const ParsedLine& pl, ReplyWriter& w);
-  // Admin and stats (admin_commands.cc).
-  void Stats(const ParsedLine& pl, ReplyWriter& w);
+  // The command handlers (McCommand::run). Each returns the bytes consumed.
+  // Text commands (text_commands.cc).
+  size_t Retrieve(const Request& r, ReplyWriter& w);  // get gets gat gats
+  size_t Storage(const Request& r, ReplyWriter& w);   // set add replace append prepend cas
+  size_t Arith(const Request& r, ReplyWriter& w);     // incr decr
+  size_t Delete(const Request& r, ReplyWriter& w);
+  size_t Touch(const Request& r, ReplyWriter& w);
+  size_t FlushAll(const Request& r, ReplyWriter& w);
+  // Stats (stats_commands.cc).
+  size_t Stats(const Request& r, ReplyWriter& w);
   void CacheDump(const ParsedLine& pl, ReplyWriter& w);
-  void Verbosity(const ParsedLine& pl, ReplyWriter& w);
-  void CacheMemlimit(const ParsedLine& pl, ReplyWriter& w);
-  void Shutdown(const ParsedLine& pl, ReplyWriter& w);
-  void Slabs(const ParsedLine& pl, ReplyWriter& w);
-  void LruCrawler(const ParsedLine& pl, ReplyWriter& w);
+  // Admin (admin_commands.cc).
+  size_t Verbosity(const Request& r, ReplyWriter& w);
+  size_t CacheMemlimit(const Request& r, ReplyWriter& w);
+  size_t Shutdown(const Request& r, ReplyWriter& w);
+  size_t Slabs(const Request& r, ReplyWriter& w);
+  size_t LruCrawler(const Request& r, ReplyWriter& w);
   // `watch [types...]` (memcached 1.6): the connection becomes a log
   // watcher; it reads no more commands until it closes.
-  void Watch(const ParsedLine& pl, ReplyWriter& w);
+  size_t Watch(const Request& r, ReplyWriter& w);
+  // version, quit, mn (command_table.cc).
+  size_t Version(const Request& r, ReplyWriter& w);
+  size_t Quit(const Request& r, ReplyWriter& w);
+  size_t MetaNoop(const Request& r, ReplyWriter& w);
   // An unknown command: ERROR, or (memcached) a silent close when the line
   // ends in an HTTP/ token.
   void Unknown(const ParsedLine& pl, ReplyWriter& w);
@@ -139,14 +148,21 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void LogStoreLookup(std::string_view key);
   void LogStore(std::string_view key, engine::StoreResult r, engine::StoreMode mode,
                 int64_t exptime, size_t n);
-  // Meta commands (meta_commands.cc).
-  void MetaGet(const ParsedLine& pl, ReplyWriter& w);
-  size_t MetaSet(const ParsedLine& pl, size_t line_len, const char* after, size_t after_len,
-                 ReplyWriter& w);
-  void MetaDelete(const ParsedLine& pl, ReplyWriter& w);
-  void MetaArith(const ParsedLine& pl, ReplyWriter& w);
-  void MetaDebug(const ParsedLine& pl, ReplyWriter& w);
+  // Meta commands (meta_commands.cc; ms in meta_set.cc).
+  size_t MetaGet(const Request& r, ReplyWriter& w);
+  size_t MetaSet(const Request& r, ReplyWriter& w);
+  size_t MetaDelete(const Request& r, ReplyWriter& w);
+  size_t MetaArith(const Request& r, ReplyWriter& w);
+  size_t MetaDebug(const Request& r, ReplyWriter& w);
+  // mg, md, ma: the checks before the flags are parsed, in memcached
+  // 1.6.45's order, then the key's permission; `key_error` is the text for
+  // an over-long key. False when it refused (and replied).
+  bool MetaKeyChecks(const Request& r, const char* key_error, ReplyWriter& w);
+  // mg, md: the flags (from word 2) and the opaque's length. False when it
+  // refused (and replied).
+  bool ParseMetaRequest(const ParsedLine& pl, MetaFlags* f, ReplyWriter& w);
 
+  // The store path of the set family and ms (storage.cc).
   // Values of at least this size that have not fully arrived are read
   // straight into item memory (Engine::Allocate) as they come, so the input
   // buffer need not grow to hold them; smaller ones wait in the buffer.
@@ -219,7 +235,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   size_t wanted_ = 0;
   bool close_ = false;
   int worker_ = 0;               // the owning worker's id (ResponseBudget share)
-  // CLIENT PAUSE (dispatch.cc): the next request waits unconsumed.
+  // CLIENT PAUSE (pause_hold.cc): the next request waits unconsumed.
   bool PauseHolds(const char* data, size_t len) const;
   void HoldForPause();
   void LeavePause();
@@ -237,7 +253,8 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool authed_ = true;
   size_t auth_need_ = 0;  // bytes of the token (and CRLF) still to come; 0: reading the line
   size_t Authenticate(const char* data, size_t len, ReplyWriter& w);
-  // Per-user permissions after -Y authentication (user_access.cc): the ACL
+  // -Y authentication (Authenticate) and per-user permissions after it
+  // (user_access.cc): the ACL
   // user of the authfile name, re-resolved when the ACL changes. acl_open_
   // (no user or an unrestricted one) makes every check one branch.
   std::shared_ptr<const void> acl_user_;
@@ -247,11 +264,12 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool acl_charged_ = false;  // this request has paid its rate-limit token
   uint64_t req_bytes_ = 0;    // this request's bytes (line, and value for storage)
   void SetAclUser(std::string_view name);
-  // True when command c may run on key (empty: none) needing `need`
-  // (1 read, 2 write); else writes SERVER_ERROR NOPERM ... (or closes the
-  // connection when its user was deleted or disabled).
-  bool Permit(protocol::McCmd c, std::string_view key, uint8_t need, ReplyWriter& w) {
-    return acl_open_ || PermitSlow(c, key, need, w);
+  // True when command c may run on key (empty: none) with the permission
+  // its table entry names; else writes SERVER_ERROR NOPERM ... (or closes the
+  // connection when its user was deleted or disabled). The one ACL check:
+  // ProcessOne calls it for keyless commands, handlers for each key.
+  bool Permit(const McCommand& c, std::string_view key, ReplyWriter& w) {
+    return acl_open_ || PermitSlow(c.id, key, NeedOf(c.access), w);
   }
   bool PermitSlow(protocol::McCmd c, std::string_view key, uint8_t need, ReplyWriter& w);
   uint32_t ke_mask_ = 0;   // KeyEventSink::enabled() at the start of this OnData

@@ -1,42 +1,16 @@
-// memcached's meta commands: mg, ms, md, ma, me (mn is answered in
-// dispatch.cc). Run on the connection's worker thread.
+// memcached's meta commands mg, md, ma and me (ms is in meta_set.cc, mn in
+// command_table.cc). Run on the connection's worker thread.
 #include <climits>
 #include <cstring>
 
 #include "common/limits.h"
 #include "common/str_append.h"
 #include "protocol/memcache/dispatch.h"
+#include "protocol/memcache/meta_reply.h"
 #include "protocol/memcache/watch_log.h"
 
 namespace trove::memcache {
 namespace {
-
-constexpr const char* kFlagsTooLong = "options flags are too long";
-// Room for the longest meta reply line: code, size, 19 flags with numbers, a
-// base64 key (336 bytes) and an opaque token.
-constexpr size_t kMetaLineMax = 2048;
-
-char* PutChar(char* p, char c) {
-  *p++ = ' ';
-  *p++ = c;
-  return p;
-}
-char* PutBytes(char* p, std::string_view s) {
-  std::memcpy(p, s.data(), s.size());
-  return p + s.size();
-}
-char* PutCrlf(char* p) {
-  *p++ = '\r';
-  *p++ = '\n';
-  return p;
-}
-// " O<opaque>": the token is echoed as sent (it cannot hold CR/LF or spaces).
-char* PutOpaque(char* p, std::string_view tok) {
-  *p++ = ' ';
-  return PutBytes(p, tok);
-}
-
-bool OpaqueTooLong(const MetaFlags& f) { return f.opaque.size() > kMetaMaxOpaque; }
 
 // True when the key could have been sent as plain text (no base64 needed).
 bool IsPrintableKey(std::string_view key) {
@@ -68,29 +42,39 @@ void MemcacheHandler::StatusLine(const char* code, const ParsedLine& pl, const M
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));
 }
 
-void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
+bool MemcacheHandler::MetaKeyChecks(const Request& r, const char* key_error, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   if (pl.count < 2 || !MetaTokensWellFormed(pl, 2)) {
     w.ClientError(kBadFormat);
-    return;
+    return false;
   }
   if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
-    return;
+    w.ClientError(key_error);
+    return false;
   }
   if (pl.count > kMetaMaxTokens) {
     w.ClientError(kFlagsTooLong);
-    return;
+    return false;
   }
-  if (!Permit(protocol::kMcMg, pl.tokens[1], 1, w)) return;
-  MetaFlags f;
-  if (const char* err = ParseMetaFlags(pl, 2, key_buf_, &f)) {
-    w.ClientError(err);
-    return;
+  return Permit(*r.cmd, pl.tokens[1], w);
+}
+
+bool MemcacheHandler::ParseMetaRequest(const ParsedLine& pl, MetaFlags* f, ReplyWriter& w) {
+  if (const char* err = ParseMetaFlags(pl, 2, key_buf_, f)) {
+    w.ClientError(err);  // "invalid flag" / "duplicate flag" (1.6.45)
+    return false;
   }
-  if (OpaqueTooLong(f)) {
+  if (OpaqueTooLong(*f)) {
     w.ClientError("opaque token too long");
-    return;
+    return false;
   }
+  return true;
+}
+
+size_t MemcacheHandler::MetaGet(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
+  MetaFlags f;
+  if (!MetaKeyChecks(r, kBadFormat, w) || !ParseMetaRequest(pl, &f, w)) return r.line_len;
   engine::MetaGetArgs args;
   args.bump = !f.Has('u');
   if (f.has_ttl) args.touch_exptime = f.ttl;
@@ -108,13 +92,13 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   if (o.vivified) Notify(protocol::kKeClassNew, "new", f.key);
   if (o.item && f.has_ttl) NotifyTouch(f.key, f.ttl);
   if (!o.item) {
-    if (f.Has('q')) return;  // quiet mode hides a miss
+    if (f.Has('q')) return r.line_len;  // quiet mode hides a miss
     StatusLine("EN", pl, f, w);
-    return;
+    return r.line_len;
   }
   if (o.item.type() != engine::ValueType::kString) {
     w.ClientError(kWrongTypeError);
-    return;
+    return r.line_len;
   }
 
   const engine::ItemRef& it = o.item;
@@ -166,182 +150,13 @@ void MemcacheHandler::MetaGet(const ParsedLine& pl, ReplyWriter& w) {
   if (o.win) p = PutChar(p, 'W');
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));
   if (value) w.ItemValue(std::move(o.item));
+  return r.line_len;
 }
 
-size_t MemcacheHandler::MetaSet(const ParsedLine& pl, size_t line_len, const char* after,
-                                size_t after_len, ReplyWriter& w) {
-  // As the set family (issue 9): until <bytes> parses nothing is swallowed;
-  // after that every rejection swallows the block. Errors ignore q.
-  size_t n = 0;
-  if (pl.count < 3 || !ParseValueLength(pl.tokens[2], &n)) {
-    w.ClientError(kBadFormat);
-    return line_len;
-  }
-  const size_t total = n + 2;
-  // memcached 1.6.45 cannot size the block after a malformed flag token and
-  // leaves it to be read as commands; Trove swallows it like any other error.
-  if (!MetaTokensWellFormed(pl, 3) || pl.tokens[1].size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
-    return line_len + Swallow(total, after_len);
-  }
-  if (pl.count > kMetaMaxTokens) {
-    w.ClientError(kFlagsTooLong);
-    return line_len + Swallow(total, after_len);
-  }
-  if (!acl_open_) req_bytes_ += total;
-  if (!Permit(protocol::kMcMs, pl.tokens[1], 2, w)) return line_len + Swallow(total, after_len);
-  // From here on an error swallows the value, which memcached can size now.
+size_t MemcacheHandler::MetaDelete(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   MetaFlags f;
-  const char* err = ParseMetaFlags(pl, 3, key_buf_, &f);
-  if (err == nullptr && OpaqueTooLong(f)) err = "opaque token too long";
-  engine::StoreArgs args;
-  args.key_binary = f.key_binary;
-  switch (f.mode) {
-    case 0:
-    case 'S':
-      args.mode = engine::StoreMode::kSet;
-      break;
-    case 'E':
-      args.mode = engine::StoreMode::kAdd;
-      break;
-    case 'A':
-      args.mode = engine::StoreMode::kAppend;
-      break;
-    case 'P':
-      args.mode = engine::StoreMode::kPrepend;
-      break;
-    case 'R':
-      args.mode = engine::StoreMode::kReplace;
-      break;
-    default:
-      if (err == nullptr) err = "invalid mode for ms M token";
-      break;
-  }
-  if (err != nullptr) {
-    w.ClientError(err);
-    return line_len + Swallow(total, after_len);
-  }
-  if (TooLarge(f.key.size(), f.client_flags, n)) {
-    w.ServerError("object too large for cache");
-    (void)engine_->Delete(f.key, engine::DeleteArgs{}, ts_);
-    return line_len + Swallow(total, after_len);
-  }
-  // A compared set or replace is memcached's "cas"; the engine decides that.
-  if (f.has_cas) args.compare_cas = f.compare_cas;
-  args.invalidate = f.Has('I');
-  if (f.has_explicit_cas) args.explicit_cas = f.explicit_cas;
-  if (f.has_vivify) args.vivify_exptime = f.vivify_ttl;
-  const int64_t exptime = f.has_ttl ? f.ttl : 0;
-  if (after_len < total) {
-    if (n < kDirectValueMin) {
-      wanted_ = line_len + total;
-      return 0;
-    }
-    std::string_view line(pl.tokens[0].data(), static_cast<size_t>(pl.tokens[pl.count - 1].data() +
-                                                                   pl.tokens[pl.count - 1].size() -
-                                                                   pl.tokens[0].data()));
-    return line_len + StartDirectValue(f.key, f.client_flags, exptime, n, args, /*meta=*/true,
-                                       /*quiet=*/false, line, after, after_len, w);
-  }
-  if (after[n] != '\r' || after[n + 1] != '\n') {
-    w.ClientError("bad data chunk");  // errors ignore q
-    return line_len + total;
-  }
-  uint64_t cas = 0;
-  if (Watching(net::kLogFetchers)) LogStoreLookup(f.key);
-  const bool was_new = KeyIsNew(f.key);
-  engine::StoreResult r =
-      engine_->Store(f.key, f.client_flags, exptime, std::string_view(after, n), args, ts_, &cas);
-  if (r == engine::StoreResult::kStored && ke_mask_ != 0) {
-    NotifyStore(f.key, args.mode, exptime != 0, was_new);
-  }
-  if (Watching(net::kLogMutations)) {
-    const bool compared = f.has_cas && args.mode == engine::StoreMode::kSet;
-    LogStore(f.key, r, compared ? engine::StoreMode::kCas : args.mode, exptime, n);
-  }
-  MetaSetReply(pl, f, r, cas, w);
-  return line_len + total;
-}
-
-void MemcacheHandler::MetaSetReply(const ParsedLine& pl, const MetaFlags& f, engine::StoreResult r,
-                                   uint64_t cas, ReplyWriter& w) {
-  const char* code = nullptr;
-  switch (r) {
-    case engine::StoreResult::kStored:
-      if (f.Has('q')) return;
-      code = "HD";
-      break;
-    case engine::StoreResult::kNotStored:
-      code = "NS";
-      break;
-    case engine::StoreResult::kExists:
-      code = "EX";
-      break;
-    case engine::StoreResult::kNotFound:
-      code = "NF";
-      break;
-    case engine::StoreResult::kTooLarge:
-      w.ServerError("object too large for cache");
-      return;
-    case engine::StoreResult::kNoMemory:
-      w.ServerError("out of memory storing object");
-      return;
-  }
-  if (r != engine::StoreResult::kStored) cas = 0;
-  char* start = w.Reserve(kMetaLineMax);
-  char* p = PutBytes(start, code);
-  for (size_t i = 3; i < pl.count; ++i) {
-    switch (pl.tokens[i][0]) {
-      case 'O':
-        p = PutOpaque(p, pl.tokens[i]);
-        break;
-      case 'k':
-        p = PutKey(p, f.key, f.key_binary);
-        break;
-      case 'c':
-        p = FormatU64(PutChar(p, 'c'), cas);
-        break;
-      case 's': {
-        // The item's final size (after an append or prepend), as memcached;
-        // the request's size when nothing was stored.
-        uint64_t size = 0;
-        (void)ParseU64(pl.tokens[2], &size);
-        if (r == engine::StoreResult::kStored) {
-          if (engine::ItemRef it = engine_->Peek(f.key, ts_)) size = it.value_length();
-        }
-        p = FormatU64(PutChar(p, 's'), size);
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  w.Commit(static_cast<size_t>(PutCrlf(p) - start));
-}
-
-void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
-  if (pl.count < 2 || !MetaTokensWellFormed(pl, 2)) {
-    w.ClientError(kBadFormat);
-    return;
-  }
-  if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
-    return;
-  }
-  if (pl.count > kMetaMaxTokens) {
-    w.ClientError(kFlagsTooLong);
-    return;
-  }
-  if (!Permit(protocol::kMcMd, pl.tokens[1], 2, w)) return;
-  MetaFlags f;
-  if (const char* err = ParseMetaFlags(pl, 2, key_buf_, &f)) {
-    w.ClientError(err);  // "invalid flag" / "duplicate flag", as mg and ms (1.6.45)
-    return;
-  }
-  if (OpaqueTooLong(f)) {
-    w.ClientError("opaque token too long");
-    return;
-  }
+  if (!MetaKeyChecks(r, kBadFormat, w) || !ParseMetaRequest(pl, &f, w)) return r.line_len;
   engine::DeleteArgs args;
   if (f.has_cas) args.compare_cas = f.compare_cas;
   args.invalidate = f.Has('I');
@@ -358,7 +173,7 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
       Invalidate(f.key);  // also I (stale) and x (value removed): the value changed
       // Only a delete that removes the key is Redis's "del" (I and x keep it).
       if (!args.invalidate && !args.remove_value) Notify(protocol::kKeClassGeneric, "del", f.key);
-      if (f.Has('q')) return;
+      if (f.Has('q')) return r.line_len;
       code = "HD";
       break;
     case engine::DeleteResult::kNotFound:
@@ -369,27 +184,19 @@ void MemcacheHandler::MetaDelete(const ParsedLine& pl, ReplyWriter& w) {
       break;
   }
   StatusLine(code, pl, f, w);
+  return r.line_len;
 }
 
-void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
-  if (pl.count < 2 || !MetaTokensWellFormed(pl, 2)) {
-    w.ClientError(kBadFormat);
-    return;
-  }
-  if (pl.tokens[1].size() > limits::kMemcacheMaxKey) {
-    // memcached 1.6.45's ma reports an over-long key as a flag error.
-    w.ClientError("invalid or duplicate flag");
-    return;
-  }
-  if (pl.count > kMetaMaxTokens) {
-    w.ClientError(kFlagsTooLong);
-    return;
-  }
-  if (!Permit(protocol::kMcMa, pl.tokens[1], 3, w)) return;
+size_t MemcacheHandler::MetaArith(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
+  // memcached 1.6.45's ma reports an over-long key as a flag error, and
+  // any flag error with this one text.
+  constexpr const char* kFlagError = "invalid or duplicate flag";
+  if (!MetaKeyChecks(r, kFlagError, w)) return r.line_len;
   MetaFlags f;
   if (ParseMetaFlags(pl, 2, key_buf_, &f) != nullptr) {
-    w.ClientError("invalid or duplicate flag");
-    return;
+    w.ClientError(kFlagError);
+    return r.line_len;
   }
   engine::ArithArgs args;
   switch (f.mode) {
@@ -406,11 +213,11 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
       break;
     default:
       w.ClientError("invalid mode for ma M token");
-      return;
+      return r.line_len;
   }
   if (OpaqueTooLong(f)) {
     w.ClientError("opaque token too long");
-    return;
+    return r.line_len;
   }
   args.delta = f.delta;
   if (f.has_cas) args.compare_cas = f.compare_cas;
@@ -435,18 +242,18 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
       break;
     case engine::ArithResult::kNonNumeric:
       w.ClientError("cannot increment or decrement non-numeric value");
-      return;
+      return r.line_len;
     case engine::ArithResult::kNoMemory:
       w.ServerError("out of memory");
-      return;
+      return r.line_len;
   }
   if (code != nullptr) {
     StatusLine(code, pl, f, w);
-    return;
+    return r.line_len;
   }
   // Quiet hides the whole success reply, value too, even for an item N just
   // created (memcached 1.6.45; 1.6.18 answered that one).
-  if (f.Has('q')) return;
+  if (f.Has('q')) return r.line_len;
   char num[20];
   size_t num_len = static_cast<size_t>(FormatU64(num, o.value) - num);
   char* start = w.Reserve(kMetaLineMax + 24);
@@ -477,13 +284,15 @@ void MemcacheHandler::MetaArith(const ParsedLine& pl, ReplyWriter& w) {
   p = PutCrlf(p);
   if (f.Has('v')) p = PutCrlf(PutBytes(p, std::string_view(num, num_len)));
   w.Commit(static_cast<size_t>(p - start));
+  return r.line_len;
 }
 
-void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::MetaDebug(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   const size_t nt = pl.ntokens();
   if (nt < 3 || !MetaTokensWellFormed(pl, 2) || pl.tokens[1].size() > limits::kMemcacheMaxKey) {
     w.ClientError(kBadFormat);
-    return;
+    return r.line_len;
   }
   std::string_view key = pl.tokens[1];
   bool binary = nt >= 4 && pl.tokens[2] == "b";
@@ -491,7 +300,7 @@ void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
     size_t n = Base64Decode(key, key_buf_, kMaxDecodedKey);
     if (n == 0) {
       w.ClientError(kBadFormat);
-      return;
+      return r.line_len;
     }
     key = std::string_view(key_buf_, n);
   }
@@ -500,7 +309,7 @@ void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
   engine::MetaGetOutput o = engine_->MetaGet(key, args, ts_);
   if (!o.item) {
     w.Word("EN");
-    return;
+    return r.line_len;
   }
   const engine::ItemRef& it = o.item;
   char* start = w.Reserve(kMetaLineMax);
@@ -521,6 +330,7 @@ void MemcacheHandler::MetaDebug(const ParsedLine& pl, ReplyWriter& w) {
   p = FormatU64(PutBytes(p, " cls="), SlabClassFor(total));
   p = FormatU64(PutBytes(p, " size="), total);
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));
+  return r.line_len;
 }
 
 }  // namespace trove::memcache

@@ -10,34 +10,45 @@
 
 namespace trove::memcache {
 
-void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch, ReplyWriter& w) {
-  WordIterator it(args);
+size_t MemcacheHandler::Retrieve(const Request& r, ReplyWriter& w) {
+  const bool with_cas = (r.cmd->flags & kWithCas) != 0;
+  const bool touch = (r.cmd->flags & kTouch) != 0;
+  WordIterator it(r.args);
+  {
+    // memcached 1.6.45: get needs a key, gat an exptime and a key. A line
+    // without them is not timed as a get.
+    std::string_view first, second;
+    WordIterator probe = it;
+    if (!probe.Next(&first) || (touch && !probe.Next(&second))) {
+      last_cmd_ = protocol::kMcOther;
+      w.ClientError(kBadFormat);
+      return r.line_len;
+    }
+  }
   int64_t exptime = 0;
   if (touch) {
     std::string_view t;
     if (!it.Next(&t) || !ParseInt(t, &exptime)) {
       w.ClientError("invalid exptime argument");
-      return;
+      return r.line_len;
     }
   }
   // memcached rejects the whole request for one over-long key; check them all
   // first so that no partial reply is written (needless for short lines).
   std::string_view key;
-  if (args.size() > limits::kMemcacheMaxKey) {
+  if (r.args.size() > limits::kMemcacheMaxKey) {
     WordIterator check = it;
     while (check.Next(&key)) {
       if (key.size() > limits::kMemcacheMaxKey) {
         w.ClientError(kBadFormat);
-        return;
+        return r.line_len;
       }
     }
   }
   if (!acl_open_) {  // every key is checked before any value is written
-    const protocol::McCmd c = touch ? (with_cas ? protocol::kMcGats : protocol::kMcGat)
-                                    : (with_cas ? protocol::kMcGets : protocol::kMcGet);
     WordIterator check = it;
     while (check.Next(&key)) {
-      if (!Permit(c, key, touch ? 3 : 1, w)) return;
+      if (!Permit(*r.cmd, key, w)) return r.line_len;
     }
   }
   // -o read_buf_mem_limit: one reply per key, reserved up front (memcached
@@ -48,7 +59,7 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     while (count.Next(&key)) ++nkeys;
     if (nkeys > 1 && !TakeResponses(nkeys - 1)) {
       w.ServerError("out of memory writing get response");
-      return;
+      return r.line_len;
     }
   }
   // A multiget prefetches its keys a batch at a time (the buckets and
@@ -86,7 +97,7 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     if (ref.type() != engine::ValueType::kString) {
       // Like memcached's other mid-multiget errors: the error ends the reply.
       w.ClientError(kWrongTypeError);
-      return;
+      return r.line_len;
     }
     // "VALUE <key> <flags> <bytes>[ <cas>]\r\n"
     char* start = w.Reserve(6 + key.size() + 3 * 21 + 2);
@@ -109,10 +120,15 @@ void MemcacheHandler::Retrieve(std::string_view args, bool with_cas, bool touch,
     w.ItemValue(std::move(ref));
   }
   w.Word("END");
+  return r.line_len;
 }
 
-size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, size_t line_len,
-                                const char* after, size_t after_len, ReplyWriter& w) {
+size_t MemcacheHandler::Storage(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
+  const engine::StoreMode mode = r.cmd->mode;
+  const size_t line_len = r.line_len;
+  const char* after = r.after;
+  const size_t after_len = r.after_len;
   // memcached 1.6.45's order. Until <bytes> parses, the block cannot be
   // sized: the error is the whole reply and the next line is a command.
   // Once it parses, every rejection swallows <bytes> + 2, so no byte of a
@@ -143,7 +159,7 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
     return line_len + Swallow(total, after_len);
   }
   if (!acl_open_) req_bytes_ += total;  // the value counts toward bytes per second
-  if (!Permit(last_cmd_, key, 2, w)) return line_len + Swallow(total, after_len);
+  if (!Permit(*r.cmd, key, w)) return line_len + Swallow(total, after_len);
   engine::StoreArgs args;
   args.mode = mode;
   if (mode == engine::StoreMode::kCas) args.compare_cas = cas;
@@ -161,49 +177,24 @@ size_t MemcacheHandler::Storage(const ParsedLine& pl, engine::StoreMode mode, si
   }
   if (Watching(net::kLogFetchers)) LogStoreLookup(key);
   const bool was_new = KeyIsNew(key);
-  const engine::StoreResult r = engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_);
-  if (Watching(net::kLogMutations)) LogStore(key, r, mode, exptime, n);
-  if (r == engine::StoreResult::kStored && ke_mask_ != 0) NotifyStore(key, mode, exptime != 0, was_new);
-  StoreReply(r, w);
+  const engine::StoreResult res = engine_->Store(key, flags, exptime, std::string_view(after, n), args, ts_);
+  if (Watching(net::kLogMutations)) LogStore(key, res, mode, exptime, n);
+  if (res == engine::StoreResult::kStored && ke_mask_ != 0) NotifyStore(key, mode, exptime != 0, was_new);
+  StoreReply(res, w);
   return line_len + total;
 }
 
-void MemcacheHandler::StoreReply(engine::StoreResult r, ReplyWriter& w) {
-  switch (r) {
-    case engine::StoreResult::kStored:
-      w.Word("STORED");
-      break;
-    case engine::StoreResult::kNotStored:
-      w.Word("NOT_STORED");
-      break;
-    case engine::StoreResult::kExists:
-      w.Word("EXISTS");
-      break;
-    case engine::StoreResult::kNotFound:
-      w.Word("NOT_FOUND");
-      break;
-    case engine::StoreResult::kTooLarge:
-      w.ServerError("object too large for cache");
-      break;
-    case engine::StoreResult::kNoMemory:
-      w.ServerError("out of memory storing object");
-      break;
-  }
-}
-
-void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
-  w.set_quiet(pl.noreply());
+// incr, decr, delete and touch come with noreply applied and their key
+// checked for length (kNoreply | kTextKey in the command table).
+size_t MemcacheHandler::Arith(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   std::string_view key = pl.tokens[1];
-  if (key.size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
-    return;
-  }
-  if (!Permit(incr ? protocol::kMcIncr : protocol::kMcDecr, key, 3, w)) return;
+  if (!Permit(*r.cmd, key, w)) return r.line_len;
   engine::ArithArgs args;
-  args.incr = incr;
+  args.incr = r.cmd->id == protocol::kMcIncr;
   if (!ParseUint(pl.tokens[2], &args.delta)) {
     w.ClientError("invalid numeric delta argument");
-    return;
+    return r.line_len;
   }
   engine::ArithOutput o = engine_->Arith(key, args, ts_);
   switch (o.result) {
@@ -225,18 +216,14 @@ void MemcacheHandler::Arith(const ParsedLine& pl, bool incr, ReplyWriter& w) {
       w.Word("EXISTS");
       break;
   }
+  return r.line_len;
 }
 
-void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
+size_t MemcacheHandler::Delete(const Request& r, ReplyWriter& w) {
   // memcached 1.6.45 dropped the legacy "delete <key> <time>" check: words
   // after the key are ignored, and noreply is the last word.
-  w.set_quiet(pl.noreply());
-  std::string_view key = pl.tokens[1];
-  if (key.size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
-    return;
-  }
-  if (!Permit(protocol::kMcDelete, key, 2, w)) return;
+  std::string_view key = r.pl->tokens[1];
+  if (!Permit(*r.cmd, key, w)) return r.line_len;
   // `watch deletions` shows the deleted item's class and size.
   const bool log = Watching(net::kLogDeletions);
   const ItemShape old = log ? ShapeOf(engine_->Peek(key, ts_)) : ItemShape{};
@@ -254,41 +241,37 @@ void MemcacheHandler::Delete(const ParsedLine& pl, ReplyWriter& w) {
       w.Word("EXISTS");
       break;
   }
+  return r.line_len;
 }
 
-void MemcacheHandler::Touch(const ParsedLine& pl, ReplyWriter& w) {
-  w.set_quiet(pl.noreply());
-  std::string_view key = pl.tokens[1];
-  if (key.size() > limits::kMemcacheMaxKey) {
-    w.ClientError(kBadFormat);
-    return;
-  }
+size_t MemcacheHandler::Touch(const Request& r, ReplyWriter& w) {
+  std::string_view key = r.pl->tokens[1];
   int64_t exptime = 0;
-  if (!ParseInt(pl.tokens[2], &exptime)) {
+  if (!ParseInt(r.pl->tokens[2], &exptime)) {
     w.ClientError("invalid exptime argument");
-    return;
+    return r.line_len;
   }
-  if (!Permit(protocol::kMcTouch, key, 2, w)) return;
+  if (!Permit(*r.cmd, key, w)) return r.line_len;
   const bool touched = engine_->Touch(key, exptime, ts_);
   w.Word(touched ? "TOUCHED" : "NOT_FOUND");
   if (touched) {
     Invalidate(key);
     NotifyTouch(key, exptime);
   }
+  return r.line_len;
 }
 
-void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
-  bool noreply = pl.noreply();
-  w.set_quiet(noreply);
-  if (!Permit(protocol::kMcFlushAll, {}, 0, w)) return;
+// Comes with noreply applied and the permission checked (kNoreplyFirst).
+size_t MemcacheHandler::FlushAll(const Request& r, ReplyWriter& w) {
+  const ParsedLine& pl = *r.pl;
   if (!ctx_->opts.flush_enabled) {  // -F, memcached's reply
     w.ClientError("flush_all not allowed");
-    return;
+    return r.line_len;
   }
   int64_t exptime = 0;
-  if (pl.ntokens() != (noreply ? 3u : 2u) && !ParseInt(pl.tokens[1], &exptime)) {
+  if (pl.ntokens() != (pl.noreply() ? 3u : 2u) && !ParseInt(pl.tokens[1], &exptime)) {
     w.ClientError("invalid exptime argument");
-    return;
+    return r.line_len;
   }
   // The delay is an exptime: relative seconds, or an absolute unix time past 30 days.
   int64_t delay = 0;
@@ -303,6 +286,7 @@ void MemcacheHandler::FlushAll(const ParsedLine& pl, ReplyWriter& w) {
   // (docs/resp.md: what is read before the delay ends is not told again).
   if ((ke_mask_ & protocol::kKeTracking) != 0) ctx_->key_events->InvalidateAll();
   w.Word("OK");
+  return r.line_len;
 }
 
 }  // namespace trove::memcache

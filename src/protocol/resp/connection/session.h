@@ -45,9 +45,9 @@ class Session final : public net::ProtocolHandler, public Client {
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
   bool WantsClose() const override { return close_; }
   size_t BytesWanted() const override { return parser_.bytes_wanted(); }
-  // CLIENT LIST's protocol fields (commands/client.cc).
+  // CLIENT LIST's protocol fields (client_info.cc).
   void DescribeClient(net::ClientInfo* info) const override;
-  // The output limit checked without traffic (output_limits.cc).
+  // The output limit checked without traffic (session_output.cc).
   void OnHousekeeping() override;
 
   // Runs one command (argv[0] is the name) writing its reply.
@@ -70,7 +70,7 @@ class Session final : public net::ProtocolHandler, public Client {
   net::ConnControl* control() override { return control_; }
   int64_t created_unix() const { return created_unix_; }
 
-  // Transaction commands (cmd_txn in session.cc).
+  // EXEC (session_exec.cc; MULTI, DISCARD, WATCH: commands/transactions.cc).
   void Exec(CommandContext& ctx) override;
 
   // Pub/sub (services/pubsub.h). Subscribe/Unsubscribe keep this connection's
@@ -88,7 +88,7 @@ class Session final : public net::ProtocolHandler, public Client {
                                      stats_->pubsub_clients);
   }
   // MONITOR: this connection receives every command the server runs
-  // (commands/monitor.cc). StopMonitor on RESET and close.
+  // (session_monitor.cc). StopMonitor on RESET and close.
   void StartMonitor(CommandContext& ctx) override;
   void StopMonitor() override;
   bool monitoring() const { return monitor_id_ != 0; }
@@ -102,7 +102,7 @@ class Session final : public net::ProtocolHandler, public Client {
   static void DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& m,
                             int pattern);
 
-  // client-output-buffer-limit (output_limits.cc), for this connection's
+  // client-output-buffer-limit (session_output.cc), for this connection's
   // class: pubsub while it holds a subscription, else normal.
   // True when out's unsent bytes plus `extra` (a reply still being built)
   // are over the limit; advances the soft-limit clock.
@@ -125,6 +125,7 @@ class Session final : public net::ProtocolHandler, public Client {
   // invalidating tracked keys (every invalidation follows the reply of the
   // command that caused it) and serving blocked clients post to other
   // workers, which may be waiting for those stripes.
+
   // CLIENT TRACKING OFF, RESET and close: leaves the server's table.
   void DisableTracking() override {
     server_->tracking().Disable(conn_.tracking(), conn_.identity().id());

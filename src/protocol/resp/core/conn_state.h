@@ -182,7 +182,7 @@ class TransactionState {
 
 // Subscriptions. "In pub/sub mode" is derived from the sets, never stored.
 // The server-wide PubSubHub holds the same subscriptions keyed by name; the
-// session keeps both in step (commands/pubsub.cc).
+// session keeps both in step (PubSubHub::Subscribe, services/pubsub.h).
 // Thread safety: owner worker only.
 class PubSubState {
  public:

@@ -23,9 +23,13 @@ void ReleaseMessage(void* /*ctx*/, void* obj) {
 
 void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
                             int pattern) {
-  net::Connection* c;
-  Session* s = OnThisWorker(conn_id, &c);
-  if (s == nullptr) return;
+  // Once per receiver of every message: a static_cast, not OnThisWorker's
+  // dynamic_cast, since only Sessions subscribe (hub invariant 1).
+  net::Worker* self = net::Worker::Current();
+  if (self == nullptr) return;
+  net::Connection* c = self->Find(conn_id);
+  if (c == nullptr || c->close_requested) return;
+  auto* s = static_cast<Session*>(c->handler.get());
   if (s->obuf_killed_) return;  // being closed for its limit: nothing more goes out
   const PublishedMessage& m = *msg;
   net::OutputBuffer& out = c->output();

@@ -32,7 +32,6 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
   server->live_clients().Add(id);
   parser_.set_max_bulk(
       static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
-  created_unix_ = server->engine()->clock()->UnixSeconds();
   cmd_clock_ns_ = server->engine()->clock()->MonoNanos();
   stats_->connected_clients.fetch_add(1, std::memory_order_relaxed);
   stats_->total_connections.fetch_add(1, std::memory_order_relaxed);

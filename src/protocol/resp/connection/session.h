@@ -63,12 +63,9 @@ class Session final : public net::ProtocolHandler, public Client {
   // This connection's CLIENT LIST line, without the newline (ACL LOG).
   std::string ClientInfoLine() override;
   RespServer* server() { return server_; }
-  WorkerStats* stats() { return stats_; }
-  void RequestClose() { close_ = true; }
   int worker_id() const { return worker_id_; }
   // The connection (null when tests drive OnData directly).
   net::ConnControl* control() override { return control_; }
-  int64_t created_unix() const { return created_unix_; }
 
   // EXEC (session_exec.cc; MULTI, DISCARD, WATCH: commands/transactions.cc).
   void Exec(CommandContext& ctx) override;
@@ -91,7 +88,6 @@ class Session final : public net::ProtocolHandler, public Client {
   // (session_monitor.cc). StopMonitor on RESET and close.
   void StartMonitor(CommandContext& ctx) override;
   void StopMonitor() override;
-  bool monitoring() const { return monitor_id_ != 0; }
   // The RESP connection conn_id on this worker (and its Connection in *c),
   // or null: not here, not a RESP connection, or closing (unless
   // even_closing). The delivery hooks below start with it.
@@ -228,7 +224,6 @@ class Session final : public net::ProtocolHandler, public Client {
   // Under CLIENT REPLY OFF/SKIP, the real writer: pub/sub confirmations go
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.
   RespWriter* push_w_ = nullptr;
-  int64_t created_unix_;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
   std::shared_ptr<Waiter> block_;            // while blocked
   uint64_t block_token_ = 0;

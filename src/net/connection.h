@@ -95,6 +95,7 @@ class Connection final : public IoWatcher, public ConnControl {
   void OutputAdded() override;
   void CloseSoon() override;
   int64_t IdleNs() const override;
+  int64_t ArrivalNs() const override { return arrival_ns; }
 
   Worker* const worker;
   int fd = -1;
@@ -122,6 +123,8 @@ class Connection final : public IoWatcher, public ConnControl {
   bool write_blocked = false;
   int64_t last_active_ns = 0;    // Clock::MonoNanos of the last input
   int64_t created_ns = 0;        // Clock::MonoNanos when the worker adopted it
+  bool rx_stamps = false;        // reads take the kernel's arrival stamp (ArrivalNs)
+  int64_t arrival_ns = 0;        // CLOCK_REALTIME ns when the last read's data arrived
   PortLimit* own_limit = nullptr;  // NewConn::own_limit: whose slot Close gives back
 
  private:

@@ -48,6 +48,10 @@ class ConnControl {
   virtual void CloseSoon() = 0;
   // Nanoseconds since this connection's last input (Redis's `timeout`).
   virtual int64_t IdleNs() const = 0;
+  // When the kernel received the input read last (CLOCK_REALTIME ns, from
+  // SO_TIMESTAMPNS), on ports whose factory asks for arrival stamps; else 0.
+  // Orders clients of different workers by arrival (RESP's blocked clients).
+  virtual int64_t ArrivalNs() const { return 0; }
 };
 
 // What a protocol may ask of the server (implemented in server/, thread-safe).
@@ -178,6 +182,9 @@ class ProtocolFactory {
   virtual std::unique_ptr<ProtocolHandler> Create(int worker_id, const ConnInfoView& conn) = 0;
   // Called once on each worker thread before it serves connections.
   virtual void InitWorker(int worker_id) { (void)worker_id; }
+  // Its connections record when their input reached the kernel (ArrivalNs):
+  // one recvmsg with a control message in place of recv.
+  virtual bool WantsArrivalStamps() const { return false; }
 };
 
 }  // namespace trove::net

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <utility>
@@ -60,6 +63,34 @@ void Connection::CloseSoon() {
 }
 
 EventLoop& WorkerGroup::loop(size_t i) { return workers_[i]->loop(); }
+
+struct Worker::Fence {
+  // acq_rel: what each worker served happens before its decrement; the last
+  // one posts `done`.
+  std::atomic<size_t> left{0};
+  EventLoop* origin = nullptr;
+  Task done;
+};
+
+void WorkerGroup::Fence(Task done) {
+  EventLoop* origin = EventLoop::Current();
+  CHECK(origin != nullptr);  // only a loop thread can be answered
+  auto f = std::make_shared<Worker::Fence>();
+  f->left.store(workers_.size(), std::memory_order_relaxed);
+  f->origin = origin;
+  f->done = std::move(done);
+  for (Worker* w : workers_) {
+    w->Post([w, f] { w->AddFence(f); });
+  }
+}
+
+void Worker::AnswerFences() {
+  for (std::shared_ptr<Fence>& f : fences_armed_) {
+    if (f->left.fetch_sub(1, std::memory_order_acq_rel) == 1) f->origin->Post(std::move(f->done));
+  }
+  fences_armed_.clear();
+  fences_armed_.swap(fences_new_);
+}
 
 void WorkerGroup::PostToConn(uint64_t conn_id, ConnFn fn) {
   if (workers_.empty()) return;
@@ -125,12 +156,15 @@ void Worker::Run() {
   while (!stop_) {
     graveyard_.clear();  // invariant 2: nothing refers to these any more
     turn_now_ns_ = 0;
-    loop_.RunOnce(ready_.empty() ? -1 : 0);
+    // An armed fence waits for this turn's epoll_wait, not for new input.
+    loop_.RunOnce(ready_.empty() && fences_armed_.empty() ? -1 : 0);
+    ParseArrived();
     ProcessReady();
     // Replies first: a connection closed by request still gets what it was
     // sent before the close (its own "close" reply included).
     FlushQueued();
     RunDeferredCloses();
+    if (!fences_armed_.empty() || !fences_new_.empty()) AnswerFences();
   }
   loop_.Cancel(&idle_timer_);
   loop_.Cancel(&housekeeping_timer_);
@@ -143,6 +177,7 @@ void Worker::Run() {
   }
   graveyard_.clear();
   ready_.clear();
+  arrived_.clear();
   flush_.clear();
   tls_worker = nullptr;
 }
@@ -241,6 +276,10 @@ void Worker::AcceptNew() {
     view.is_unix = c->is_unix;
     view.peer = c->peer;
     view.privileged = nc.own_limit != nullptr && nc.own_limit->privileged;
+    if (nc.factory->WantsArrivalStamps()) {
+      int on = 1;
+      c->rx_stamps = ::setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+    }
     c->handler = nc.factory->Create(opts_.id, view);
     if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);
@@ -284,6 +323,43 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
   }
 }
 
+ssize_t Worker::RecvPlain(Connection* c) {
+  ssize_t n;
+  do {
+    n = ::recv(c->fd, c->in.write_ptr(), c->in.writable(), 0);  // recv: no file-position lock
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+// recvmsg with SO_TIMESTAMPNS's control message: the kernel's receive time
+// of the newest data read (TCP gives the last segment's). A read without a
+// stamp (none came with the data) takes the current time.
+ssize_t Worker::RecvStamped(Connection* c) {
+  iovec iov{c->in.write_ptr(), c->in.writable()};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  ssize_t n;
+  do {
+    msg.msg_control = ctl;
+    msg.msg_controllen = sizeof ctl;
+    n = ::recvmsg(c->fd, &msg, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n <= 0) return n;
+  int64_t at = 0;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec ts;
+      std::memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+      at = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+    }
+  }
+  if (at == 0) at = SystemClock::Default()->UnixMicros() * 1000;
+  c->arrival_ns = at;
+  return n;
+}
+
 void Worker::Serve(Connection* c, bool from_socket) {
   if (c->closed || c->closing || c->read_paused || c->close_requested) return;
   if (from_socket) {
@@ -293,10 +369,7 @@ void Worker::Serve(Connection* c, bool from_socket) {
     if (wanted > have && wanted - have > need) need = wanted - have;  // a large value
     if (need < 1024) need = 1024;
     c->in.Reserve(need);
-    ssize_t n;
-    do {
-      n = ::recv(c->fd, c->in.write_ptr(), c->in.writable(), 0);  // recv: no file-position lock
-    } while (n < 0 && errno == EINTR);
+    ssize_t n = c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
     if (n == 0) {
       Close(c);  // EOF: the client is gone; what it did not read is dropped
       return;
@@ -311,7 +384,32 @@ void Worker::Serve(Connection* c, bool from_socket) {
     c->last_active_ns = TurnNow();
     bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
                       std::memory_order_relaxed);
+    if (c->rx_stamps) {  // parsed after this turn's reads, in arrival order
+      arrived_.push_back(c);
+      return;
+    }
   }
+  Parse(c, from_socket);
+}
+
+void Worker::ParseArrived() {
+  if (arrived_.empty()) return;
+  // Level-triggered epoll can list a socket before one whose data reached
+  // the kernel first (a socket reported last turn stays at the head of the
+  // ready list), so the turn's reads are parsed by their kernel stamps.
+  std::stable_sort(arrived_.begin(), arrived_.end(), [](const Connection* a, const Connection* b) {
+    return a->arrival_ns < b->arrival_ns;
+  });
+  arrived_swap_.clear();
+  arrived_swap_.swap(arrived_);
+  for (Connection* c : arrived_swap_) {
+    // Closed ones stay in the graveyard until the next turn (invariant 2).
+    if (!c->closed && !c->closing && !c->close_requested) Parse(c, true);
+  }
+  arrived_swap_.clear();
+}
+
+void Worker::Parse(Connection* c, bool from_socket) {
   size_t consumed = 0;
   if (c->suspended()) {
     // Invariant 4: keep what arrives, parse nothing. A suspended client that

@@ -134,13 +134,29 @@ class Worker {
   void Run();
   void AcceptNew();
   void OnEvent(Connection* c, uint32_t events);
-  // Reads once (if from_socket) then parses and executes; the output is
-  // queued for FlushQueued.
+  // Reads once (if from_socket) then parses and executes (a connection with
+  // arrival stamps is parsed by ParseArrived, after the turn's reads); the
+  // output is queued for FlushQueued.
   void Serve(Connection* c, bool from_socket);
+  // Parses and executes c's buffered input; output is queued for FlushQueued.
+  void Parse(Connection* c, bool from_socket);
+  // The turn's reads from connections with arrival stamps, parsed in the
+  // order their data reached the kernel.
+  void ParseArrived();
+  // One read into c->in; RecvStamped also records c->arrival_ns.
+  ssize_t RecvPlain(Connection* c);
+  ssize_t RecvStamped(Connection* c);
   void QueueFlush(Connection* c);
   void QueueReady(Connection* c);
   // Writes every queued connection's output (end of a loop turn).
   void FlushQueued();
+  // Input fences (WorkerGroup::Fence): a request that arrived in this turn
+  // is armed at its end and answered at the end of the next turn, whose
+  // epoll_wait then began after the request arrived.
+  friend class WorkerGroup;
+  struct Fence;
+  void AddFence(std::shared_ptr<Fence> f) { fences_new_.push_back(std::move(f)); }
+  void AnswerFences();
   void AfterIo(Connection* c);
   // After a flush of c: closes c when the flush failed (with reason
   // if_failed) or when c is closing and its output is out; else AfterIo.
@@ -187,8 +203,12 @@ class Worker {
   std::vector<Connection*> ready_;
   std::vector<Connection*> ready_swap_;
   std::vector<Connection*> flush_;
+  std::vector<Connection*> arrived_;       // read this turn, parsed by ParseArrived
+  std::vector<Connection*> arrived_swap_;
   std::vector<uint64_t> deferred_close_;
   std::vector<NewConn> new_batch_;
+  std::vector<std::shared_ptr<Fence>> fences_new_;    // arrived in this turn
+  std::vector<std::shared_ptr<Fence>> fences_armed_;  // answered at this turn's end
   int64_t turn_now_ns_ = 0;
   bool stop_ = false;
 

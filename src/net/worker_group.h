@@ -41,6 +41,15 @@ class WorkerGroup {
   template <typename T>
   void Gather(std::function<T(Worker&)> each, std::function<void(std::vector<T>)> done);
 
+  // An input fence: runs `done` on the calling worker once every worker
+  // (the caller too) has served the input that had reached it when Fence
+  // was called, i.e. has ended one loop turn whose epoll_wait began after
+  // the request reached it. Nothing waits; every loop keeps running. RESP
+  // serves blocked clients after a fence, so that a blocking command that
+  // reached another worker before the write that serves it is in line by
+  // then (docs/THREADS.md, "Input fences"). Worker threads only.
+  void Fence(Task done);
+
  private:
   std::vector<Worker*> workers_;
 };

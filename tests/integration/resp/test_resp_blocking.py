@@ -256,6 +256,39 @@ def test_brpoplpush_wrong_destination_type(r, raw):
     assert r.lrange("dst2", 0, -1) == [b"elem"]
 
 
+@trove_only
+def test_blocked_clients_are_served_in_order_of_arrival(r, raw):
+    """Redis's type/list "BRPOPLPUSH with multiple blocked clients": two
+    blocking commands and a push sent back to back on three connections,
+    without waiting for either to block. Redis reads them in arrival order.
+    Here the first and the push share worker 0, the second is on worker 1,
+    as two of any three connections do with -t 2 (the Redis suite's runs).
+    Three rules make the first client come first whatever the workers'
+    timing: a worker parses a turn's reads in the kernel's arrival order
+    (level-triggered epoll may list the push's socket first); a push's serve
+    waits for an input fence, so the second client is read by then; and a
+    blocking command that finds data with clients still queued on the key
+    queues behind them, by arrival. Before: the second client took the
+    element in about one try in six and the first stayed blocked."""
+    for i in range(60):
+        src, dst, dst2 = "ord:src%d" % i, "ord:dst%d" % i, "ord:dst2%d" % i
+        r.set(dst, "nolist")
+        a = on_worker(raw, 0)
+        b = on_worker(raw, 1)
+        w = on_worker(raw, 0)
+        a.send(command("BRPOPLPUSH", src, dst, "0"))
+        b.send(command("BRPOPLPUSH", src, dst2, "0"))
+        w.send(command("LPUSH", src, "foo"))
+        a.sock.settimeout(3)
+        b.sock.settimeout(3)
+        assert w.read_reply() == b":1\r\n"
+        assert a.read_reply().startswith(b"-WRONGTYPE"), "iteration %d" % i
+        assert b.read_reply() == b"$3\r\nfoo\r\n", "iteration %d" % i
+        assert r.lrange(dst2, 0, -1) == [b"foo"]
+        for c in (a, b, w):
+            c.sock.close()
+
+
 def test_bzpop_reply_shapes_resp2_and_resp3(r, raw):
     a = raw()
     block(a, r, "BZPOPMIN", "z", "zz", "0")

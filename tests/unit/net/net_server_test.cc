@@ -22,8 +22,9 @@ using testing::LineFactory;
 
 class NetServerTest : public ::testing::Test {
  protected:
-  void StartServer(NetServerOptions opts, int max_reqs = 20) {
+  void StartServer(NetServerOptions opts, int max_reqs = 20, bool stamps = false) {
     factory_ = std::make_unique<LineFactory>(&server_ptr_, max_reqs);
+    factory_->stamps = stamps;
     server_ = std::make_unique<NetServer>(opts);
     server_ptr_ = server_.get();
     auto ls = ListenTcp("127.0.0.1", 0, 128);
@@ -502,6 +503,66 @@ TEST_F(NetServerTest, GatherCountsEveryWorker) {
   cs[0].Send("close " + std::to_string(ids[victim]) + "\r\n");  // already gone
   EXPECT_EQ(cs[0].ReadLine(), "closed 0\r\n");
   EXPECT_EQ(server_->counters().curr_connections.load(), static_cast<uint64_t>(kClients - 1));
+}
+
+// An input fence answers only after every worker has served what reached
+// it before: worker 1 is kept busy while "note b" waits in its socket, and
+// the fence asked on worker 0 ends after that note.
+TEST_F(NetServerTest, FenceWaitsForInputThatReachedEveryWorker) {
+  NetServerOptions o;
+  o.num_workers = 2;
+  StartServer(o);
+  auto on_worker = [&](uint64_t w) {
+    for (;;) {
+      Client c = Client::Tcp(port_);
+      if (IdOf(c) % 2 == w) return c;
+    }
+  };
+  Client a = on_worker(0);
+  Client busy = on_worker(1);
+  Client b = on_worker(1);
+  ASSERT_TRUE(busy.Send("busy 300\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // worker 1 is asleep in it
+  ASSERT_TRUE(b.Send("note b\r\n"));
+  ASSERT_TRUE(a.Send("fence\r\n"));
+  EXPECT_EQ(a.ReadLine(), "fenced\r\n");
+  EXPECT_EQ(factory_->notes.Get(), std::vector<std::string>{"b"});
+  EXPECT_EQ(busy.ReadLine(), "done\r\n");
+  EXPECT_EQ(b.ReadLine(), "noted\r\n");
+  // Nothing pending: a fence on idle workers ends at once.
+  ASSERT_TRUE(a.Send("fence\r\nfence\r\n"));
+  EXPECT_EQ(a.ReadLine(), "fenced\r\n");
+  EXPECT_EQ(a.ReadLine(), "fenced\r\n");
+}
+
+// With arrival stamps a worker parses a turn's reads in the order their
+// data reached the kernel. Level-triggered epoll lists y first here: y was
+// reported in the turn that runs "busy", so it heads the ready list when x's
+// data arrives, and its own later data does not move it.
+TEST_F(NetServerTest, ArrivalStampsOrderTheReadsOfATurn) {
+  NetServerOptions o;
+  o.num_workers = 1;
+  StartServer(o, 20, /*stamps=*/true);
+  Client x = Client::Tcp(port_);
+  Client y = Client::Tcp(port_);
+  IdOf(x);
+  IdOf(y);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(y.Send("busy 100\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    ASSERT_TRUE(x.Send("note x\r\n"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_TRUE(y.Send("note y\r\n"));
+    EXPECT_EQ(y.ReadLine(), "done\r\n");
+    EXPECT_EQ(x.ReadLine(), "noted\r\n");
+    EXPECT_EQ(y.ReadLine(), "noted\r\n");
+  }
+  std::vector<std::string> want;
+  for (int round = 0; round < 3; ++round) {
+    want.push_back("x");
+    want.push_back("y");
+  }
+  EXPECT_EQ(factory_->notes.Get(), want);
 }
 
 // A suspended connection still watches its socket: a peer that hangs up

@@ -9,6 +9,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -32,12 +36,33 @@ namespace trove::net::testing {
 //                later, then parses the requests pipelined behind it
 //   push ID X -> "push X" appears as out-of-band output on connection ID
 //                (any worker); this connection answers "pushed"
+//   fence     -> suspends until every worker has served what reached it
+//                before (WorkerGroup::Fence): "fenced"
+//   note X    -> appends X to the factory's shared notes: "noted"
+//   busy MS   -> keeps this worker's thread busy for MS ms: "done"
 //   quit      -> close after flushing
 // It answers at most `max_reqs` requests per OnData call (memcached's -R).
+// What "note X" requests appended, in the order they ran (any worker).
+class Notes {
+ public:
+  void Add(std::string s) {
+    std::lock_guard<std::mutex> l(mu_);
+    v_.push_back(std::move(s));
+  }
+  std::vector<std::string> Get() {
+    std::lock_guard<std::mutex> l(mu_);
+    return v_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> v_;
+};
+
 class LineHandler final : public ProtocolHandler {
  public:
-  LineHandler(uint64_t id, NetServer** server, int max_reqs, ConnControl* control)
-      : id_(id), server_(server), max_reqs_(max_reqs), control_(control), timer_([this] {
+  LineHandler(uint64_t id, NetServer** server, int max_reqs, ConnControl* control, Notes* notes)
+      : id_(id), server_(server), max_reqs_(max_reqs), control_(control), notes_(notes), timer_([this] {
           control_->output().Append("slept\r\n");
           control_->OutputAdded();
           control_->Resume();
@@ -146,6 +171,24 @@ class LineHandler final : public ProtocolHandler {
         c->OutputAdded();
       });
       out.Append("pushed\r\n");
+    } else if (line == "fence") {
+      uint64_t self = id_;
+      control_->Suspend();
+      control_->group().Fence([self] {
+        Connection* c = Worker::Current()->Find(self);
+        if (c == nullptr) return;
+        c->output().Append("fenced\r\n");
+        c->OutputAdded();
+        c->Resume();
+      });
+    } else if (line.substr(0, 5) == "note ") {
+      notes_->Add(std::string(line.substr(5)));
+      out.Append("noted\r\n");
+    } else if (line.substr(0, 5) == "busy ") {
+      uint64_t ms = 0;
+      ParseU64(line.substr(5), &ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      out.Append("done\r\n");
     } else if (line == "quit") {
       quit_ = true;
     } else {
@@ -157,6 +200,7 @@ class LineHandler final : public ProtocolHandler {
   NetServer** server_;
   int max_reqs_;
   ConnControl* control_;
+  Notes* notes_;
   Timer timer_;
   bool quit_ = false;
   size_t wanted_ = 0;
@@ -167,9 +211,12 @@ class LineFactory final : public ProtocolFactory {
   LineFactory(NetServer** server, int max_reqs) : server_(server), max_reqs_(max_reqs) {}
   std::unique_ptr<ProtocolHandler> Create(int, const ConnInfoView& conn) override {
     created.fetch_add(1);
-    return std::make_unique<LineHandler>(conn.id, server_, max_reqs_, conn.control);
+    return std::make_unique<LineHandler>(conn.id, server_, max_reqs_, conn.control, &notes);
   }
   void InitWorker(int) override { inited.fetch_add(1); }
+  bool WantsArrivalStamps() const override { return stamps; }
+  bool stamps = false;  // set before the server starts
+  Notes notes;
   std::atomic<int> created{0};
   std::atomic<int> inited{0};
 

@@ -66,6 +66,24 @@ void NoData(CommandContext& ctx, int64_t ms, bool null_array, std::span<const si
   ctx.client->Block(ctx, ms, wait);
 }
 
+// Data on `key` while clients still wait on it means a serve is pending: the
+// writer waits for an input fence (block_registry.h, step 2), and this
+// command reached the server before that write. Like Redis, which reads in
+// arrival order, it queues behind them (by arrival) rather than take the
+// data first; the key is marked ready so that a serve reaches it. True if
+// it blocked.
+bool QueueBehindWaiters(CommandContext& ctx, const std::string& key, int64_t ms,
+                        std::span<const size_t> wait) {
+  if (ctx.would_block != nullptr || ctx.in_exec || ctx.client == nullptr ||
+      ctx.client->control() == nullptr || !ctx.server->blocks().any() ||
+      !ctx.server->blocks().HasWaiters(key)) {
+    return false;
+  }
+  ctx.fx->AddReadyKey(key);
+  ctx.client->Block(ctx, ms, wait);
+  return true;
+}
+
 std::vector<size_t> Range(size_t from, size_t to) {  // [from, to)
   std::vector<size_t> v;
   for (size_t i = from; i < to; ++i) v.push_back(i);
@@ -85,6 +103,7 @@ void PopFirstNonEmpty(CommandContext& ctx, size_t reply_len, Pop pop) {
     T* v = nullptr;
     if (!ReadPopSource(ctx, key, &v)) return;
     if (v == nullptr) continue;
+    if (QueueBehindWaiters(ctx, key, ms, Range(1, last))) return;
     ctx.w->ArrayHeader(reply_len);
     ctx.w->Bulk(ctx.argv[i]);
     const size_t before = v->MemoryUsage();
@@ -121,11 +140,12 @@ void MoveBlocking(CommandContext& ctx, bool from_left, bool to_left, std::string
   if (!ParseBlockTimeout(ctx, timeout, &ms)) return;
   ListValue* v = nullptr;
   if (!ReadPopSource(ctx, ctx.Key(1), &v)) return;
+  const size_t src[] = {1};
   if (v != nullptr) {
+    if (QueueBehindWaiters(ctx, ctx.Key(1), ms, src)) return;
     ListMove(ctx, from_left, to_left);  // checks the destination's type first
     return;
   }
-  const size_t src[] = {1};
   NoData(ctx, ms, false, src);
 }
 // BLMOVE src dst LEFT|RIGHT LEFT|RIGHT timeout
@@ -142,18 +162,42 @@ void CmdBRPopLPush(CommandContext& ctx) { MoveBlocking(ctx, false, true, ctx.arg
 
 // BLMPOP / BZMPOP timeout numkeys key [key ...] <where> [COUNT n]: the
 // non-blocking form on argv without the timeout.
-void MPopBlocking(CommandContext& ctx, bool (*mpop)(CommandContext&)) {
+template <typename T>
+void MPopBlocking(CommandContext& ctx, bool (*mpop)(CommandContext&), const char* first,
+                  const char* second) {
   int64_t ms;
   if (!ParseBlockTimeout(ctx, ctx.argv[1], &ms)) return;
   CommandContext sub = ctx;
   sub.argv = ctx.argv.subspan(1);
-  if (mpop(sub)) return;
   std::vector<size_t> wait;
   NumKeysAt(2, ctx.argv, &wait);
+  if (ctx.server->blocks().any()) {
+    // Only well-formed: a malformed one gets mpop's error below. The probe's
+    // writer is thrown away.
+    net::OutputBuffer probe_out;
+    RespWriter probe_w(&probe_out, 2);
+    CommandContext probe = sub;
+    probe.w = &probe_w;
+    size_t pos;
+    bool side;
+    int64_t count;
+    if (ParseMpopArgs(probe, first, second, &pos, &side, &count)) {
+      for (size_t i : wait) {  // the first key with data, as mpop picks it
+        std::string key = ctx.Key(i);
+        T* v = nullptr;
+        const LoadStatus st = LoadCollection<T>(ctx, key, &v);
+        if (st == LoadStatus::kWrongType) break;
+        if (v == nullptr) continue;
+        if (QueueBehindWaiters(ctx, key, ms, wait)) return;
+        break;
+      }
+    }
+  }
+  if (mpop(sub)) return;
   NoData(ctx, ms, true, wait);
 }
-void CmdBLMPop(CommandContext& ctx) { MPopBlocking(ctx, ListMPop); }
-void CmdBZMPop(CommandContext& ctx) { MPopBlocking(ctx, ZsetMPop); }
+void CmdBLMPop(CommandContext& ctx) { MPopBlocking<ListValue>(ctx, ListMPop, "left", "right"); }
+void CmdBZMPop(CommandContext& ctx) { MPopBlocking<ZsetValue>(ctx, ZsetMPop, "min", "max"); }
 
 }  // namespace
 

@@ -26,6 +26,8 @@ class RespFactory final : public net::ProtocolFactory {
     (void)server_.ThreadStatsFor(worker_id);
     (void)server_.StatsFor(worker_id);
   }
+  // Blocked clients are served in order of arrival (block_registry.h).
+  bool WantsArrivalStamps() const override { return true; }
   RespServer* server() { return &server_; }
 
  private:

@@ -46,6 +46,10 @@ Session* Session::OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_
 }
 
 Session::~Session() {
+  if (fencing_) {  // the keys this connection made ready are served all the same
+    fx_.ready_keys = std::move(fenced_keys_);
+    ServeBlocked();
+  }
   ReleaseLease();
   if (conn_.tracking().on) DisableTracking();
   server_->live_clients().Remove(conn_.identity().id());
@@ -252,7 +256,12 @@ void Session::PublishKeyEvents() {
 void Session::DrainEffects(uint64_t modifier) {
   if (!fx_.key_events.empty()) PublishKeyEvents();
   if (!fx_.invalidations.empty()) FlushInvalidations(modifier);
-  if (!fx_.ready_keys.empty()) ServeBlocked();
+  if (!fx_.ready_keys.empty()) {
+    if (control_ != nullptr && control_->group().size() > 1 && server_->blocks().any())
+      FenceThenServe();
+    else
+      ServeBlocked();
+  }
 }
 
 void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,

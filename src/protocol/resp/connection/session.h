@@ -185,8 +185,14 @@ class Session final : public net::ProtocolHandler, public Client {
   // Writes message m for this connection as a push (RESP3) or, when it is a
   // redirect target in RESP2 pub/sub mode, as a __redis__:invalidate message.
   void WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected);
-  // Serves the blocked clients of fx_.ready_keys (see block_registry.h).
+  // Serves the blocked clients of fx_.ready_keys (see block_registry.h):
+  // at once with one worker; else after an input fence (FenceThenServe).
   void ServeBlocked();
+  // Suspends this connection, moves the ready keys aside and serves them
+  // once every worker has read what reached it before this write
+  // (net::WorkerGroup::Fence; block_registry.h, step 2).
+  void FenceThenServe();
+  void AfterFence();
   // Runs waiter w's command again here; false if it still finds no data.
   bool ServeOne(const Waiter& w, std::string* reply);
   void OnBlockTimeout();
@@ -230,6 +236,8 @@ class Session final : public net::ProtocolHandler, public Client {
   int block_slot_ = -1;                      // the blocked command's histogram slot
   int cur_slot_ = -1;                        // the running command's (Run)
   bool just_blocked_ = false;                // Run: the command blocked, count it later
+  std::vector<std::string> fenced_keys_;     // ready keys waiting for a fence
+  bool fencing_ = false;                     // suspended until the fence ends
   net::Timer block_timer_{[this] { OnBlockTimeout(); }};
   bool pause_waiting_ = false;  // in its worker's paused_conns
   const bool admin_;            // on the admin port: never rate-limited

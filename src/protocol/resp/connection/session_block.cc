@@ -80,6 +80,8 @@ void Session::Block(CommandContext& ctx, int64_t timeout_ms, std::span<const siz
   for (size_t i : idx) w->lock_keys.push_back(ctx.Key(i));
   for (size_t i : wait_idx) w->wait_keys.push_back(ctx.Key(i));
   w->timed = timeout_ms > 0 && timeout_ms < kForeverMs;
+  w->arrival_ns = control_ != nullptr ? control_->ArrivalNs() : 0;
+  if (w->arrival_ns == 0) w->arrival_ns = server_->engine()->clock()->UnixMicros() * 1000;
   server_->blocks().Add(w);  // under the stripes (block_registry.h, step 1)
   block_ = std::move(w);
   block_slot_ = cur_slot_;
@@ -118,6 +120,29 @@ void Session::ServeBlocked() {
   }
   fx_.ready_keys.clear();
   if (!fx_.key_events.empty()) PublishKeyEvents();
+}
+
+void Session::FenceThenServe() {
+  fenced_keys_.insert(fenced_keys_.end(), std::make_move_iterator(fx_.ready_keys.begin()),
+                      std::make_move_iterator(fx_.ready_keys.end()));
+  fx_.ready_keys.clear();
+  if (fencing_) return;  // already waiting (an EXEC's inner drain): one fence serves all
+  fencing_ = true;
+  control_->Suspend();
+  const uint64_t id = conn_.identity().id();
+  control_->group().Fence([id] {
+    net::Connection* c;
+    Session* s = OnThisWorker(id, &c, /*even_closing=*/true);
+    if (s != nullptr && s->fencing_) s->AfterFence();  // else ~Session served the keys
+  });
+}
+
+void Session::AfterFence() {
+  fencing_ = false;
+  fx_.ready_keys = std::move(fenced_keys_);
+  fenced_keys_.clear();
+  ServeBlocked();
+  control_->Resume();
 }
 
 bool Session::ServeOne(const Waiter& w, std::string* reply) {

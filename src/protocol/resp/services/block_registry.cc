@@ -9,10 +9,17 @@ void BlockRegistry::Add(std::shared_ptr<Waiter> w) {
   MutexLock l(&mu_);
   w->state = Waiter::State::kWaiting;
   w->cancel = Waiter::Cancel::kNone;
-  for (const std::string& k : w->wait_keys) {
-    auto& q = by_key_[k];
+  for (size_t i = 0; i < w->wait_keys.size(); ++i) {
+    const std::string& k = w->wait_keys[i];
     // A key named twice ("BLPOP k k 0") queues the client once.
-    if (q.empty() || q.back() != w) q.push_back(w);
+    if (std::find(w->wait_keys.begin(), w->wait_keys.begin() + i, k) != w->wait_keys.begin() + i)
+      continue;
+    auto& q = by_key_[k];
+    // In order of arrival: a client whose command reached another worker
+    // first may register second (almost always it goes at the back).
+    auto pos = q.end();
+    while (pos != q.begin() && (*(pos - 1))->arrival_ns > w->arrival_ns) --pos;
+    q.insert(pos, w);
   }
   by_conn_[w->conn_id] = w;
   blocked_.fetch_add(1, std::memory_order_relaxed);
@@ -78,6 +85,11 @@ BlockRegistry::CancelResult BlockRegistry::CancelWaiter(const std::shared_ptr<Wa
       break;
   }
   return CancelResult::kNotBlocked;
+}
+
+bool BlockRegistry::HasWaiters(std::string_view ekey) const {
+  MutexLock l(&mu_);
+  return by_key_.find(std::string(ekey)) != by_key_.end();  // no empty queue is kept
 }
 
 std::shared_ptr<Waiter> BlockRegistry::Find(uint64_t conn_id) const {

@@ -11,8 +11,16 @@
 //  2. A write that leaves a list or zset non-empty adds the key to its
 //     command's effects (Effects::AddReadyKey, core/effects.h). After that
 //     command (or the whole EXEC) the writer's session, holding no stripe,
-//     takes the oldest waiter of the key (ClaimHead), runs the waiter's
-//     command again through the command seam under the waiter's stripes, and reports the outcome (FinishServe). A served
+//     first waits for an input fence when there are several workers
+//     (net::WorkerGroup::Fence; the writer's connection is suspended
+//     meanwhile): every worker has then read what reached it before the
+//     write, so a blocking command sent before the write has blocked (or
+//     found the data) by then, as in Redis, which reads in arrival order.
+//     Then it takes the first waiter of the key (ClaimHead; a key's waiters
+//     are queued by arrival_ns, the kernel's receive time of their command,
+//     not by when their worker got to them), runs the waiter's command
+//     again through the command seam under the waiter's stripes, and
+//     reports the outcome (FinishServe). A served
 //     waiter's reply is posted to its own worker; a BLMOVE's push queues its
 //     destination, so chained waiters are served in the same pass.
 //  3. Time-out (the waiter's worker), CLIENT UNBLOCK (any worker) and close
@@ -53,6 +61,9 @@ struct Waiter {
   std::vector<std::string> lock_keys;  // engine keys of every key it names (its stripes)
   std::vector<std::string> wait_keys;  // engine keys it waits on, in argument order
   bool timed = false;                  // has a time-out (INFO clients_in_timeout_table)
+  // When its command reached the server (the kernel's receive time,
+  // CLOCK_REALTIME ns): a key's waiters are queued in this order.
+  int64_t arrival_ns = 0;
 
   // --- under BlockRegistry::mu_ ---
   State state = State::kWaiting;
@@ -65,7 +76,7 @@ class BlockRegistry {
 
   // Registers w (its keys' stripes held by the caller).
   void Add(std::shared_ptr<Waiter> w) EXCLUDES(mu_);
-  // The oldest waiting client on `ekey`, now kServing; null if none.
+  // The waiting client on `ekey` that arrived first, now kServing; null if none.
   std::shared_ptr<Waiter> ClaimHead(std::string_view ekey) EXCLUDES(mu_);
   // After a serve attempt. served: the waiter is done (returns kNone, or kGone
   // if its client left meanwhile). Not served: it waits again, unless a
@@ -76,6 +87,8 @@ class BlockRegistry {
   // kEnded if it was waiting (the caller answers), kDeferred if a serve is
   // running (FinishServe answers), kNotBlocked if it had already ended.
   CancelResult CancelWaiter(const std::shared_ptr<Waiter>& w, Waiter::Cancel why) EXCLUDES(mu_);
+  // Any client still queued on `ekey` (waiting, or being served)?
+  bool HasWaiters(std::string_view ekey) const EXCLUDES(mu_);
   // The block of client `conn_id`, if it is blocked.
   std::shared_ptr<Waiter> Find(uint64_t conn_id) const EXCLUDES(mu_);
 

@@ -124,6 +124,8 @@ class Connection final : public IoWatcher, public ConnControl {
   int64_t last_active_ns = 0;    // Clock::MonoNanos of the last input
   int64_t created_ns = 0;        // Clock::MonoNanos when the worker adopted it
   bool rx_stamps = false;        // reads take the kernel's arrival stamp (ArrivalNs)
+  // ProtocolFactory::ArrivalStampsFlag: stamps start once it is true.
+  const std::atomic<bool>* stamps_flag = nullptr;
   int64_t arrival_ns = 0;        // CLOCK_REALTIME ns when the last read's data arrived
   PortLimit* own_limit = nullptr;  // NewConn::own_limit: whose slot Close gives back
 

@@ -3,6 +3,8 @@
 // to its connection's worker thread only.
 #pragma once
 
+#include <atomic>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -182,9 +184,12 @@ class ProtocolFactory {
   virtual std::unique_ptr<ProtocolHandler> Create(int worker_id, const ConnInfoView& conn) = 0;
   // Called once on each worker thread before it serves connections.
   virtual void InitWorker(int worker_id) { (void)worker_id; }
-  // Its connections record when their input reached the kernel (ArrivalNs):
-  // one recvmsg with a control message in place of recv.
-  virtual bool WantsArrivalStamps() const { return false; }
+  // Its connections record when their input reached the kernel (ArrivalNs),
+  // from the first read after *flag is true (relaxed; it never goes back):
+  // one recvmsg with a control message in place of recv, and a turn's reads
+  // parsed in arrival order. Null: never. A flag lets a protocol pay for it
+  // only once it needs it (RESP: from the first blocking command).
+  virtual const std::atomic<bool>* ArrivalStampsFlag() const { return nullptr; }
 };
 
 }  // namespace trove::net

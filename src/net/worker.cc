@@ -276,10 +276,7 @@ void Worker::AcceptNew() {
     view.is_unix = c->is_unix;
     view.peer = c->peer;
     view.privileged = nc.own_limit != nullptr && nc.own_limit->privileged;
-    if (nc.factory->WantsArrivalStamps()) {
-      int on = 1;
-      c->rx_stamps = ::setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
-    }
+    c->stamps_flag = nc.factory->ArrivalStampsFlag();
     c->handler = nc.factory->Create(opts_.id, view);
     if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);
@@ -321,6 +318,12 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
     }
     Serve(c, true);
   }
+}
+
+void Worker::StartStamps(Connection* c) {
+  int on = 1;
+  c->rx_stamps = ::setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+  c->stamps_flag = nullptr;  // asked once
 }
 
 ssize_t Worker::RecvPlain(Connection* c) {
@@ -369,6 +372,7 @@ void Worker::Serve(Connection* c, bool from_socket) {
     if (wanted > have && wanted - have > need) need = wanted - have;  // a large value
     if (need < 1024) need = 1024;
     c->in.Reserve(need);
+    if (c->stamps_flag != nullptr && c->stamps_flag->load(std::memory_order_relaxed)) StartStamps(c);
     ssize_t n = c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
     if (n == 0) {
       Close(c);  // EOF: the client is gone; what it did not read is dropped

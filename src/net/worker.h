@@ -144,6 +144,8 @@ class Worker {
   // order their data reached the kernel.
   void ParseArrived();
   // One read into c->in; RecvStamped also records c->arrival_ns.
+  // Turns c's arrival stamps on once its factory's flag is set.
+  void StartStamps(Connection* c);
   ssize_t RecvPlain(Connection* c);
   ssize_t RecvStamped(Connection* c);
   void QueueFlush(Connection* c);

@@ -269,7 +269,9 @@ def test_blocked_clients_are_served_in_order_of_arrival(r, raw):
     waits for an input fence, so the second client is read by then; and a
     blocking command that finds data with clients still queued on the key
     queues behind them, by arrival. Before: the second client took the
-    element in about one try in six and the first stayed blocked."""
+    element in about one try in six and the first stayed blocked. Stamps
+    start with the server's first blocking command, hence the first BLPOP."""
+    assert r.blpop("ord:none", 0.01) is None
     for i in range(60):
         src, dst, dst2 = "ord:src%d" % i, "ord:dst%d" % i, "ord:dst2%d" % i
         r.set(dst, "nolist")

@@ -214,8 +214,8 @@ class LineFactory final : public ProtocolFactory {
     return std::make_unique<LineHandler>(conn.id, server_, max_reqs_, conn.control, &notes);
   }
   void InitWorker(int) override { inited.fetch_add(1); }
-  bool WantsArrivalStamps() const override { return stamps; }
-  bool stamps = false;  // set before the server starts
+  const std::atomic<bool>* ArrivalStampsFlag() const override { return &stamps; }
+  std::atomic<bool> stamps{false};
   Notes notes;
   std::atomic<int> created{0};
   std::atomic<int> inited{0};

@@ -26,8 +26,11 @@ class RespFactory final : public net::ProtocolFactory {
     (void)server_.ThreadStatsFor(worker_id);
     (void)server_.StatsFor(worker_id);
   }
-  // Blocked clients are served in order of arrival (block_registry.h).
-  bool WantsArrivalStamps() const override { return true; }
+  // Blocked clients are served in order of arrival (block_registry.h):
+  // stamps from the first blocking command on.
+  const std::atomic<bool>* ArrivalStampsFlag() const override {
+    return &server_.blocks().ordered_by_arrival;
+  }
   RespServer* server() { return &server_; }
 
  private:

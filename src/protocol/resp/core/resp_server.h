@@ -193,6 +193,7 @@ class RespServer final : public protocol::CommandLog {
   WatchRegistry& watches() { return watches_; }
   // Clients blocked in BLPOP and friends (block_registry.h); thread-safe.
   BlockRegistry& blocks() { return blocks_; }
+  const BlockRegistry& blocks() const { return blocks_; }
   // Client-side caching (tracking.h) and the open RESP connections' ids.
   Tracking& tracking() { return tracking_; }
   LiveClients& live_clients() { return live_clients_; }

@@ -6,6 +6,8 @@
 namespace trove::resp {
 
 void BlockRegistry::Add(std::shared_ptr<Waiter> w) {
+  if (!ordered_by_arrival.load(std::memory_order_relaxed))
+    ordered_by_arrival.store(true, std::memory_order_relaxed);
   MutexLock l(&mu_);
   w->state = Waiter::State::kWaiting;
   w->cancel = Waiter::Cancel::kNone;

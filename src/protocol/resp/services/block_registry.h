@@ -92,6 +92,12 @@ class BlockRegistry {
   // The block of client `conn_id`, if it is blocked.
   std::shared_ptr<Waiter> Find(uint64_t conn_id) const EXCLUDES(mu_);
 
+  // Set by the first Add and never cleared: from then on RESP connections
+  // read with arrival stamps (net::ProtocolFactory::ArrivalStampsFlag), which
+  // order waiters (Waiter::arrival_ns) and a worker's parsing; a server that
+  // never blocks a client never pays for them.
+  std::atomic<bool> ordered_by_arrival{false};
+
   // Cheap test for the write path: anyone blocked at all?
   bool any() const { return blocked_.load(std::memory_order_relaxed) > 0; }
   // INFO: blocked_clients, total_blocking_keys.

@@ -197,6 +197,7 @@ void EventLoop::RunOnce(int max_wait_ms) {
   for (int i = 0; i < n; ++i) {
     static_cast<IoWatcher*>(events[i].data.ptr)->OnIoEvent(events[i].events);
   }
+  if (after_io_ != nullptr) after_io_->OnIoEvent(0);
   RunTimers();
   if (!backlog_.empty()) RunTasks();
 }

@@ -142,6 +142,9 @@ class EventLoop {
   void Post(Task t);
 
   // --- running (owner thread) ---
+  // Runs after each turn's ready I/O, before its timers and tasks (a worker
+  // parses the reads it deferred to order them by arrival). Set before Run*.
+  void SetAfterIo(IoWatcher* w) { after_io_ = w; }
   // One turn: waits for I/O up to `max_wait_ms` (-1: until something
   // happens; 0: don't wait), shortened to the next timer; dispatches ready
   // I/O, then due timers, then the backlog and the inbox's tasks.
@@ -179,6 +182,7 @@ class EventLoop {
   std::vector<Task> backlog_;
   std::vector<Task> batch_;
   int64_t turn_ns_ = 0;
+  IoWatcher* after_io_ = nullptr;  // SetAfterIo
   uint64_t tasks_run_ = 0;
   bool in_tasks_ = false;
 };

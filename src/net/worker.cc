@@ -149,6 +149,7 @@ void Worker::SendNewConn(NewConn c) { accept_ch_.Send(std::move(c)); }
 void Worker::Run() {
   tls_worker = this;
   loop_.BindToThisThread();
+  loop_.SetAfterIo(&parse_arrived_);
   for (ProtocolFactory* f : opts_.factories) f->InitWorker(opts_.id);
   initialised_.store(true, std::memory_order_release);
   if (opts_.idle_timeout_s > 0) loop_.ArmAfter(&idle_timer_, 1000);
@@ -157,8 +158,7 @@ void Worker::Run() {
     graveyard_.clear();  // invariant 2: nothing refers to these any more
     turn_now_ns_ = 0;
     // An armed fence waits for this turn's epoll_wait, not for new input.
-    loop_.RunOnce(ready_.empty() && fences_armed_.empty() ? -1 : 0);
-    ParseArrived();
+    loop_.RunOnce(ready_.empty() && fences_armed_.empty() ? -1 : 0);  // parses arrived_ too
     ProcessReady();
     // Replies first: a connection closed by request still gets what it was
     // sent before the close (its own "close" reply included).

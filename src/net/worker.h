@@ -196,6 +196,7 @@ class Worker {
   std::thread thread_;
   Channel<NewConn> accept_ch_;
   MemberWatcher<Worker, &Worker::AcceptNew> accept_watcher_{this};
+  MemberWatcher<Worker, &Worker::ParseArrived> parse_arrived_{this};  // the loop's after-I/O step
   Timer idle_timer_;
   Timer housekeeping_timer_;
 

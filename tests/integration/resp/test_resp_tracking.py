@@ -439,6 +439,28 @@ def test_redirect_broken(raw):
     assert b" flags=tR " in line and (b" redir=%d " % tid) in line
 
 
+def test_redirect_broken_as_soon_as_quit_is_answered(raw):
+    """Redis's tracking unit, "tracking-redir-broken with client reply off":
+    the redirect target sends QUIT, and once its +OK arrives another client
+    changes a tracked key. The target is gone for redirects when QUIT runs,
+    not when its worker gets round to closing the socket: before, the
+    invalidation could go to the closing target and be dropped, and the
+    tracking client waited for ever (the suite's runner gave up on the unit)."""
+    w = raw()
+    for i in range(30):
+        t, tid = redirect_target(raw)
+        c = resp3(raw)
+        key = "rbq%d" % i
+        call(c, "CLIENT", "TRACKING", "on", "REDIRECT", str(tid))
+        call(c, "GET", key)
+        assert call(t, "QUIT") == b"OK"
+        call(w, "SET", key, "1")
+        c.sock.settimeout(3)
+        assert parse(c) == ("push", [b"tracking-redir-broken", tid]), "iteration %d" % i
+        c.sock.close()
+        t.sock.close()
+
+
 def test_trackinginfo_and_getredir(raw):
     c, t = resp3(raw), raw()
     tid = client_id(t)

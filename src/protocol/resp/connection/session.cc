@@ -334,6 +334,10 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     if (fx_.close_caller) {
       fx_.close_caller = false;
       close_ = true;
+      // Gone for tracking redirects from now on (~Session removes it again):
+      // QUIT's reply may reach the client, and its next command on another
+      // connection invalidate a key, before this worker closes the socket.
+      server_->live_clients().Remove(conn_.identity().id());
     }
   }
   int64_t t1 = clock->MonoNanos();

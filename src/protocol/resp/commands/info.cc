@@ -1,6 +1,6 @@
-// INFO and its sections (the keyspace section counts in slices); its memory
-// figures are MEMORY's too (memory_figures.h). Runs on the connection's
-// worker.
+// INFO and its sections (the keyspace section counts in slices; the
+// per-command ones are info_command_stats.cc); its memory figures are
+// MEMORY's too (memory_figures.h). Runs on the connection's worker.
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/resource.h>
@@ -19,16 +19,17 @@
 
 #include "common/str_append.h"
 #include "net/worker.h"
-#include "protocol/resp/types/collections.h"
+#include "protocol/resp/commands/info_internal.h"
+#include "protocol/resp/commands/server_commands.h"
 #include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/keyspace_walk.h"
-#include "protocol/resp/services/latency_histogram.h"
-#include "protocol/resp/types/memory_figures.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
-#include "protocol/resp/commands/server_commands.h"
+#include "protocol/resp/services/latency_histogram.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
+#include "protocol/resp/types/memory_figures.h"
 
 namespace trove::resp {
 namespace {
@@ -128,8 +129,7 @@ void MemorySection(CommandContext& ctx, std::string* s) {
   // Trove's own: the client-tracking table's estimated bytes.
   AddU64(s, "mem_tracking_table", ctx.server->tracking().memory_bytes());
   AddU64(s, "maxmemory", ctx.engine->mem_limit());
-  AddField(s, "maxmemory_policy",
-           ctx.engine->evict_to_free() ? "allkeys-lru" : "noeviction");
+  AddField(s, "maxmemory_policy", ctx.engine->evict_to_free() ? "allkeys-lru" : "noeviction");
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", Ratio(rss, m.used));
   AddField(s, "mem_fragmentation_ratio", buf);
@@ -230,99 +230,6 @@ void CpuSection(CommandContext&, std::string* s) {
 
 // Trove loads no modules.
 void ModulesSection(CommandContext&, std::string* s) { *s += "# Modules\r\n"; }
-
-void CommandstatsSection(CommandContext& ctx, std::string* s) {
-  struct Totals {
-    uint64_t calls = 0, usec = 0, rejected = 0;
-  };
-  // Reused per thread: INFO allocates nothing here once warm.
-  thread_local std::vector<Totals> totals;
-  const auto& specs = CommandTable::Get().all();
-  totals.assign(specs.size(), Totals{});
-  ctx.server->ForEachWorkerStats([](const WorkerStats& w) {
-    for (size_t i = 0; i < w.cmds.size() && i < totals.size(); ++i) {
-      totals[i].calls += w.cmds[i].calls.load(std::memory_order_relaxed);
-      totals[i].usec += w.cmds[i].usec.load(std::memory_order_relaxed);
-      totals[i].rejected += w.cmds[i].rejected.load(std::memory_order_relaxed);
-    }
-  });
-  *s += "# Commandstats\r\n";
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const Totals& t = totals[i];
-    if (t.calls == 0 && t.rejected == 0) continue;
-    *s += "cmdstat_";
-    *s += specs[i].name;
-    *s += ":calls=";
-    AppendU64(*s, t.calls);
-    *s += ",usec=";
-    AppendU64(*s, t.usec);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, ",usec_per_call=%.2f",
-                  t.calls == 0 ? 0.0 : static_cast<double>(t.usec) / static_cast<double>(t.calls));
-    *s += buf;
-    *s += ",rejected_calls=";
-    AppendU64(*s, t.rejected);
-    *s += ",failed_calls=0\r\n";
-  }
-}
-
-// Redis counts error replies per error code (errorstat_ERR:count=...);
-// Trove counts them only in total (INFO stats total_error_replies).
-void ErrorstatsSection(CommandContext&, std::string* s) { *s += "# Errorstats\r\n"; }
-
-// Redis's default latency-tracking-info-percentiles.
-constexpr std::pair<std::string_view, double> kPercentiles[] = {
-    {"p50", 50.0}, {"p99", 99.0}, {"p99.9", 99.9}};
-
-// The p-th percentile call's latency in µs, at the histogram's resolution:
-// the upper bound of its power-of-two bucket (Redis's HdrHistogram keeps
-// three significant digits).
-int64_t PercentileUsec(const std::array<uint64_t, kLatencyBuckets>& c, uint64_t n, double p) {
-  const uint64_t rank =
-      std::max<uint64_t>(1, static_cast<uint64_t>(p / 100.0 * static_cast<double>(n) + 0.5));
-  uint64_t seen = 0;
-  for (int b = 0; b < kLatencyBuckets; ++b) {
-    seen += c[static_cast<size_t>(b)];
-    if (seen >= rank) return LatencyBucketUpperUsec(b);
-  }
-  return LatencyBucketUpperUsec(kLatencyBuckets - 1);
-}
-
-// Per RESP command and subcommand with calls, from the LATENCY HISTOGRAM
-// counts, while latency tracking is on (Redis prints the header alone
-// when it is off).
-void LatencystatsSection(CommandContext& ctx, std::string* s) {
-  *s += "# Latencystats\r\n";
-  if (!ctx.server->latency_tracking.load(std::memory_order_relaxed)) return;
-  const HistogramSlots& slots = ctx.server->histogram_slots();
-  using Counts = std::array<uint64_t, kLatencyBuckets>;
-  // Reused per thread: INFO allocates nothing here once warm.
-  thread_local std::vector<Counts> sums;
-  sums.assign(static_cast<size_t>(slots.mc_begin()), Counts{});
-  ctx.server->ForEachWorkerStats([](const WorkerStats& w) {
-    for (size_t slot = 0; slot < w.latency.size() && slot < sums.size(); ++slot) {
-      for (size_t b = 0; b < sums[slot].size(); ++b)
-        sums[slot][b] += w.latency[slot].buckets[b].load(std::memory_order_relaxed);
-    }
-  });
-  for (size_t slot = 0; slot < sums.size(); ++slot) {
-    uint64_t n = 0;
-    for (uint64_t x : sums[slot]) n += x;
-    if (n == 0) continue;
-    *s += "latency_percentiles_usec_";
-    *s += slots.name(slot);
-    char sep = ':';
-    for (const auto& [name, p] : kPercentiles) {
-      char buf[48];
-      const int len =
-          std::snprintf(buf, sizeof buf, "%c%.*s=%lld.000", sep, static_cast<int>(name.size()),
-                        name.data(), static_cast<long long>(PercentileUsec(sums[slot], n, p)));
-      s->append(buf, static_cast<size_t>(len));
-      sep = ',';
-    }
-    *s += "\r\n";
-  }
-}
 
 void ClusterSection(CommandContext&, std::string* s) { *s += "# Cluster\r\ncluster_enabled:0\r\n"; }
 

@@ -1,14 +1,14 @@
-// List commands; run on the connection's worker with the keys' stripes held.
+// List commands; LMOVE, RPOPLPUSH and LMPOP are list_moves.cc. Run on the
+// connection's worker with the keys' stripes held.
 #include <string>
 
 #include "common/str_append.h"
-#include "protocol/resp/commands/blocking_ops.h"
 #include "protocol/resp/commands/collection_commands.h"
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
 
 namespace trove::resp {
 namespace {
@@ -310,96 +310,8 @@ void CmdLPos(CommandContext& ctx) {
 
 }  // namespace
 
-bool ParseSide(std::string_view s, bool* left) {
-  if (EqualsIgnoreCase(s, "left")) {
-    *left = true;
-    return true;
-  }
-  if (EqualsIgnoreCase(s, "right")) {
-    *left = false;
-    return true;
-  }
-  return false;
-}
-
-void ListMove(CommandContext& ctx, bool from_left, bool to_left) {
-  std::string src = ctx.Key(1), dst = ctx.Key(2);
-  ListValue* s;
-  if (!ReadCollection(ctx, src, &s)) return;
-  if (s == nullptr) {
-    ctx.w->Null();
-    return;
-  }
-  ListValue* d;
-  if (!ReadCollection(ctx, dst, &d)) return;
-  size_t sb = s->MemoryUsage();
-  std::string elem = from_left ? s->PopFront() : s->PopBack();
-  if (src == dst) {
-    if (to_left)
-      s->PushFront(elem);
-    else
-      s->PushBack(elem);
-    FinishUpdate(ctx, src, s, sb);
-    ctx.w->Bulk(elem);
-    return;
-  }
-  FinishUpdate(ctx, src, s, sb);
-  bool created;
-  d = LoadOrCreate<ListValue>(ctx, dst, &created);
-  if (d == nullptr) return;
-  size_t db = d->MemoryUsage();
-  if (to_left)
-    d->PushFront(elem);
-  else
-    d->PushBack(elem);
-  FinishUpdate(ctx, dst, d, db);
-  ctx.w->Bulk(elem);
-}
-
-namespace {
-void MoveGeneric(CommandContext& ctx, bool from_left, bool to_left) { ListMove(ctx, from_left, to_left); }
-
-void CmdLMove(CommandContext& ctx) {
-  bool from, to;
-  if (!ParseSide(ctx.argv[3], &from) || !ParseSide(ctx.argv[4], &to)) {
-    ctx.SyntaxError();
-    return;
-  }
-  MoveGeneric(ctx, from, to);
-}
-void CmdRPopLPush(CommandContext& ctx) { MoveGeneric(ctx, false, true); }
-
-}  // namespace
-
-bool ListMPop(CommandContext& ctx) {
-  size_t pos;
-  bool left;
-  int64_t count;
-  if (!ParseMpopArgs(ctx, "left", "right", &pos, &left, &count)) return true;
-  for (size_t k = 2; k < pos; ++k) {
-    std::string key = ctx.Key(k);
-    ListValue* v;
-    // Served while blocked, a key of another type means "still waiting".
-    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
-    if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    size_t take = std::min(static_cast<size_t>(count), v->size());
-    ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(ctx.argv[k]);
-    ctx.w->ArrayHeader(take);
-    for (size_t i = 0; i < take; ++i) ctx.w->Bulk(left ? v->PopFront() : v->PopBack());
-    FinishUpdate(ctx, key, v, before);
-    return true;
-  }
-  return false;
-}
-
-namespace {
-void CmdLMPop(CommandContext& ctx) {
-  if (!ListMPop(ctx)) ctx.w->NullArray();
-}
-
-}  // namespace
+// Appends LMOVE, RPOPLPUSH and LMPOP (commands/list_moves.cc).
+void RegisterListMoveCommands(std::vector<CommandSpec>* t);
 
 void RegisterListCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
@@ -435,18 +347,7 @@ void RegisterListCommands(std::vector<CommandSpec>* t) {
       "1.0.0");
   add("lpos", -3, r, 1, 1, 1, CmdLPos, "Returns the index of matching elements in a list.",
       "6.0.6");
-  add("lmove", 5, w, 1, 2, 1, CmdLMove,
-      "Returns an element after popping it from one list and pushing it to another. Deletes the "
-      "list if the last element was moved.",
-      "6.2.0");
-  add("rpoplpush", 3, w, 1, 2, 1, CmdRPopLPush,
-      "Returns the last element of a list after removing and pushing it to another list. Deletes "
-      "the list if the last element was popped.",
-      "1.2.0");
-  add("lmpop", -4, kCmdWrite, 0, 0, 0, CmdLMPop,
-      "Returns multiple elements from a list after removing them. Deletes the list if the last "
-      "element was popped.",
-      "7.0.0", NumKeysAt1);
+  RegisterListMoveCommands(t);  // commands/list_moves.cc, in table order
 }
 
 }  // namespace trove::resp

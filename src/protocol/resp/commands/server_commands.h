@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "net/protocol_handler.h"
-#include "protocol/resp/services/acl_user.h"
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/services/acl_user.h"
 
 namespace trove::resp {
 
@@ -29,8 +29,12 @@ void WriteHelp(CommandContext& ctx, std::span<const std::string_view> lines);
 // CLIENT TRACKING / CACHING / GETREDIR / TRACKINGINFO (commands/tracking.cc):
 // false when `sub` (lower case) is none of them or has the wrong arity.
 bool ClientTrackingCommand(CommandContext& ctx, std::string_view sub);
-// A CLIENT LIST line (with its newline) for c (commands/client.cc).
+// A CLIENT LIST line (with its newline) for c (commands/client_list.cc).
 void AppendClientLine(std::string* out, const net::ClientInfo& c);
+// CLIENT LIST and CLIENT KILL, over every worker's connections
+// (commands/client_list.cc).
+void ClientList(CommandContext& ctx);
+void ClientKill(CommandContext& ctx);
 // The text after NOPERM (or DRYRUN's reply) for a denial (session_acl.cc);
 // verbose names the key or channel.
 std::string AclDeniedMessage(acl::Denied d, const std::string& user, std::string_view cmd,
@@ -38,6 +42,5 @@ std::string AclDeniedMessage(acl::Denied d, const std::string& user, std::string
 // An INFO line "k:v\r\n".
 void AddField(std::string* s, std::string_view k, std::string_view v);
 void AddField(std::string* s, std::string_view k, int64_t v);
-
 
 }  // namespace trove::resp

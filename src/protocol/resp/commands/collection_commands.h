@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/types/collections.h"
 
 namespace trove::resp {
 
@@ -27,17 +27,29 @@ template <typename T, bool (T::*Remove)(std::string_view)>
 void RemoveMembers(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   T* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Integer(0);
-    return;
-  }
+  if (!ReadExisting(ctx, key, &v, [&] { ctx.w->Integer(0); })) return;
   size_t before = v->MemoryUsage();
   int64_t n = 0;
   for (size_t i = 2; i < ctx.argc(); ++i)
     if ((v->*Remove)(ctx.argv[i])) ++n;
   if (n > 0) FinishUpdate(ctx, key, v, before);
   ctx.w->Integer(n);
+}
+
+// HGET and ZSCORE (one member: multi false) or HMGET and ZMSCORE (each of
+// argv[2..] in an array): ReplyOne(ctx, v, member) answers for one member,
+// v null when the key is missing. A key of another type replies WRONGTYPE.
+// REQUIRES: ctx.locked (the stripe of argv[1]).
+template <typename T, void (*ReplyOne)(CommandContext&, const T*, std::string_view)>
+void ReplyPerMember(CommandContext& ctx, bool multi) {
+  T* v;
+  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  if (!multi) {
+    ReplyOne(ctx, v, ctx.argv[2]);
+    return;
+  }
+  ctx.w->ArrayHeader(ctx.argc() - 2);
+  for (size_t i = 2; i < ctx.argc(); ++i) ReplyOne(ctx, v, ctx.argv[i]);
 }
 
 // The optional count of LPOP, RPOP, SPOP, ZPOPMIN and ZPOPMAX: argv[2] when

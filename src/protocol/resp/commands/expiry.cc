@@ -19,24 +19,17 @@ using engine::ItemRef;
 void ExpireGeneric(CommandContext& ctx, bool ms, bool absolute) {
   int64_t n;
   if (!ArgInt(ctx, ctx.argv[2], &n)) return;
-  bool nx = false, xx = false, gt = false, lt = false;
+  UpdateConds conds;
   for (size_t i = 3; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "nx"))
-      nx = true;
-    else if (EqualsIgnoreCase(o, "xx"))
-      xx = true;
-    else if (EqualsIgnoreCase(o, "gt"))
-      gt = true;
-    else if (EqualsIgnoreCase(o, "lt"))
-      lt = true;
-    else {
+    if (!conds.Take(o)) {
       std::string m = "ERR Unsupported option ";
       m.append(o);
       ctx.Error(m);
       return;
     }
   }
+  const auto [nx, xx, gt, lt] = conds;
   if (nx && (xx || gt || lt)) {
     ctx.Error("ERR NX and XX, GT or LT options at the same time are not compatible");
     return;

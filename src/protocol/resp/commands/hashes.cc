@@ -5,13 +5,13 @@
 
 #include "common/str_append.h"
 #include "protocol/resp/commands/collection_commands.h"
-#include "protocol/resp/types/collections.h"
-#include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/commands/random_pick.h"
+#include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
 
 namespace trove::resp {
 namespace {
@@ -60,28 +60,17 @@ void CmdHSetNx(CommandContext& ctx) {
   ctx.w->Integer(1);
 }
 
-void CmdHGet(CommandContext& ctx) {
-  HashValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
+// A field's value, or Null when it (or the key) is missing.
+void ReplyField(CommandContext& ctx, const HashValue* v, std::string_view field) {
+  std::optional<std::string_view> f = v ? v->Find(field) : std::nullopt;
   if (!f)
     ctx.w->Null();
   else
     ctx.w->Bulk(*f);
 }
 
-void CmdHMGet(CommandContext& ctx) {
-  HashValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  ctx.w->ArrayHeader(ctx.argc() - 2);
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    std::optional<std::string_view> f = v ? v->Find(ctx.argv[i]) : std::nullopt;
-    if (!f)
-      ctx.w->Null();
-    else
-      ctx.w->Bulk(*f);
-  }
-}
+void CmdHGet(CommandContext& ctx) { ReplyPerMember<HashValue, ReplyField>(ctx, false); }
+void CmdHMGet(CommandContext& ctx) { ReplyPerMember<HashValue, ReplyField>(ctx, true); }
 
 void CmdHDel(CommandContext& ctx) { RemoveMembers<HashValue, &HashValue::Erase>(ctx); }
 
@@ -107,14 +96,13 @@ void CmdHStrlen(CommandContext& ctx) {
 // mode: 0 keys, 1 values, 2 both
 void ListGeneric(CommandContext& ctx, int mode) {
   HashValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    if (mode == 2)
-      ctx.w->MapHeader(0);
-    else
-      ctx.w->ArrayHeader(0);
+  if (!ReadExisting(ctx, ctx.Key(1), &v, [&] {
+        if (mode == 2)
+          ctx.w->MapHeader(0);
+        else
+          ctx.w->ArrayHeader(0);
+      }))
     return;
-  }
   if (mode == 2)
     ctx.w->MapHeader(v->size());
   else
@@ -251,13 +239,14 @@ void RegisterHashCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite | kCmdDenyOom;
   const uint32_t r = kCmdReadonly;
   const CommandAdder add{t, "hash"};
-  add("hset", -4, w | kCmdFast, 1, 1, CmdHSet, "Creates or modifies the value of a field in a hash.",
-      "2.0.0");
+  add("hset", -4, w | kCmdFast, 1, 1, CmdHSet,
+      "Creates or modifies the value of a field in a hash.", "2.0.0");
   add("hsetnx", 4, w | kCmdFast, 1, 1, CmdHSetNx,
       "Sets the value of a field in a hash only when the field doesn't exist.", "2.0.0");
   add("hget", 3, r | kCmdFast, 1, 1, CmdHGet, "Returns the value of a field in a hash.", "2.0.0");
   add("hmset", -4, w | kCmdFast, 1, 1, CmdHMSet, "Sets the values of multiple fields.", "2.0.0");
-  add("hmget", -3, r | kCmdFast, 1, 1, CmdHMGet, "Returns the values of all fields in a hash.", "2.0.0");
+  add("hmget", -3, r | kCmdFast, 1, 1, CmdHMGet, "Returns the values of all fields in a hash.",
+      "2.0.0");
   add("hdel", -3, kCmdWrite | kCmdFast, 1, 1, CmdHDel,
       "Deletes one or more fields and their values from a hash. Deletes the hash if no fields "
       "remain.",

@@ -17,12 +17,11 @@ void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
   std::string key = ctx.Key(1);
   ListValue* v = nullptr;
   if (only_existing) {
-    if (!ReadCollection(ctx, key, &v)) return;
-    if (v == nullptr) {
-      ctx.dirty = 0;
-      ctx.w->Integer(0);
+    if (!ReadExisting(ctx, key, &v, [&] {
+          ctx.dirty = 0;
+          ctx.w->Integer(0);
+        }))
       return;
-    }
   } else {
     bool created;
     v = LoadOrCreate<ListValue>(ctx, key, &created);
@@ -60,14 +59,13 @@ void PopGeneric(CommandContext& ctx, bool left) {
   if (!ParsePopCount(ctx, &CommandContext::WrongArity, &count)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    if (count >= 0)
-      ctx.w->NullArray();
-    else
-      ctx.w->Null();
+  if (!ReadExisting(ctx, key, &v, [&] {
+        if (count >= 0)
+          ctx.w->NullArray();
+        else
+          ctx.w->Null();
+      }))
     return;
-  }
   size_t before = v->MemoryUsage();
   if (count < 0) {
     std::string s = left ? v->PopFront() : v->PopBack();
@@ -114,11 +112,7 @@ void CmdLRange(CommandContext& ctx) {
 
 void CmdLIndex(CommandContext& ctx) {
   ListValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    ctx.w->Null();
-    return;
-  }
+  if (!ReadExisting(ctx, ctx.Key(1), &v, [&] { ctx.w->Null(); })) return;
   int64_t idx;
   if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   size_t pos;
@@ -132,11 +126,7 @@ void CmdLIndex(CommandContext& ctx) {
 void CmdLSet(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.Error("ERR no such key");
-    return;
-  }
+  if (!ReadExisting(ctx, key, &v, [&] { ctx.Error("ERR no such key"); })) return;
   int64_t idx;
   if (!ArgInt(ctx, ctx.argv[2], &idx)) return;
   size_t pos;
@@ -162,11 +152,7 @@ void CmdLInsert(CommandContext& ctx) {
   }
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Integer(0);
-    return;
-  }
+  if (!ReadExisting(ctx, key, &v, [&] { ctx.w->Integer(0); })) return;
   const auto& d = v->items();
   for (size_t i = 0; i < d.size(); ++i) {
     if (d[i] == ctx.argv[3]) {
@@ -186,11 +172,7 @@ void CmdLRem(CommandContext& ctx) {
   if (!ArgInt(ctx, ctx.argv[2], &count)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Integer(0);
-    return;
-  }
+  if (!ReadExisting(ctx, key, &v, [&] { ctx.w->Integer(0); })) return;
   size_t before = v->MemoryUsage();
   int64_t removed = 0;
   std::string_view elem = ctx.argv[3];
@@ -220,11 +202,7 @@ void CmdLTrim(CommandContext& ctx) {
   if (!ArgInt(ctx, ctx.argv[2], &start) || !ArgInt(ctx, ctx.argv[3], &end)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->Ok();
-    return;
-  }
+  if (!ReadExisting(ctx, key, &v, [&] { ctx.w->Ok(); })) return;
   size_t before = v->MemoryUsage();
   if (!NormalizeRange(static_cast<int64_t>(v->size()), &start, &end))
     v->Clear();
@@ -272,14 +250,13 @@ void CmdLPos(CommandContext& ctx) {
     }
   }
   ListValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    if (count >= 0)
-      ctx.w->ArrayHeader(0);
-    else
-      ctx.w->Null();
+  if (!ReadExisting(ctx, ctx.Key(1), &v, [&] {
+        if (count >= 0)
+          ctx.w->ArrayHeader(0);
+        else
+          ctx.w->Null();
+      }))
     return;
-  }
   std::vector<int64_t> found;
   int64_t len = static_cast<int64_t>(v->size());
   int64_t skip = (rank > 0 ? rank : -rank) - 1;

@@ -4,13 +4,13 @@
 
 #include "common/str_append.h"
 #include "protocol/resp/commands/collection_commands.h"
-#include "protocol/resp/types/collections.h"
-#include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/commands/random_pick.h"
+#include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
 
 namespace trove::resp {
 namespace {
@@ -62,11 +62,7 @@ void CmdSMIsMember(CommandContext& ctx) {
 
 void CmdSMembers(CommandContext& ctx) {
   SetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  if (v == nullptr) {
-    ctx.w->SetHeader(0);
-    return;
-  }
+  if (!ReadExisting(ctx, ctx.Key(1), &v, [&] { ctx.w->SetHeader(0); })) return;
   WriteMembers(ctx, v->Ordered());
 }
 
@@ -81,14 +77,13 @@ void CmdSPop(CommandContext& ctx) {
   if (!ParsePopCount(ctx, &CommandContext::SyntaxError, &count)) return;
   std::string key = ctx.Key(1);
   SetValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    if (count >= 0)
-      ctx.w->SetHeader(0);
-    else
-      ctx.w->Null();
+  if (!ReadExisting(ctx, key, &v, [&] {
+        if (count >= 0)
+          ctx.w->SetHeader(0);
+        else
+          ctx.w->Null();
+      }))
     return;
-  }
   std::vector<std::string> all(v->members().begin(), v->members().end());
   std::shuffle(all.begin(), all.end(), CommandRng());
   size_t n = count < 0 ? 1 : std::min(static_cast<size_t>(count), all.size());

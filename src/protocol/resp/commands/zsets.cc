@@ -8,38 +8,33 @@
 #include "common/str_append.h"
 #include "protocol/resp/commands/blocking_ops.h"
 #include "protocol/resp/commands/collection_commands.h"
-#include "protocol/resp/types/collections.h"
-#include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/commands/random_pick.h"
+#include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/types/zset_common.h"
 
 namespace trove::resp {
 namespace {
 
 void CmdZAdd(CommandContext& ctx) {
-  bool nx = false, xx = false, gt = false, lt = false, ch = false, incr = false;
+  UpdateConds conds;
+  bool ch = false, incr = false;
   size_t i = 2;
   for (; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "nx"))
-      nx = true;
-    else if (EqualsIgnoreCase(o, "xx"))
-      xx = true;
-    else if (EqualsIgnoreCase(o, "gt"))
-      gt = true;
-    else if (EqualsIgnoreCase(o, "lt"))
-      lt = true;
-    else if (EqualsIgnoreCase(o, "ch"))
+    if (conds.Take(o)) continue;
+    if (EqualsIgnoreCase(o, "ch"))
       ch = true;
     else if (EqualsIgnoreCase(o, "incr"))
       incr = true;
     else
       break;
   }
+  const auto [nx, xx, gt, lt] = conds;
   size_t pairs_n = ctx.argc() - i;
   if (pairs_n == 0 || pairs_n % 2 != 0) {
     ctx.SyntaxError();
@@ -152,28 +147,17 @@ void CmdZIncrBy(CommandContext& ctx) {
 
 void CmdZRem(CommandContext& ctx) { RemoveMembers<ZsetValue, &ZsetValue::Remove>(ctx); }
 
-void CmdZScore(CommandContext& ctx) {
-  ZsetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  const double* s = v ? v->Score(ctx.argv[2]) : nullptr;
+// A member's score, or Null when it (or the key) is missing.
+void ReplyScore(CommandContext& ctx, const ZsetValue* v, std::string_view member) {
+  const double* s = v ? v->Score(member) : nullptr;
   if (s == nullptr)
     ctx.w->Null();
   else
     ctx.w->Double(*s);
 }
 
-void CmdZMScore(CommandContext& ctx) {
-  ZsetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  ctx.w->ArrayHeader(ctx.argc() - 2);
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    const double* s = v ? v->Score(ctx.argv[i]) : nullptr;
-    if (s == nullptr)
-      ctx.w->Null();
-    else
-      ctx.w->Double(*s);
-  }
-}
+void CmdZScore(CommandContext& ctx) { ReplyPerMember<ZsetValue, ReplyScore>(ctx, false); }
+void CmdZMScore(CommandContext& ctx) { ReplyPerMember<ZsetValue, ReplyScore>(ctx, true); }
 
 void CmdZCard(CommandContext& ctx) {
   ZsetValue* v;
@@ -198,11 +182,7 @@ void PopGeneric(CommandContext& ctx, bool max) {
   if (!ParsePopCount(ctx, &CommandContext::SyntaxError, &count)) return;
   std::string key = ctx.Key(1);
   ZsetValue* v;
-  if (!ReadCollection(ctx, key, &v)) return;
-  if (v == nullptr) {
-    ctx.w->ArrayHeader(0);
-    return;
-  }
+  if (!ReadExisting(ctx, key, &v, [&] { ctx.w->ArrayHeader(0); })) return;
   size_t before = v->MemoryUsage();
   std::vector<Entry> out = PopEntries(v, max, static_cast<size_t>(count));
   FinishUpdate(ctx, key, v, before);

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "common/str_append.h"
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/types/zset_common.h"
 
 namespace trove::resp {
@@ -34,7 +34,8 @@ static bool ParseScoreBound(std::string_view s, double* v, bool* ex) {
   return trove::ParseDouble(s, v) && !std::isnan(*v);
 }
 
-static bool ParseScoreRange(CommandContext& ctx, std::string_view a, std::string_view b, ScoreRange* r) {
+static bool ParseScoreRange(CommandContext& ctx, std::string_view a, std::string_view b,
+                            ScoreRange* r) {
   if (!ParseScoreBound(a, &r->min, &r->minex) || !ParseScoreBound(b, &r->max, &r->maxex)) {
     ctx.Error("ERR min or max is not a float");
     return false;
@@ -79,7 +80,8 @@ static bool ParseLexBound(std::string_view s, std::string* v, bool* ex, bool* ne
   return true;
 }
 
-static bool ParseLexRange(CommandContext& ctx, std::string_view a, std::string_view b, LexRange* r) {
+static bool ParseLexRange(CommandContext& ctx, std::string_view a, std::string_view b,
+                          LexRange* r) {
   bool n1, p1, n2, p2;
   if (!ParseLexBound(a, &r->min, &r->minex, &n1, &p1) ||
       !ParseLexBound(b, &r->max, &r->maxex, &n2, &p2)) {
@@ -135,7 +137,7 @@ struct RangeSpec {
 // the caller's command uses: for REV forms, a is the max). False after an
 // error reply.
 static bool SelectRange(CommandContext& ctx, ZsetValue* v, const RangeSpec& rs, std::string_view a,
-                 std::string_view b, std::vector<Entry>* out) {
+                        std::string_view b, std::vector<Entry>* out) {
   out->clear();
   if (rs.kind == RangeKind::kRank) {
     int64_t start, end;
@@ -261,14 +263,7 @@ void CmdZRangeStore(CommandContext& ctx) {
   if (!SelectRange(ctx, v, rs, ctx.argv[3], ctx.argv[4], &out)) return;
   std::string dst = ctx.Key(1);
   ctx.engine->UnlinkLocked(dst, ctx.ts);
-  if (!out.empty()) {
-    auto z = std::make_unique<ZsetValue>();
-    for (const auto& e : out) z->Put(e.second, e.first);
-    z->CheckEncoding(ctx.server->zset_max_listpack_entries.load(std::memory_order_relaxed),
-                     ctx.server->zset_max_listpack_value.load(std::memory_order_relaxed));
-    if (StoreNewCollection(ctx, dst, ZsetValue::kType, std::move(z)) == nullptr) return;
-  }
-  ctx.w->Integer(static_cast<int64_t>(out.size()));
+  StoreEntries(ctx, dst, out);
 }
 
 static void RankGeneric(CommandContext& ctx, bool rev) {

@@ -2,18 +2,17 @@
 // ZINTERCARD; run on the connection's worker with the keys' stripes held.
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "common/str_append.h"
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
-#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/types/zset_common.h"
 
 namespace trove::resp {
@@ -251,14 +250,7 @@ void ZStoreGeneric(CommandContext& ctx, ZOp op) {
   std::string dst = ctx.Key(1);
   const bool had_dst = ctx.engine->UnlinkLocked(dst, ctx.ts);
   ctx.dirty = had_dst || !out.empty() ? 1 : 0;  // Redis: stored, or an old key deleted
-  if (!out.empty()) {
-    auto z = std::make_unique<ZsetValue>();
-    for (const auto& e : out) z->Put(e.second, e.first);
-    z->CheckEncoding(ctx.server->zset_max_listpack_entries.load(std::memory_order_relaxed),
-                     ctx.server->zset_max_listpack_value.load(std::memory_order_relaxed));
-    if (StoreNewCollection(ctx, dst, ZsetValue::kType, std::move(z)) == nullptr) return;
-  }
-  ctx.w->Integer(static_cast<int64_t>(out.size()));
+  StoreEntries(ctx, dst, out);
 }
 void CmdZUnionStore(CommandContext& ctx) { ZStoreGeneric(ctx, ZOp::kUnion); }
 void CmdZInterStore(CommandContext& ctx) { ZStoreGeneric(ctx, ZOp::kInter); }

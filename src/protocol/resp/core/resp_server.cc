@@ -4,8 +4,9 @@
 #include <string_view>
 
 #include "common/sha256.h"
-#include "protocol/resp/core/command_table.h"
+#include "common/str_split.h"
 #include "protocol/resp/core/client.h"
+#include "protocol/resp/core/command_table.h"
 
 namespace trove::resp {
 
@@ -81,27 +82,19 @@ protocol::CommandLog::Sink* RespServer::SinkFor(int worker_id) {
   const size_t w = static_cast<size_t>(worker_id < 0 ? 0 : worker_id);
   if (mc_sinks_.size() <= w) mc_sinks_.resize(w + 1);
   // The memcache|<cmd> histograms are contiguous slots of ws->latency.
-  LatencyHistogram* hist = &ws->latency[static_cast<size_t>(slots_->MemcacheSlot(protocol::kMcGet))];
+  LatencyHistogram* hist =
+      &ws->latency[static_cast<size_t>(slots_->MemcacheSlot(protocol::kMcGet))];
   if (!mc_sinks_[w]) {
     mc_sinks_[w] = std::make_unique<Sink>(this, hist, &latency_tracking, &record_above_us_);
   }
   return mc_sinks_[w].get();
 }
 
-void RespServer::RecordSlowMemcache(std::string_view line, std::string_view addr,
-                                    int64_t usec) {
+void RespServer::RecordSlowMemcache(std::string_view line, std::string_view addr, int64_t usec) {
   const int64_t now = engine_->clock()->UnixSeconds();
   if (!SampleSlow("command", usec, now)) return;
   // The request line's words are its argv, as memcached tokenizes it.
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && line[i] == ' ') ++i;
-    size_t j = i;
-    while (j < line.size() && line[j] != ' ') ++j;
-    if (j > i) words.push_back(line.substr(i, j - i));
-    i = j;
-  }
+  const std::vector<std::string_view> words = SplitSpaces(line);
   // The client name "memcache" marks the protocol (memcached clients have none).
   PushSlowEntry(words, addr, "memcache", usec, now);
 }

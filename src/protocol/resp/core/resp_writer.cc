@@ -22,23 +22,20 @@ void RespWriter::Header(char c, size_t n) {
   out_->Commit(static_cast<size_t>(p - s));
 }
 
-void RespWriter::Simple(std::string_view s) {
+void RespWriter::OneLine(char c, std::string_view text) {
   std::string line;
-  line.reserve(s.size() + 3);
-  line.push_back('+');
-  for (char c : s) line.push_back(c == '\r' || c == '\n' ? ' ' : c);
+  line.reserve(text.size() + 3);
+  line.push_back(c);
+  for (char t : text) line.push_back(t == '\r' || t == '\n' ? ' ' : t);
   line += "\r\n";
   out_->Append(line);
 }
 
+void RespWriter::Simple(std::string_view s) { OneLine('+', s); }
+
 void RespWriter::Error(std::string_view msg) {
   ++errors_;
-  std::string line;
-  line.reserve(msg.size() + 3);
-  line.push_back('-');
-  for (char c : msg) line.push_back(c == '\r' || c == '\n' ? ' ' : c);
-  line += "\r\n";
-  out_->Append(line);
+  OneLine('-', msg);
 }
 
 void RespWriter::Integer(int64_t v) {

@@ -58,6 +58,8 @@ class RespWriter {
 
  private:
   void Header(char c, size_t n);
+  // "<c>text\r\n" with each CR or LF of text written as a space.
+  void OneLine(char c, std::string_view text);
   net::OutputBuffer* out_;
   int proto_;
   uint64_t errors_ = 0;

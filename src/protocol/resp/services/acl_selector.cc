@@ -87,9 +87,8 @@ void Selector::UpdateRules(std::string_view rule_in, bool allow) {
   std::string old = rules_;
   for (std::string_view r : SplitSpaces(old)) {
     std::string_view body = r.substr(1);
-    bool same = body == rule ||
-                (body.size() > rule.size() && body.substr(0, rule.size()) == rule &&
-                 body[rule.size()] == '|');
+    bool same = body == rule || (body.size() > rule.size() && body.substr(0, rule.size()) == rule &&
+                                 body[rule.size()] == '|');
     if (!same) kept.push_back(r);
   }
   rules_.clear();
@@ -170,27 +169,11 @@ std::string Selector::Apply(std::string_view op) {
     UpdateRules(op.substr(1), op[0] == '+');
     SetCategory(cat, op[0] == '+');
   } else if (op.size() >= 2 && op[0] == '-') {
-    std::string_view name = op.substr(1);
-    int slot = cc.Find(name);
-    if (slot >= 0) {
-      ChangePerm(static_cast<size_t>(slot), false);
-    } else if (RedisOnlyCommand(name) == RedisOnly::kNone) {
-      return kErrUnknown;
-    }
-    UpdateRules(name, false);
+    return SetCommand(op.substr(1), false);
   } else if (op.size() >= 2 && op[0] == '+') {
     std::string_view name = op.substr(1);
     size_t bar = name.rfind('|');
-    if (bar == std::string_view::npos) {
-      int slot = cc.Find(name);
-      if (slot >= 0) {
-        ChangePerm(static_cast<size_t>(slot), true);
-      } else if (RedisOnlyCommand(name) == RedisOnly::kNone) {
-        return kErrUnknown;
-      }
-      UpdateRules(name, true);
-      return "";
-    }
+    if (bar == std::string_view::npos) return SetCommand(name, true);
     int parent = cc.Find(name.substr(0, bar));
     if (parent < 0) {
       const char* err = CheckRedisOnlyPair(name, bar);
@@ -216,6 +199,17 @@ std::string Selector::Apply(std::string_view op) {
   } else {
     return kErrSyntax;
   }
+  return "";
+}
+
+std::string Selector::SetCommand(std::string_view name, bool allow) {
+  int slot = CommandCategories::Get().Find(name);
+  if (slot >= 0) {
+    ChangePerm(static_cast<size_t>(slot), allow);
+  } else if (RedisOnlyCommand(name) == RedisOnly::kNone) {
+    return kErrUnknown;
+  }
+  UpdateRules(name, allow);
   return "";
 }
 

@@ -71,6 +71,8 @@ class Selector {
   void ChangePerm(size_t slot, bool on);
   void SetCategory(uint32_t cat, bool on);
   void UpdateRules(std::string_view rule, bool allow);
+  // "+name" (allow) or "-name" for a whole command: "" or the error.
+  std::string SetCommand(std::string_view name, bool allow);
 
   std::vector<uint64_t> bits_;
   bool all_commands_ = false;

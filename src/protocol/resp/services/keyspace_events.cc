@@ -37,7 +37,8 @@ void KeyEvents::UpdateEnabledLocked() {
   uint32_t eff = protocol::EffectiveKeyEventClasses(flags_.load(std::memory_order_relaxed));
   if (tracking_on_) eff |= protocol::kKeTracking;
   enabled_.store(eff, std::memory_order_relaxed);
-  if ((eff & (protocol::kKeClassExpired | protocol::kKeClassEvicted | protocol::kKeTracking)) != 0) {
+  if ((eff & (protocol::kKeClassExpired | protocol::kKeClassEvicted | protocol::kKeTracking)) !=
+      0) {
     StartThreadLocked();
   }
 }
@@ -62,20 +63,16 @@ void KeyEvents::Notify(uint32_t cls, std::string_view event, std::string_view ek
   DecodeDbKey(ekey, &db, &key);
   std::string channel;
   channel.reserve(24 + key.size() + event.size());
-  if (on & protocol::kKeClassKeyspace) {
-    channel = "__keyspace@";
+  // "__<kind>@<db>__:<name>" carrying message.
+  auto publish = [&](const char* kind, std::string_view name, std::string_view message) {
+    channel = kind;
     AppendU64(channel, static_cast<uint64_t>(db));
     channel += "__:";
-    channel.append(key);
-    hub_->Publish(channel, event, /*shard=*/false, group_);
-  }
-  if (on & protocol::kKeClassKeyevent) {
-    channel = "__keyevent@";
-    AppendU64(channel, static_cast<uint64_t>(db));
-    channel += "__:";
-    channel.append(event);
-    hub_->Publish(channel, key, /*shard=*/false, group_);
-  }
+    channel.append(name);
+    hub_->Publish(channel, message, /*shard=*/false, group_);
+  };
+  if (on & protocol::kKeClassKeyspace) publish("__keyspace@", key, event);
+  if (on & protocol::kKeClassKeyevent) publish("__keyevent@", event, key);
 }
 
 void KeyEvents::OnRemoved(const engine::ItemRemoval& r) {
@@ -146,8 +143,8 @@ void KeyEvents::Loop() {
     batch.clear();
     if (Clock::now() >= next_scan) {
       next_scan = Clock::now() + std::chrono::seconds(1);
-      const bool active = active_expire_ == nullptr ||
-                          active_expire_->load(std::memory_order_relaxed);
+      const bool active =
+          active_expire_ == nullptr || active_expire_->load(std::memory_order_relaxed);
       if (expiry_scan_ && active &&
           (enabled() & (protocol::kKeClassExpired | protocol::kKeTracking)) != 0) {
         expiry_scan_();

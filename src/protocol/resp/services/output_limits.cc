@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/str_append.h"
+#include "common/str_split.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
 
@@ -87,15 +88,7 @@ std::string ObufLimits::ToString() const {
 }
 
 bool ObufLimits::Apply(std::string_view value, std::string* err) {
-  std::vector<std::string_view> t;
-  size_t i = 0;
-  while (i < value.size()) {
-    while (i < value.size() && value[i] == ' ') ++i;
-    size_t j = i;
-    while (j < value.size() && value[j] != ' ') ++j;
-    if (j > i) t.push_back(value.substr(i, j - i));
-    i = j;
-  }
+  const std::vector<std::string_view> t = SplitSpaces(value);
   // Redis (updateClientOutputBufferLimit) accepts an empty list as a no-op.
   if (t.size() % 4 != 0) {
     *err = "Wrong number of arguments in buffer limit configuration.";

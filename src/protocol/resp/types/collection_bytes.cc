@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/types/collections.h"
 
 namespace trove::resp {
 
@@ -42,6 +42,19 @@ bool GetString(std::string_view* in, std::string_view* s) {
   in->remove_prefix(n);
   return true;
 }
+// The string form of a list or set: a varint count, then that many strings,
+// each handed to add. False when the bytes are cut short.
+template <typename Add>
+bool GetStrings(std::string_view in, Add add) {
+  uint64_t n;
+  if (!GetVarint(&in, &n)) return false;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view e;
+    if (!GetString(&in, &e)) return false;
+    add(e);
+  }
+  return true;
+}
 }  // namespace
 
 void ListValue::Encode(std::string* out) const {
@@ -50,14 +63,7 @@ void ListValue::Encode(std::string* out) const {
   for (const auto& e : d_) PutString(out, e);
 }
 bool ListValue::Decode(std::string_view in) {
-  uint64_t n;
-  if (!GetVarint(&in, &n)) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string_view e;
-    if (!GetString(&in, &e)) return false;
-    PushBack(e);
-  }
-  return true;
+  return GetStrings(in, [this](std::string_view e) { PushBack(e); });
 }
 
 void HashValue::Encode(std::string* out) const {
@@ -137,14 +143,7 @@ bool SetValue::Decode(std::string_view in) {
     }
     return true;
   }
-  uint64_t n;
-  if (!GetVarint(&in, &n)) return false;
-  for (uint64_t i = 0; i < n; ++i) {
-    std::string_view m;
-    if (!GetString(&in, &m)) return false;
-    Add(m);
-  }
-  return true;
+  return GetStrings(in, [this](std::string_view m) { Add(m); });
 }
 
 void ZsetValue::Encode(std::string* out) const {

@@ -30,7 +30,7 @@ struct ScanOrder {
     uint64_t pos;
     std::string_view member;
     std::string_view value;  // hash field values; else empty
-    double score;              // sorted sets
+    double score;            // sorted sets
   };
   std::vector<Ref> refs;  // ascending pos
 };
@@ -233,8 +233,7 @@ class SetValue final : public CollectionBase {
   std::vector<std::string> Ordered() const;
   // After a change: leaves the intset, then the listpack, for good once a
   // limit is passed (Redis never converts back).
-  void CheckEncoding(int64_t max_intset, int64_t max_listpack_entries,
-                     int64_t max_listpack_value);
+  void CheckEncoding(int64_t max_intset, int64_t max_listpack_entries, int64_t max_listpack_value);
 
  private:
   void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
@@ -321,6 +320,19 @@ template <typename T>
 bool ReadCollection(CommandContext& ctx, std::string_view ekey, T** v) {
   if (LoadCollection<T>(ctx, ekey, v) == LoadStatus::kWrongType) {
     ctx.WrongType();
+    return false;
+  }
+  return true;
+}
+
+// REQUIRES: ctx.locked. ReadCollection for a command with a fixed answer for
+// a missing key: true with *v the collection; false after WRONGTYPE, or after
+// on_missing() wrote the missing key's reply (*v nullptr).
+template <typename T, typename OnMissing>
+bool ReadExisting(CommandContext& ctx, std::string_view ekey, T** v, OnMissing on_missing) {
+  if (!ReadCollection(ctx, ekey, v)) return false;
+  if (*v == nullptr) {
+    on_missing();
     return false;
   }
   return true;

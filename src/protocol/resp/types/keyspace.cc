@@ -9,11 +9,11 @@
 
 #include "common/str_append.h"
 #include "protocol/key_events.h"
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/types/collections.h"
 
 namespace trove::resp {
 
@@ -82,8 +82,7 @@ void CountKeyspace(CommandContext& ctx, bool hit, std::string_view ekey) {
   if (ctx.stats == nullptr) return;
   WorkerStats* st = ctx.stats;
   (hit ? st->keyspace_hits : st->keyspace_misses).fetch_add(1, std::memory_order_relaxed);
-  if (!hit && !ekey.empty() && (ctx.notify & protocol::kKeClassKeyMiss) != 0 &&
-      ctx.fx != nullptr) {
+  if (!hit && !ekey.empty() && (ctx.notify & protocol::kKeClassKeyMiss) != 0 && ctx.fx != nullptr) {
     ctx.fx->AddKeyEvent(protocol::kKeClassKeyMiss, "keymiss", ekey);
   }
 }
@@ -151,8 +150,22 @@ bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out) {
   return true;
 }
 
-bool ParseMpopArgs(CommandContext& ctx, const char* first, const char* second,
-                   size_t* where_pos, bool* is_first, int64_t* count) {
+bool UpdateConds::Take(std::string_view o) {
+  if (EqualsIgnoreCase(o, "nx"))
+    nx = true;
+  else if (EqualsIgnoreCase(o, "xx"))
+    xx = true;
+  else if (EqualsIgnoreCase(o, "gt"))
+    gt = true;
+  else if (EqualsIgnoreCase(o, "lt"))
+    lt = true;
+  else
+    return false;
+  return true;
+}
+
+bool ParseMpopArgs(CommandContext& ctx, const char* first, const char* second, size_t* where_pos,
+                   bool* is_first, int64_t* count) {
   int64_t n;
   // Redis gives a non-integer numkeys the same reply as a non-positive one.
   if (!ParseStrictInt64(ctx.argv[1], &n) || n <= 0) {
@@ -224,8 +237,8 @@ bool ArgDouble(CommandContext& ctx, std::string_view s, double* out, const char*
 
 }  // namespace trove::resp
 
-#include "protocol/resp/core/scan_util.h"
 #include "protocol/resp/core/client.h"
+#include "protocol/resp/core/scan_util.h"
 
 namespace trove::resp {
 
@@ -238,7 +251,9 @@ bool ParseCursor(std::string_view s, uint64_t* out) {
   return ParseU64(s, out);
 }
 
-uint64_t ScanPosition(std::string_view member) { return (engine::Engine::KeyHash(member) >> 1) + 1; }
+uint64_t ScanPosition(std::string_view member) {
+  return (engine::Engine::KeyHash(member) >> 1) + 1;
+}
 
 uint64_t ScanSlice(const ScanOrder& order, uint64_t cursor, int64_t count, size_t* begin,
                    size_t* end) {

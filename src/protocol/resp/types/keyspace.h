@@ -58,12 +58,18 @@ WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey);
 // Reads an integer argument as Redis does (string2ll); writes the error reply
 // and returns false if it is not one.
 bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out);
+// The update conditions EXPIRE and ZADD share: NX, XX, GT and LT.
+struct UpdateConds {
+  bool nx = false, xx = false, gt = false, lt = false;
+  // Sets the flag that o names (any case); false when o names none of them.
+  bool Take(std::string_view o);
+};
 // LMPOP / ZMPOP: "numkeys key [key ...] <where> [COUNT count]" from argv[1],
 // where <where> is `first` or `second` (LEFT/RIGHT, MIN/MAX; any case). Sets
 // *where_pos (the index of <where>: keys are argv[2, where_pos)), *is_first
 // and *count (1 unless given). False after the error reply.
-bool ParseMpopArgs(CommandContext& ctx, const char* first, const char* second,
-                   size_t* where_pos, bool* is_first, int64_t* count);
+bool ParseMpopArgs(CommandContext& ctx, const char* first, const char* second, size_t* where_pos,
+                   bool* is_first, int64_t* count);
 // Reads a double argument (strtod rules, no nan); writes the error reply.
 bool ArgDouble(CommandContext& ctx, std::string_view s, double* out,
                const char* err = "ERR value is not a valid float");

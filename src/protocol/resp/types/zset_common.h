@@ -2,12 +2,13 @@
 // storing a set, the member-list reply, and the commands of the other files.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/types/collections.h"
 
 namespace trove::resp {
 
@@ -29,11 +30,30 @@ inline void WriteEntries(CommandContext& ctx, const std::vector<Entry>& es, bool
   }
 }
 
-// Re-encodes per the zset thresholds and stores the change.
-inline void FinishZset(CommandContext& ctx, const std::string& key, ZsetValue* v, size_t before) {
+// Picks v's encoding per the zset thresholds (CONFIG SET zset-max-listpack-*).
+inline void CheckZsetEncoding(CommandContext& ctx, ZsetValue* v) {
   v->CheckEncoding(ctx.server->zset_max_listpack_entries.load(std::memory_order_relaxed),
                    ctx.server->zset_max_listpack_value.load(std::memory_order_relaxed));
+}
+
+// Re-encodes per the zset thresholds and stores the change.
+inline void FinishZset(CommandContext& ctx, const std::string& key, ZsetValue* v, size_t before) {
+  CheckZsetEncoding(ctx, v);
   FinishUpdate(ctx, key, v, before);
+}
+
+// The tail of ZRANGESTORE and Z*STORE, with dst already unlinked: stores es
+// as a new sorted set at dst (nothing when empty) and replies with its size;
+// after an OOM error reply nothing more.
+inline void StoreEntries(CommandContext& ctx, const std::string& dst,
+                         const std::vector<Entry>& es) {
+  if (!es.empty()) {
+    auto z = std::make_unique<ZsetValue>();
+    for (const auto& e : es) z->Put(e.second, e.first);
+    CheckZsetEncoding(ctx, z.get());
+    if (StoreNewCollection(ctx, dst, ZsetValue::kType, std::move(z)) == nullptr) return;
+  }
+  ctx.w->Integer(static_cast<int64_t>(es.size()));
 }
 
 // The range commands (commands/zsets_range.cc): ZCOUNT, ZLEXCOUNT, the ZRANGE

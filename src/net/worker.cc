@@ -401,9 +401,15 @@ void Worker::ParseArrived() {
   // Level-triggered epoll can list a socket before one whose data reached
   // the kernel first (a socket reported last turn stays at the head of the
   // ready list), so the turn's reads are parsed by their kernel stamps.
-  std::stable_sort(arrived_.begin(), arrived_.end(), [](const Connection* a, const Connection* b) {
-    return a->arrival_ns < b->arrival_ns;
-  });
+  // Insertion sort: a turn's reads are few and almost in order, and it
+  // allocates nothing (std::stable_sort takes a buffer); equal stamps keep
+  // epoll's order.
+  for (size_t i = 1; i < arrived_.size(); ++i) {
+    Connection* c = arrived_[i];
+    size_t j = i;
+    for (; j > 0 && arrived_[j - 1]->arrival_ns > c->arrival_ns; --j) arrived_[j] = arrived_[j - 1];
+    arrived_[j] = c;
+  }
   arrived_swap_.clear();
   arrived_swap_.swap(arrived_);
   for (Connection* c : arrived_swap_) {

@@ -1,12 +1,13 @@
 // Worker loop: epoll over the worker's connections, its new-connection channel
-// and its inbox. Runs on the worker thread (Start/Stop on the server thread).
+// and its inbox; connection lifecycle, writes, idle check and housekeeping.
+// Reading and parsing: worker_input.cc. Runs on the worker thread
+// (Start/Stop on the server thread).
 #include "net/worker.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +15,6 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <ctime>
 #include <string>
 #include <thread>
 #include <utility>
@@ -29,11 +28,6 @@ namespace {
 thread_local Worker* tls_worker = nullptr;
 
 constexpr int64_t kNanosPerSec = 1000000000;
-// Unparsed input a connection may hold when its handler has not said it
-// needs that much (BytesWanted). Protocols enforce tighter limits of their
-// own (line length, bulk length); this only bounds a handler that never
-// consumes, as Redis's client-query-buffer-limit (1 GiB) does, but lower.
-constexpr size_t kMaxUnparsedInput = 256u << 20;
 
 }  // namespace
 
@@ -60,45 +54,6 @@ void Connection::CloseSoon() {
   if (closed || close_requested) return;
   close_requested = true;
   worker->deferred_close_.push_back(conn_id);
-}
-
-EventLoop& WorkerGroup::loop(size_t i) { return workers_[i]->loop(); }
-
-struct Worker::Fence {
-  // acq_rel: what each worker served happens before its decrement; the last
-  // one posts `done`.
-  std::atomic<size_t> left{0};
-  EventLoop* origin = nullptr;
-  Task done;
-};
-
-void WorkerGroup::Fence(Task done) {
-  EventLoop* origin = EventLoop::Current();
-  CHECK(origin != nullptr);  // only a loop thread can be answered
-  auto f = std::make_shared<Worker::Fence>();
-  f->left.store(workers_.size(), std::memory_order_relaxed);
-  f->origin = origin;
-  f->done = std::move(done);
-  for (Worker* w : workers_) {
-    w->Post([w, f] { w->AddFence(f); });
-  }
-}
-
-void Worker::AnswerFences() {
-  for (std::shared_ptr<Fence>& f : fences_armed_) {
-    if (f->left.fetch_sub(1, std::memory_order_acq_rel) == 1) f->origin->Post(std::move(f->done));
-  }
-  fences_armed_.clear();
-  fences_armed_.swap(fences_new_);
-}
-
-void WorkerGroup::PostToConn(uint64_t conn_id, ConnFn fn) {
-  if (workers_.empty()) return;
-  Worker* w = workers_[OwnerOf(conn_id)];
-  w->Post([w, conn_id, fn = std::move(fn)] {
-    Connection* c = w->Find(conn_id);
-    if (c != nullptr) fn(c, c->handler.get());
-  });
 }
 
 // --- Worker ---
@@ -320,154 +275,6 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
   }
 }
 
-void Worker::StartStamps(Connection* c) {
-  int on = 1;
-  c->rx_stamps = ::setsockopt(c->fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
-  c->stamps_flag = nullptr;  // asked once
-}
-
-ssize_t Worker::RecvPlain(Connection* c) {
-  ssize_t n;
-  do {
-    n = ::recv(c->fd, c->in.write_ptr(), c->in.writable(), 0);  // recv: no file-position lock
-  } while (n < 0 && errno == EINTR);
-  return n;
-}
-
-// recvmsg with SO_TIMESTAMPNS's control message: the kernel's receive time
-// of the newest data read (TCP gives the last segment's). A read without a
-// stamp (none came with the data) takes the current time.
-ssize_t Worker::RecvStamped(Connection* c) {
-  iovec iov{c->in.write_ptr(), c->in.writable()};
-  alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(timespec))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  ssize_t n;
-  do {
-    msg.msg_control = ctl;
-    msg.msg_controllen = sizeof ctl;
-    n = ::recvmsg(c->fd, &msg, 0);
-  } while (n < 0 && errno == EINTR);
-  if (n <= 0) return n;
-  int64_t at = 0;
-  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
-      timespec ts;
-      std::memcpy(&ts, CMSG_DATA(cm), sizeof ts);
-      at = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-    }
-  }
-  if (at == 0) at = SystemClock::Default()->UnixMicros() * 1000;
-  c->arrival_ns = at;
-  return n;
-}
-
-void Worker::Serve(Connection* c, bool from_socket) {
-  if (c->closed || c->closing || c->read_paused || c->close_requested) return;
-  if (from_socket) {
-    size_t have = c->in.size();
-    size_t need = have < limits::kReadChunk ? limits::kReadChunk - have : 0;
-    size_t wanted = c->handler->BytesWanted();
-    if (wanted > have && wanted - have > need) need = wanted - have;  // a large value
-    if (need < 1024) need = 1024;
-    c->in.Reserve(need);
-    if (c->stamps_flag != nullptr && c->stamps_flag->load(std::memory_order_relaxed)) StartStamps(c);
-    ssize_t n = c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
-    if (n == 0) {
-      Close(c);  // EOF: the client is gone; what it did not read is dropped
-      return;
-    }
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      c->close_reason = Connection::CloseReason::kError;
-      Close(c);
-      return;
-    }
-    c->in.Commit(static_cast<size_t>(n));
-    c->last_active_ns = TurnNow();
-    bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
-                      std::memory_order_relaxed);
-    if (c->rx_stamps) {  // parsed after this turn's reads, in arrival order
-      arrived_.push_back(c);
-      return;
-    }
-  }
-  Parse(c, from_socket);
-}
-
-void Worker::ParseArrived() {
-  if (arrived_.empty()) return;
-  // Level-triggered epoll can list a socket before one whose data reached
-  // the kernel first (a socket reported last turn stays at the head of the
-  // ready list), so the turn's reads are parsed by their kernel stamps.
-  // Insertion sort: a turn's reads are few and almost in order, and it
-  // allocates nothing (std::stable_sort takes a buffer); equal stamps keep
-  // epoll's order.
-  for (size_t i = 1; i < arrived_.size(); ++i) {
-    Connection* c = arrived_[i];
-    size_t j = i;
-    for (; j > 0 && arrived_[j - 1]->arrival_ns > c->arrival_ns; --j) arrived_[j] = arrived_[j - 1];
-    arrived_[j] = c;
-  }
-  arrived_swap_.clear();
-  arrived_swap_.swap(arrived_);
-  for (Connection* c : arrived_swap_) {
-    // Closed ones stay in the graveyard until the next turn (invariant 2).
-    if (!c->closed && !c->closing && !c->close_requested) Parse(c, true);
-  }
-  arrived_swap_.clear();
-}
-
-void Worker::Parse(Connection* c, bool from_socket) {
-  size_t consumed = 0;
-  if (c->suspended()) {
-    // Invariant 4: keep what arrives, parse nothing. A suspended client that
-    // keeps sending is bounded like one whose handler never consumes.
-    if (c->in.size() > kMaxUnparsedInput) Close(c);
-    return;
-  }
-  if (c->in.size() > 0) {
-    consumed = c->handler->OnData(c->in.data(), c->in.size(), c->out);
-    DCHECK(consumed <= c->in.size());
-    c->in.Consume(consumed);
-  }
-  if (!from_socket && consumed > 0) {
-    counters_->conn_yields.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (consumed == 0 && c->in.size() > kMaxUnparsedInput &&
-      c->handler->BytesWanted() < c->in.size()) {
-    Close(c);
-    return;
-  }
-  if (c->handler->WantsClose()) {
-    if (c->handler->CloseIsError()) c->close_reason = Connection::CloseReason::kError;
-    c->closing = true;
-    c->in.Consume(c->in.size());
-  }
-  if (c->closing && c->out.empty()) {
-    Close(c);
-    return;
-  }
-  if (c->in.size() == 0) c->in.ShrinkIfIdle(limits::kReadChunk);
-  if (c->out.empty()) {
-    AfterIo(c);
-  } else {
-    QueueFlush(c);  // AfterIo runs once the output is written
-  }
-  // The handler stopped early (-R) with complete requests possibly left:
-  // parse again after the worker's other ready connections.
-  if (consumed > 0 && c->in.size() > 0 && !c->read_paused && !c->closing && !c->suspended()) {
-    QueueReady(c);
-  }
-}
-
-void Worker::QueueReady(Connection* c) {
-  if (c->in_ready) return;
-  c->in_ready = true;
-  ready_.push_back(c);
-}
-
 void Worker::QueueFlush(Connection* c) {
   if (c->flush_queued) return;
   c->flush_queued = true;
@@ -608,19 +415,6 @@ void Worker::RunDeferredCloses() {
     if (!c->closed && !c->out.empty()) FlushOut(c);
     Close(c);
   }
-}
-
-void Worker::ProcessReady() {
-  if (ready_.empty()) return;
-  ready_swap_.clear();
-  ready_swap_.swap(ready_);
-  for (Connection* c : ready_swap_) {
-    // Closed connections stay in the graveyard until the next turn, so the
-    // pointer is still valid here.
-    c->in_ready = false;
-    if (!c->closed) Serve(c, false);
-  }
-  ready_swap_.clear();
 }
 
 void Worker::CheckIdle() {

@@ -46,7 +46,7 @@ Session* Session::OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_
 }
 
 Session::~Session() {
-  if (fencing_) {  // the keys this connection made ready are served all the same
+  if (!fenced_keys_.empty()) {  // the keys it made ready are served all the same
     fx_.ready_keys = std::move(fenced_keys_);
     ServeBlocked();
   }

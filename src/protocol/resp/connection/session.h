@@ -236,8 +236,8 @@ class Session final : public net::ProtocolHandler, public Client {
   int block_slot_ = -1;                      // the blocked command's histogram slot
   int cur_slot_ = -1;                        // the running command's (Run)
   bool just_blocked_ = false;                // Run: the command blocked, count it later
-  std::vector<std::string> fenced_keys_;     // ready keys waiting for a fence
-  bool fencing_ = false;                     // suspended until the fence ends
+  // Ready keys waiting for a fence; non-empty while suspended for it.
+  std::vector<std::string> fenced_keys_;
   net::Timer block_timer_{[this] { OnBlockTimeout(); }};
   bool pause_waiting_ = false;  // in its worker's paused_conns
   const bool admin_;            // on the admin port: never rate-limited

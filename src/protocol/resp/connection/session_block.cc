@@ -123,22 +123,21 @@ void Session::ServeBlocked() {
 }
 
 void Session::FenceThenServe() {
+  const bool fencing = !fenced_keys_.empty();  // an EXEC's inner drain: one fence serves all
   fenced_keys_.insert(fenced_keys_.end(), std::make_move_iterator(fx_.ready_keys.begin()),
                       std::make_move_iterator(fx_.ready_keys.end()));
   fx_.ready_keys.clear();
-  if (fencing_) return;  // already waiting (an EXEC's inner drain): one fence serves all
-  fencing_ = true;
+  if (fencing) return;
   control_->Suspend();
   const uint64_t id = conn_.identity().id();
   control_->group().Fence([id] {
     net::Connection* c;
     Session* s = OnThisWorker(id, &c, /*even_closing=*/true);
-    if (s != nullptr && s->fencing_) s->AfterFence();  // else ~Session served the keys
+    if (s != nullptr && !s->fenced_keys_.empty()) s->AfterFence();  // else ~Session served them
   });
 }
 
 void Session::AfterFence() {
-  fencing_ = false;
   fx_.ready_keys = std::move(fenced_keys_);
   fenced_keys_.clear();
   ServeBlocked();

@@ -285,3 +285,20 @@ TEST_F(SessionTest, WatchSeesInPlaceHeapCollectionChange) {
 
 }  // namespace
 }  // namespace trove::resp
+
+// A client that ran QUIT is gone for tracking redirects at once, not when
+// its worker later closes the socket: its +OK may reach the client first.
+TEST(SessionQuit, AQuitClientIsNoRedirectTarget) {
+  trove::resp::SessionHarness h;  // the main connection is client 1
+  auto other = h.NewConn();
+  EXPECT_EQ(h.SendOn(other.get(), "*5\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n$8\r\n"
+                                   "REDIRECT\r\n$1\r\n1\r\n"),
+            "+OK\r\n");
+  EXPECT_EQ(h.SendOn(other.get(), "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$3\r\noff\r\n"),
+            "+OK\r\n");
+  EXPECT_EQ(h.Cmd({"QUIT"}), "+OK\r\n");
+  EXPECT_TRUE(h.handler()->WantsClose());
+  EXPECT_EQ(h.SendOn(other.get(), "*5\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n$8\r\n"
+                                   "REDIRECT\r\n$1\r\n1\r\n"),
+            "-ERR The client ID you want redirect to does not exist\r\n");
+}

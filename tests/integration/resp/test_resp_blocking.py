@@ -272,7 +272,7 @@ def test_blocked_clients_are_served_in_order_of_arrival(r, raw):
     element in about one try in six and the first stayed blocked. Stamps
     start with the server's first blocking command, hence the first BLPOP."""
     assert r.blpop("ord:none", 0.01) is None
-    for i in range(60):
+    for i in range(20):
         src, dst, dst2 = "ord:src%d" % i, "ord:dst%d" % i, "ord:dst2%d" % i
         r.set(dst, "nolist")
         a = on_worker(raw, 0)

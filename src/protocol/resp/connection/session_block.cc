@@ -141,7 +141,7 @@ void Session::AfterFence() {
   fx_.ready_keys = std::move(fenced_keys_);
   fenced_keys_.clear();
   ServeBlocked();
-  control_->Resume();
+  if (!block_) control_->Resume();  // a client that queued behind others stays blocked
 }
 
 bool Session::ServeOne(const Waiter& w, std::string* reply) {
@@ -210,7 +210,7 @@ void Session::EndBlock() {
   server_->RecordCommand(stats_, spec, block_slot_, argv, conn_.identity(), 0,
                          /*monitored=*/true);
   cmd_clock_ns_ = server_->engine()->clock()->MonoNanos();
-  control_->Resume();
+  if (fenced_keys_.empty()) control_->Resume();  // else AfterFence resumes
 }
 
 void Session::DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply) {

@@ -20,6 +20,7 @@
 #include "protocol/resp/core/keyspace_walk.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/services/blocked_serve.h"
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/types/keyspace.h"
 

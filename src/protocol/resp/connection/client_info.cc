@@ -14,7 +14,7 @@ void Session::DescribeClient(net::ClientInfo* info) const {
   if (monitor_id_ != 0) flags += 'O';
   if (ps.active()) flags += 'P';
   if (conn_.in_transaction()) flags += 'x';
-  if (block_) flags += 'b';
+  if (conn_.blocked().blocked()) flags += 'b';
   const TrackingState& tr = conn_.tracking();
   if (tr.on) flags += 't';
   if (tr.broken_redirect) flags += 'R';

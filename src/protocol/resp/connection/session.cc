@@ -10,6 +10,7 @@
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
+#include "protocol/resp/services/blocked_serve.h"
 #include "protocol/resp/services/latency_histogram.h"
 #include "protocol/resp/commands/server_commands.h"
 
@@ -46,15 +47,16 @@ Session* Session::OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_
 }
 
 Session::~Session() {
-  if (!fenced_keys_.empty()) {  // the keys it made ready are served all the same
-    fx_.ready_keys = std::move(fenced_keys_);
+  if (conn_.blocked().fencing()) {  // the keys it made ready are served all the same
+    fx_.ready_keys = std::move(conn_.blocked().fenced_keys);
     ServeBlocked();
   }
   ReleaseLease();
   if (conn_.tracking().on) DisableTracking();
   server_->live_clients().Remove(conn_.identity().id());
   if (pause_waiting_) LeavePause();
-  if (block_) (void)server_->blocks().CancelWaiter(block_, Waiter::Cancel::kGone);
+  if (conn_.blocked().blocked())
+    (void)server_->blocks().CancelWaiter(conn_.blocked().waiter, Waiter::Cancel::kGone);
   UnsubscribeAll();
   StopMonitor();
   conn_.txn().Unwatch();
@@ -247,14 +249,8 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
   Run(*spec, slot, argv, w, /*locked=*/false, /*in_exec=*/false);
 }
 
-void Session::PublishKeyEvents() {
-  KeyEvents& ke = server_->key_events();
-  for (const Effects::KeyEvent& e : fx_.key_events) ke.Notify(e.cls, e.event, e.ekey);
-  fx_.key_events.clear();
-}
-
 void Session::DrainEffects(uint64_t modifier) {
-  if (!fx_.key_events.empty()) PublishKeyEvents();
+  if (!fx_.key_events.empty()) PublishKeyEvents(server_, &fx_);
   if (!fx_.invalidations.empty()) FlushInvalidations(modifier);
   if (!fx_.ready_keys.empty()) {
     if (control_ != nullptr && control_->group().size() > 1 && server_->blocks().any())
@@ -342,8 +338,8 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   }
   int64_t t1 = clock->MonoNanos();
   cmd_clock_ns_ = t1;
-  if (just_blocked_) {  // counted once, when it ends (EndBlock); shown to MONITOR now
-    just_blocked_ = false;
+  if (conn_.blocked().just_blocked) {  // counted once, when it ends (EndBlock); shown to MONITOR now
+    conn_.blocked().just_blocked = false;
     server_->FeedMonitorsIfWatched(spec, argv, conn_.identity());
     return;
   }
@@ -353,7 +349,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   stats_->total_commands.fetch_add(1, std::memory_order_relaxed);
   // Redis's dirty counter: the handler's count, else 1 for a write that
   // replied without an error; nothing when the reply became -OOM (a command
-  // that blocked counts when it is served, ServeOne).
+  // that blocked counts when it is served, services/blocked_serve.cc).
   uint64_t dirty = 0;
   if (ctx.dirty != CommandContext::kDirtyUnknown)
     dirty = static_cast<uint64_t>(ctx.dirty);

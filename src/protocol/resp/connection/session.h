@@ -131,24 +131,25 @@ class Session final : public net::ProtocolHandler, public Client {
   static void DeliverTracking(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
   static void DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
 
-  // Blocking commands (session_block.cc, block_registry.h).
+  // Blocking commands: this connection's half (session_block.cc over
+  // conn_.blocked(); the writer's half is services/blocked_serve.h).
   // Blocks this connection in ctx's command, with its stripes still held:
   // registers the waiter, suspends, arms the time-out (0: none). wait_idx are
   // the argv indexes of the keys it waits on.
   void Block(CommandContext& ctx, int64_t timeout_ms, std::span<const size_t> wait_idx) override;
-  bool blocked() const { return block_ != nullptr; }
+  bool blocked() const { return conn_.blocked().blocked(); }
+  // The reply for block `token` (served, timed out or unblocked elsewhere),
+  // from DeliverBlockedReply on this worker; ends the block. A stale token
+  // (the block already ended) is dropped.
+  void TakeBlockedReply(uint64_t token, std::string reply);
   // The worker's -o idle_timeout check leaves RESP sessions alone: they
   // follow Redis's `timeout` (RespServer::timeout_s) in OnHousekeeping.
   bool IdleExempt() const override { return true; }
   // Redis's clientsCronHandleTimeout exemptions: blocked (also held by
   // CLIENT PAUSE), subscribed, MONITOR.
   bool TimeoutExempt() const {
-    return block_ != nullptr || pause_waiting_ || conn_.in_pubsub() || monitor_id_ != 0;
+    return conn_.blocked().blocked() || pause_waiting_ || conn_.in_pubsub() || monitor_id_ != 0;
   }
-  // On the blocked client's worker: its reply (served, timed out or
-  // unblocked elsewhere) for block `token`; ends the block.
-  static void DeliverBlocked(uint64_t conn_id, uint64_t token, std::string reply);
-
  private:
   // Runs a known command after the arity/auth/queue checks, taking the key
   // stripes unless already held. `slot` is its HistogramSlots slot.
@@ -172,7 +173,6 @@ class Session final : public net::ProtocolHandler, public Client {
   // then invalidations made by client `modifier` (NOLOOP), then the blocked
   // clients of the ready keys.
   void DrainEffects(uint64_t modifier);
-  void PublishKeyEvents();
   // Sends the queued invalidations, made by client `modifier` (NOLOOP).
   void FlushInvalidations(uint64_t modifier) {
     server_->tracking().InvalidateEngineKeys(&fx_.invalidations, modifier);
@@ -185,7 +185,7 @@ class Session final : public net::ProtocolHandler, public Client {
   // Writes message m for this connection as a push (RESP3) or, when it is a
   // redirect target in RESP2 pub/sub mode, as a __redis__:invalidate message.
   void WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected);
-  // Serves the blocked clients of fx_.ready_keys (see block_registry.h):
+  // Serves the blocked clients of fx_.ready_keys (services/blocked_serve.h):
   // at once with one worker; else after an input fence (FenceThenServe).
   void ServeBlocked();
   // Suspends this connection, moves the ready keys aside and serves them
@@ -193,8 +193,6 @@ class Session final : public net::ProtocolHandler, public Client {
   // (net::WorkerGroup::Fence; block_registry.h, step 2).
   void FenceThenServe();
   void AfterFence();
-  // Runs waiter w's command again here; false if it still finds no data.
-  bool ServeOne(const Waiter& w, std::string* reply);
   void OnBlockTimeout();
   // CLIENT PAUSE (session_pause.cc): true if argv must wait for the pause to
   // end (Redis's rules: every command under ALL, writes and may-replicate
@@ -231,13 +229,7 @@ class Session final : public net::ProtocolHandler, public Client {
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.
   RespWriter* push_w_ = nullptr;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
-  std::shared_ptr<Waiter> block_;            // while blocked
-  uint64_t block_token_ = 0;
-  int block_slot_ = -1;                      // the blocked command's histogram slot
-  int cur_slot_ = -1;                        // the running command's (Run)
-  bool just_blocked_ = false;                // Run: the command blocked, count it later
-  // Ready keys waiting for a fence; non-empty while suspended for it.
-  std::vector<std::string> fenced_keys_;
+  int cur_slot_ = -1;  // the running command's histogram slot (Run)
   net::Timer block_timer_{[this] { OnBlockTimeout(); }};
   bool pause_waiting_ = false;  // in its worker's paused_conns
   const bool admin_;            // on the admin port: never rate-limited

@@ -76,9 +76,10 @@ inline Client* ClientOfHandler(net::ProtocolHandler* h) { return dynamic_cast<Cl
 // Entry points that the connection layer (connection/) provides to the
 // layers below it, which never include it: each runs on the worker named.
 //
-// CLIENT UNBLOCK id TIMEOUT|ERROR from any worker: 1 if that client was
-// blocked (connection/session_block.cc owns blocked clients).
-int UnblockClient(RespServer* server, net::WorkerGroup* group, uint64_t conn_id, bool error);
+// A blocked client's reply for block `token` (served, timed out or
+// unblocked elsewhere), run on its worker; ends the block
+// (connection/session_block.cc; services/blocked_serve.h posts it).
+void DeliverBlockedReply(uint64_t conn_id, uint64_t token, std::string reply);
 // The pub/sub hub's and the tracking table's delivery hooks, run on the
 // receiving connection's worker (connection/session_pubsub.cc,
 // connection/session_tracking.cc).

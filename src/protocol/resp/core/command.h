@@ -143,7 +143,7 @@ struct CommandContext {
   // that knows the count sets it, where that is cheap: DEL the keys
   // removed, LPUSH the elements pushed, 0 when nothing changed. Left at
   // kDirtyUnknown, a write command counts 1 unless it replied with an error
-  // (Session::Run, Session::ServeOne).
+  // (Session::Run, services/blocked_serve.cc).
   static constexpr int64_t kDirtyUnknown = -1;
   int64_t dirty = kDirtyUnknown;
 

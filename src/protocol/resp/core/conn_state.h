@@ -13,6 +13,7 @@
 
 #include "common/check.h"
 #include "protocol/resp/services/acl_user.h"
+#include "protocol/resp/services/block_registry.h"
 #include "protocol/resp/services/watch_registry.h"
 
 namespace trove::resp {
@@ -234,15 +235,24 @@ class TrackingState {
   std::vector<std::string> prefixes;  // BCAST (one empty prefix: every key)
 };
 
-// The connection is blocked in BLPOP and friends (Session::Block).
+// The connection's half of the blocking commands (BLPOP and friends; the
+// server's half is services/block_registry.h, the serving of ready keys
+// services/blocked_serve.h). Used by connection/session_block.cc.
 class BlockedState {
  public:
-  bool blocked() const { return blocked_; }
-  void Set() { blocked_ = true; }
-  void Clear() { blocked_ = false; }
+  // Blocked: waiting in `waiter`'s command (its reply comes by
+  // DeliverBlockedReply, its time-out or CLIENT UNBLOCK).
+  bool blocked() const { return waiter != nullptr; }
+  // Fencing: the connection made keys ready and is suspended until every
+  // worker has read its input up to that write (net::WorkerGroup::Fence);
+  // then their blocked clients are served.
+  bool fencing() const { return !fenced_keys.empty(); }
 
- private:
-  bool blocked_ = false;
+  std::shared_ptr<Waiter> waiter;  // while blocked
+  uint64_t last_token = 0;         // the newest block's token (Waiter::token)
+  int slot = -1;                   // the blocked command's histogram slot
+  bool just_blocked = false;       // the running command blocked: counted when it ends
+  std::vector<std::string> fenced_keys;  // ready keys waiting for the fence
 };
 
 // The whole state of one RESP connection.
@@ -293,6 +303,10 @@ class ConnState {
   bool in_transaction() const { return txn_.active(); }
   bool in_pubsub() const { return pubsub_.active(); }
   bool is_blocked() const { return blocked_.blocked(); }
+  const BlockedState& blocked() const {
+    DCHECK(OnOwnerThread());
+    return blocked_;
+  }
 
   // RESET: discards MULTI, unwatches, unsubscribes, leaves tracking, back to
   // RESP2 / db 0 / default user.
@@ -302,7 +316,7 @@ class ConnState {
     txn_.Unwatch();
     pubsub_.Clear();
     tracking_.Clear();
-    blocked_.Clear();
+    DCHECK(!blocked_.blocked() && !blocked_.fencing());  // both suspend the connection
     identity_.Reset(std::move(def), epoch, open);
   }
 

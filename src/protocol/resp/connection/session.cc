@@ -64,10 +64,7 @@ Session::~Session() {
 }
 
 bool Session::EnforceOutputLimit(net::OutputBuffer& out) {
-  if (!obuf_killed_ && !obuf_soft_.reached &&
-      out.pending_bytes() < server_->obuf_limits().floor()) {
-    return false;
-  }
+  if (!obuf_.MayBeOver(out.pending_bytes(), server_->obuf_limits())) return false;
   return EnforceOutputLimitSlow(out);
 }
 

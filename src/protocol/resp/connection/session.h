@@ -113,7 +113,7 @@ class Session final : public net::ProtocolHandler, public Client {
   // timed) is a compare, inlined into Session::OnData (session.cc).
   bool EnforceOutputLimit(net::OutputBuffer& out);
   bool EnforceOutputLimitSlow(net::OutputBuffer& out);
-  bool obuf_killed() const { return obuf_killed_; }
+  bool obuf_killed() const { return obuf_.killed(); }
 
   // A command's side effects (core/effects.h) are appended to fx_ while its
   // stripes are held and carried out by DrainEffects after they are released
@@ -223,8 +223,7 @@ class Session final : public net::ProtocolHandler, public Client {
   // first byte on (CLIENT LIST qbuf=; its argv-mem= is parser_.args()).
   size_t cur_qbuf_ = 0;
   net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
-  ObufSoftState obuf_soft_;       // this connection against its soft output limit
-  bool obuf_killed_ = false;      // closed for its output limit: nothing more is written
+  ConnOutputLimit obuf_;          // this connection against its output limit
   // Under CLIENT REPLY OFF/SKIP, the real writer: pub/sub confirmations go
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.
   RespWriter* push_w_ = nullptr;
@@ -233,8 +232,6 @@ class Session final : public net::ProtocolHandler, public Client {
   net::Timer block_timer_{[this] { OnBlockTimeout(); }};
   bool pause_waiting_ = false;  // in its worker's paused_conns
   const bool admin_;            // on the admin port: never rate-limited
-  acl::RateLease lease_;        // tokens taken from lease_buckets_, not yet spent
-  std::shared_ptr<acl::RateBuckets> lease_buckets_;
   net::Timer pause_timer_{[this] { control_->Resume(); }};
 };
 

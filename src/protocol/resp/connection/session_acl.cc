@@ -60,37 +60,15 @@ std::string Session::ClientInfoLine() {
 }
 
 void Session::ReleaseLease() {
-  if (lease_buckets_ != nullptr && (lease_.cmds > 0 || lease_.bytes > 0)) {
-    const std::shared_ptr<const acl::User>& u = conn_.identity().acl_user();
-    if (u != nullptr && u->buckets() == lease_buckets_) {
-      lease_buckets_->Release(lease_.cmds, lease_.bytes, u->cps(), u->bps());
-    }
-  }
-  lease_ = acl::RateLease{};
-  lease_buckets_.reset();
+  const std::shared_ptr<const acl::User>& u = conn_.identity().acl_user();
+  if (u != nullptr) conn_.identity().rate_lease().Release(u->buckets(), u->cps(), u->bps());
 }
 
 bool Session::RateAllows(uint64_t cmds, uint64_t bytes, RespWriter* w) {
   const acl::User& u = *conn_.identity().acl_user();
-  if (lease_buckets_ != u.buckets()) ReleaseLease();
-  const bool cmd_ok = u.cps() == 0 || lease_.cmds >= cmds;
-  const bool byte_ok = u.bps() == 0 || lease_.bytes >= bytes;
-  if (cmd_ok && byte_ok) {  // the common case at high rates: no lock
-    if (u.cps() > 0) lease_.cmds -= cmds;
-    if (u.bps() > 0) lease_.bytes -= bytes;
-    return true;
-  }
-  uint64_t got_cmds = 0, got_bytes = 0;
-  const acl::RateResult r =
-      u.buckets()->Acquire(cmds, bytes, u.cps(), u.bps(), server_->engine()->clock()->MonoNanos(),
-                           acl::LeaseSize(u.cps()), acl::LeaseSize(u.bps()), &got_cmds,
-                           &got_bytes);
-  if (r == acl::RateResult::kOk) {
-    lease_buckets_ = u.buckets();
-    lease_.cmds += got_cmds;
-    lease_.bytes += got_bytes;
-    return true;
-  }
+  const acl::RateResult r = conn_.identity().rate_lease().Take(
+      u.buckets(), u.cps(), u.bps(), cmds, bytes, server_->engine()->clock()->MonoNanos());
+  if (r == acl::RateResult::kOk) return true;
   w->Error(r == acl::RateResult::kCommands ? "ERR rate limit exceeded: commands per second"
                                            : "ERR rate limit exceeded: bytes per second");
   return false;

@@ -1,5 +1,6 @@
-// CLIENT PAUSE and UNPAUSE: which commands wait, and how a waiting
-// connection is held and let go (docs/resp_modes.md section 8, "CLIENT PAUSE").
+// CLIENT PAUSE and UNPAUSE on a connection: how a waiting connection is
+// held and let go (docs/resp_modes.md section 8, "CLIENT PAUSE"; which
+// commands wait: services/pause_rules.h).
 //
 // A held command is not consumed: the connection is suspended with the
 // command still in its input buffer and parsed again when its timer (the
@@ -9,40 +10,15 @@
 
 #include "net/worker.h"
 #include "net/worker_group.h"
-#include "protocol/resp/core/command_table.h"
 #include "protocol/resp/connection/session.h"
+#include "protocol/resp/services/pause_rules.h"
 
 namespace trove::resp {
-namespace {
-
-// Redis's CMD_WRITE | CMD_MAY_REPLICATE.
-bool MayReplicate(const CommandSpec& spec) {
-  if (spec.flags & kCmdWrite) return true;
-  const std::string_view n = spec.name;
-  return n == "publish" || n == "spublish" || n == "pfcount" || n == "eval" || n == "evalsha" ||
-         n == "fcall";
-}
-
-}  // namespace
 
 bool Session::PauseHolds(std::span<const std::string_view> argv) {
   if (control_ == nullptr) return false;
   const int mode = server_->pause().ModeAt(server_->engine()->clock()->MonoNanos());
-  if (mode == protocol::ClientPause::kNone) return false;
-  const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
-  if (spec == nullptr) return false;  // its error comes at once
-  const int argc = static_cast<int>(argv.size());
-  if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) return false;
-  if (!conn_.identity().authenticated() && (spec->flags & kCmdNoAuth) == 0) return false;
-  if (mode == protocol::ClientPause::kAll) return true;
-  if (MayReplicate(*spec)) return true;
-  if (std::string_view(spec->name) == "exec" && conn_.txn().active()) {
-    for (const auto& q : conn_.txn().queued()) {
-      const CommandSpec* s = CommandTable::Get().Find(q[0]);
-      if (s != nullptr && MayReplicate(*s)) return true;
-    }
-  }
-  return false;
+  return PauseHoldsCommand(mode, conn_, argv);
 }
 
 void Session::PostponeForPause() {

@@ -30,7 +30,7 @@ void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const Publis
   net::Connection* c = self->Find(conn_id);
   if (c == nullptr || c->close_requested) return;
   auto* s = static_cast<Session*>(c->handler.get());
-  if (s->obuf_killed_) return;  // being closed for its limit: nothing more goes out
+  if (s->obuf_.killed()) return;  // being closed for its limit: nothing more goes out
   const PublishedMessage& m = *msg;
   net::OutputBuffer& out = c->output();
   RespWriter w(&out, s->conn_.identity().proto());

@@ -50,7 +50,7 @@ void Session::DeliverTracking(uint64_t conn_id, const std::shared_ptr<const Trac
   }
   if (!s->server_->live_clients().Contains(t.redirect)) {
     t.broken_redirect = true;
-    if (s->conn_.identity().proto() >= 3 && !s->obuf_killed_) {
+    if (s->conn_.identity().proto() >= 3 && !s->obuf_.killed()) {
       RespWriter w(&c->output(), 3);
       w.PushHeader(2);
       w.Bulk("tracking-redir-broken");
@@ -79,7 +79,7 @@ void Session::DeliverRedirected(uint64_t conn_id, const std::shared_ptr<const Tr
 }
 
 void Session::WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected) {
-  if (obuf_killed_) return;
+  if (obuf_.killed()) return;
   const int proto = conn_.identity().proto();
   net::OutputBuffer& out = c->output();
   RespWriter w(&out, proto);

@@ -71,6 +71,8 @@ class Identity {
   bool unrestricted() const { return unrestricted_; }
   // Its user has ratelimit:cps / ratelimit:bps.
   bool rate_limited() const { return rate_limited_; }
+  // Tokens taken from its user's rate buckets and not yet spent.
+  acl::RateLease& rate_lease() { return rate_lease_; }
   void Authenticate(std::shared_ptr<const acl::User> u, uint64_t epoch) {
     user_ = u->name();
     SetAclUser(std::move(u), epoch);
@@ -105,6 +107,7 @@ class Identity {
   uint64_t acl_epoch_ = 0;
   bool unrestricted_ = true;
   bool rate_limited_ = false;
+  acl::RateLease rate_lease_;
   std::string lib_name_;
   std::string lib_ver_;
   bool no_evict_ = false;

@@ -77,4 +77,38 @@ class ObufLimits {
   std::atomic<uint64_t> floor_{UINT64_MAX};
 };
 
+// One connection against the limits of its class: its soft-limit clock
+// and whether it was closed for its output. Owner worker only (the
+// connection's; connection/session_output.cc enforces it).
+class ConnOutputLimit {
+ public:
+  // The check after every command, inlined: false means within every
+  // class's limits with no soft limit being timed (a compare, no clock).
+  bool MayBeOver(uint64_t pending, const ObufLimits& limits) const {
+    return killed_ || soft_.reached || pending >= limits.floor();
+  }
+  // True when `used` bytes (unsent output plus any reply still being built)
+  // are over class c's limit, or the connection was already killed;
+  // advances the soft-limit clock, reading `now_ns` only when over a limit.
+  template <typename NowFn>
+  bool Over(const ObufLimits& limits, ClientClass c, uint64_t used, NowFn now_ns) {
+    if (killed_) return true;
+    const ObufLimit l = limits.Get(c);
+    if (l.hard == 0 && l.soft == 0) return false;  // the default for normal clients
+    if ((l.hard == 0 || used < static_cast<uint64_t>(l.hard)) &&
+        (l.soft == 0 || used < static_cast<uint64_t>(l.soft))) {
+      soft_.reached = false;  // below both
+      return false;
+    }
+    return ObufOverLimit(l, used, now_ns(), &soft_);
+  }
+  // Closed for its output: nothing more may be written to it.
+  bool killed() const { return killed_; }
+  void MarkKilled() { killed_ = true; }
+
+ private:
+  ObufSoftState soft_;
+  bool killed_ = false;
+};
+
 }  // namespace trove::resp

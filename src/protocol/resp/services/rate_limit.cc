@@ -55,4 +55,34 @@ void RateBuckets::Release(uint64_t cmds, uint64_t bytes, uint64_t cps, uint64_t 
   byte_tokens_ = std::min(static_cast<double>(bps), byte_tokens_ + static_cast<double>(bytes));
 }
 
+void RateLease::Release(const std::shared_ptr<RateBuckets>& current, uint64_t cps, uint64_t bps) {
+  if (from_ != nullptr && (cmds_ > 0 || bytes_ > 0) && current == from_) {
+    from_->Release(cmds_, bytes_, cps, bps);
+  }
+  cmds_ = 0;
+  bytes_ = 0;
+  from_.reset();
+}
+
+RateResult RateLease::Take(const std::shared_ptr<RateBuckets>& buckets, uint64_t cps,
+                           uint64_t bps, uint64_t cmds, uint64_t bytes, int64_t now_ns) {
+  if (from_ != buckets) Release(buckets, cps, bps);  // from other buckets: dropped
+  const bool cmd_ok = cps == 0 || cmds_ >= cmds;
+  const bool byte_ok = bps == 0 || bytes_ >= bytes;
+  if (cmd_ok && byte_ok) {  // the common case at high rates: no lock
+    if (cps > 0) cmds_ -= cmds;
+    if (bps > 0) bytes_ -= bytes;
+    return RateResult::kOk;
+  }
+  uint64_t got_cmds = 0, got_bytes = 0;
+  const RateResult r = buckets->Acquire(cmds, bytes, cps, bps, now_ns, LeaseSize(cps),
+                                        LeaseSize(bps), &got_cmds, &got_bytes);
+  if (r == RateResult::kOk) {
+    from_ = buckets;
+    cmds_ += got_cmds;
+    bytes_ += got_bytes;
+  }
+  return r;
+}
+
 }  // namespace trove::resp::acl

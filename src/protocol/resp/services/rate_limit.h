@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -46,10 +47,24 @@ class RateBuckets {
 
 // One connection's lease of tokens from its user's buckets: the common
 // case (tokens left in the lease) touches no lock and no shared line.
-// Owner thread only.
-struct RateLease {
-  uint64_t cmds = 0;
-  uint64_t bytes = 0;
+// Owner thread only (it lives in the connection's Identity).
+class RateLease {
+ public:
+  // Takes `cmds` commands and `bytes` request bytes for a user with these
+  // buckets and rates: from the lease when it holds enough, else from the
+  // buckets, leasing LeaseSize more. A lease from other buckets (the
+  // connection's user changed) is given back first. kOk, or the bucket that
+  // refused (then nothing is consumed).
+  RateResult Take(const std::shared_ptr<RateBuckets>& buckets, uint64_t cps, uint64_t bps,
+                  uint64_t cmds, uint64_t bytes, int64_t now_ns);
+  // Gives the unspent tokens back (connection closing, user changed) if the
+  // user's buckets are still those they came from; the lease is then empty.
+  void Release(const std::shared_ptr<RateBuckets>& current, uint64_t cps, uint64_t bps);
+
+ private:
+  uint64_t cmds_ = 0;
+  uint64_t bytes_ = 0;
+  std::shared_ptr<RateBuckets> from_;  // the buckets the tokens came from
 };
 
 // The lease a connection takes when it has to visit the buckets: 1/64 of

@@ -246,6 +246,11 @@ def test_command_info_entries(rd):
     docs = cmd(rd, "COMMAND DOCS", "get", "nosuchcmd")
     assert docs[0] == "get" and dict(zip(docs[1][::2], docs[1][1::2]))["group"] == "string"
     assert len(docs) == 2
+    # Redis prints the sorted-set group with a hyphen for every member of it,
+    # the blocking pops included.
+    for name in ("zadd", "bzpopmin", "bzmpop"):
+        d = cmd(rd, "COMMAND DOCS", name)
+        assert dict(zip(d[1][::2], d[1][1::2]))["group"] == "sorted-set", name
 
 
 def test_command_list_filters_and_help(rd):

@@ -204,7 +204,7 @@ void CmdBZMPop(CommandContext& ctx) { MPopBlocking<ZsetValue>(ctx, ZsetMPop, "mi
 void RegisterBlockingCommands(std::vector<CommandSpec>* t) {
   const uint32_t w = kCmdWrite;
   const CommandAdder list{t, "list"};
-  const CommandAdder zset{t, "sorted_set"};  // as registered before (not "sorted-set")
+  const CommandAdder zset{t, "sorted-set"};
   list("blpop", -3, w, 1, -2, 1, CmdBLPop,
       "Removes and returns the first element in a list. Blocks until an element is available "
       "otherwise. Deletes the list if the last element was popped.",

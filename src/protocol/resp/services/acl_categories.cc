@@ -21,7 +21,7 @@ uint32_t GroupCategory(std::string_view g) {
   if (g == "list") return kCatList;
   if (g == "hash") return kCatHash;
   if (g == "set") return kCatSet;
-  if (g == "sorted_set" || g == "sorted-set") return kCatSortedSet;
+  if (g == "sorted-set") return kCatSortedSet;
   if (g == "generic") return kCatKeyspace;
   if (g == "connection") return kCatConnection;
   if (g == "transactions") return kCatTransaction;

@@ -73,6 +73,20 @@ class CAPABILITY("mutex") Mutex {
   std::mutex& native() { return mu_; }
 
  private:
+  friend class CondVar;
+  // A CondVar wait gives mu_ up and takes it back: the owner follows, so
+  // AssertHeld holds after the wait (another thread may have held it meanwhile).
+  void OwnerLeavesForWait() {
+#if TROVE_DEBUG
+    owner_.store(std::thread::id(), std::memory_order_relaxed);
+#endif
+  }
+  void OwnerBackFromWait() {
+#if TROVE_DEBUG
+    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+#endif
+  }
+
   std::mutex mu_;
   LockRank rank_;
 #if TROVE_DEBUG
@@ -98,12 +112,16 @@ class CondVar {
   // REQUIRES: mu held. Waits up to `ms` milliseconds or until signalled.
   void WaitFor(int64_t ms) {
     std::unique_lock<std::mutex> lk(mu_->native(), std::adopt_lock);
+    mu_->OwnerLeavesForWait();
     cv_.wait_for(lk, std::chrono::milliseconds(ms));
+    mu_->OwnerBackFromWait();
     lk.release();
   }
   void Wait() {
     std::unique_lock<std::mutex> lk(mu_->native(), std::adopt_lock);
+    mu_->OwnerLeavesForWait();
     cv_.wait(lk);
+    mu_->OwnerBackFromWait();
     lk.release();
   }
   void Signal() { cv_.notify_one(); }

@@ -35,6 +35,26 @@ TEST(MutexTest, TryLockFailsWhenHeldElsewhere) {
   m.Unlock();
 }
 
+// The wait gives the mutex up; another thread takes and releases it (which
+// cleared the debug owner before the fix); after the wait the waiter holds
+// it again and AssertHeld must say so.
+TEST(MutexTest, HeldAgainAfterACondVarWaitThatAnotherThreadInterrupted) {
+  Mutex mu(LockRank::kLeaf);
+  CondVar cv(&mu);
+  bool ready = false;
+  mu.Lock();
+  std::thread t([&] {
+    mu.Lock();
+    ready = true;
+    cv.Signal();
+    mu.Unlock();
+  });
+  while (!ready) cv.WaitFor(1000);
+  mu.AssertHeld();
+  mu.Unlock();
+  t.join();
+}
+
 #if TROVE_DEBUG && !defined(TROVE_TSAN)
 TEST(MutexDeathTest, AbortsOnLockOrderViolation) {
   auto wrong_order = [] {

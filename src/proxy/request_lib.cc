@@ -144,10 +144,12 @@ int ReqFlagToken(lua_State* L) {
   RequestUd* r = Req(L);
   const size_t idx = PushHasFlag(L, *r, FlagArg(L, 2, "flag_token()"));
   if (idx == 0) return 1;
-  const std::string tok(r->Token(idx));
+  // The old value is copied into a Lua string before the edit below (which
+  // rewrites the request's bytes); no C++ object may live across luaL_error.
+  const std::string_view tok = r->Token(idx);
   int ret = 1;
   if (tok.size() > 1) {
-    PushSv(L, std::string_view(tok).substr(1));
+    PushSv(L, tok.substr(1));
     ret = 2;
   }
   if (lua_type(L, 3) == LUA_TSTRING || lua_type(L, 3) == LUA_TNUMBER) {

@@ -261,17 +261,9 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
                   RespWriter* w,
                   bool locked, bool in_exec) {
   CommandContext ctx;
+  ctx.Bind(server_, stats_, ts_, &fx_, &conn_, w, &spec, argv);
   ctx.client = this;
-  ctx.server = server_;
-  ctx.stats = stats_;
-  ctx.fx = &fx_;
-  ctx.engine = server_->engine();
-  ctx.ts = ts_;
-  ctx.conn = &conn_;
-  ctx.w = w;
-  ctx.push = push_w_ != nullptr ? push_w_ : w;
-  ctx.argv = argv;
-  ctx.spec = &spec;
+  if (push_w_ != nullptr) ctx.push = push_w_;
   ctx.in_exec = in_exec;
   ctx.no_touch = conn_.identity().no_touch() && std::string_view(spec.name) != "touch";
   ctx.count_keyspace = (spec.flags & kCmdWrite) == 0 || spec.reads_keys;

@@ -147,6 +147,15 @@ struct CommandContext {
   static constexpr int64_t kDirtyUnknown = -1;
   int64_t dirty = kDirtyUnknown;
 
+  // Fills what every caller of the seam sets the same way: the worker
+  // (server, its counters, the engine), the effects record, the caller's
+  // ConnState, the writer (also for pushes), the command and its arguments
+  // (core/execute.cc). The caller then sets client, locked, in_exec, the
+  // lookup flags and its out-parameters.
+  void Bind(RespServer* srv, WorkerStats* st, engine::ThreadStats* thread_stats, Effects* effects,
+            ConnState* cs, RespWriter* writer, const CommandSpec* cmd,
+            std::span<const std::string_view> args);
+
   size_t argc() const { return argv.size(); }
   int db() const { return conn->identity().db(); }
   // The engine key of argv[i] in the selected database.

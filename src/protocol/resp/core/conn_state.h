@@ -265,51 +265,21 @@ class ConnState {
  public:
   ConnState() : owner_(std::this_thread::get_id()) {}
 
-  Identity& identity() {
-    DCHECK(OnOwnerThread());
-    return identity_;
-  }
-  TransactionState& txn() {
-    DCHECK(OnOwnerThread());
-    return txn_;
-  }
-  PubSubState& pubsub() {
-    DCHECK(OnOwnerThread());
-    return pubsub_;
-  }
-  const Identity& identity() const {
-    DCHECK(OnOwnerThread());
-    return identity_;
-  }
-  const TransactionState& txn() const {
-    DCHECK(OnOwnerThread());
-    return txn_;
-  }
-  const PubSubState& pubsub() const {
-    DCHECK(OnOwnerThread());
-    return pubsub_;
-  }
-  TrackingState& tracking() {
-    DCHECK(OnOwnerThread());
-    return tracking_;
-  }
-  const TrackingState& tracking() const {
-    DCHECK(OnOwnerThread());
-    return tracking_;
-  }
-  BlockedState& blocked() {
-    DCHECK(OnOwnerThread());
-    return blocked_;
-  }
+  Identity& identity() { return Owned(identity_); }
+  const Identity& identity() const { return Owned(identity_); }
+  TransactionState& txn() { return Owned(txn_); }
+  const TransactionState& txn() const { return Owned(txn_); }
+  PubSubState& pubsub() { return Owned(pubsub_); }
+  const PubSubState& pubsub() const { return Owned(pubsub_); }
+  TrackingState& tracking() { return Owned(tracking_); }
+  const TrackingState& tracking() const { return Owned(tracking_); }
+  BlockedState& blocked() { return Owned(blocked_); }
+  const BlockedState& blocked() const { return Owned(blocked_); }
 
   // The NORMAL / TRANSACTION / PUB-SUB / BLOCKED views.
   bool in_transaction() const { return txn_.active(); }
   bool in_pubsub() const { return pubsub_.active(); }
   bool is_blocked() const { return blocked_.blocked(); }
-  const BlockedState& blocked() const {
-    DCHECK(OnOwnerThread());
-    return blocked_;
-  }
 
   // RESET: discards MULTI, unwatches, unsubscribes, leaves tracking, back to
   // RESP2 / db 0 / default user.
@@ -326,6 +296,13 @@ class ConnState {
   bool OnOwnerThread() const { return std::this_thread::get_id() == owner_; }
 
  private:
+  // Every accessor checks the owner thread (debug builds).
+  template <typename T>
+  T& Owned(T& part) const {
+    DCHECK(OnOwnerThread());
+    return part;
+  }
+
   std::thread::id owner_;
   Identity identity_;
   TransactionState txn_;

@@ -3,8 +3,24 @@
 
 #include "common/check.h"
 #include "protocol/resp/core/command_table.h"
+#include "protocol/resp/core/resp_server.h"
 
 namespace trove::resp {
+
+void CommandContext::Bind(RespServer* srv, WorkerStats* st, engine::ThreadStats* thread_stats,
+                          Effects* effects, ConnState* cs, RespWriter* writer,
+                          const CommandSpec* cmd, std::span<const std::string_view> args) {
+  server = srv;
+  stats = st;
+  engine = srv->engine();
+  ts = thread_stats;
+  fx = effects;
+  conn = cs;
+  w = writer;
+  push = writer;
+  spec = cmd;
+  argv = args;
+}
 namespace {
 
 // The engine keys of ctx's command, in buf->keys with views in buf->views.

@@ -64,16 +64,7 @@ bool ServeOne(const BlockServer& bs, Effects* fx, const Waiter& w, std::string* 
   bool write_failed = false;
   bool would_block = false;
   CommandContext ctx;
-  ctx.server = bs.server;
-  ctx.stats = bs.stats;
-  ctx.fx = fx;
-  ctx.engine = bs.server->engine();
-  ctx.ts = bs.ts;
-  ctx.conn = &cs;
-  ctx.w = &rw;
-  ctx.push = &rw;
-  ctx.argv = argv;
-  ctx.spec = w.spec;
+  ctx.Bind(bs.server, bs.stats, bs.ts, fx, &cs, &rw, w.spec, argv);
   ctx.scratch = &scratch;
   ctx.write_failed = &write_failed;
   ctx.would_block = &would_block;

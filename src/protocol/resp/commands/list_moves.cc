@@ -76,26 +76,12 @@ void CmdRPopLPush(CommandContext& ctx) { MoveGeneric(ctx, false, true); }
 }  // namespace
 
 bool ListMPop(CommandContext& ctx) {
-  size_t pos;
-  bool left;
-  int64_t count;
-  if (!ParseMpopArgs(ctx, "left", "right", &pos, &left, &count)) return true;
-  for (size_t k = 2; k < pos; ++k) {
-    std::string key = ctx.Key(k);
-    ListValue* v;
-    // Served while blocked, a key of another type means "still waiting".
-    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
-    if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    size_t take = std::min(static_cast<size_t>(count), v->size());
-    ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(ctx.argv[k]);
+  auto pop = [&](ListValue* v, bool left, size_t count) {
+    const size_t take = std::min(count, v->size());
     ctx.w->ArrayHeader(take);
     for (size_t i = 0; i < take; ++i) ctx.w->Bulk(left ? v->PopFront() : v->PopBack());
-    FinishUpdate(ctx, key, v, before);
-    return true;
-  }
-  return false;
+  };
+  return PopFromFirstNonEmpty<ListValue>(ctx, "left", "right", pop);
 }
 
 namespace {

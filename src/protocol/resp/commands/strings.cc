@@ -166,16 +166,24 @@ void CmdGetSet(CommandContext& ctx) {
     ctx.w->Null();
 }
 
-void CmdGetDel(CommandContext& ctx) {
-  std::string key = ctx.Key(1);
+// GETDEL and GETEX: copies key's string value into *v before the command
+// changes the key (the item is released on return). False when the reply is
+// already written: the wrong type, or a null for a missing key.
+bool CopyStringValue(CommandContext& ctx, std::string_view key, std::string* v) {
   ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
+  if (!GetString(ctx, key, &it)) return false;
   if (!it) {
     ctx.w->Null();
-    return;
+    return false;
   }
-  std::string v = CopyOut(it);
-  it.Reset();
+  *v = CopyOut(it);
+  return true;
+}
+
+void CmdGetDel(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  std::string v;
+  if (!CopyStringValue(ctx, key, &v)) return;
   ctx.engine->UnlinkLocked(key, ctx.ts);
   ctx.w->Bulk(v);
 }
@@ -196,14 +204,8 @@ void CmdGetEx(CommandContext& ctx) {
     }
   }
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  if (!it) {
-    ctx.w->Null();
-    return;
-  }
-  std::string v = CopyOut(it);
-  it.Reset();
+  std::string v;
+  if (!CopyStringValue(ctx, key, &v)) return;
   if (e.has) {
     int64_t exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
     if (exptime < 0)
@@ -257,18 +259,13 @@ void CmdMSetNx(CommandContext& ctx) {
 
 void IncrGeneric(CommandContext& ctx, int64_t delta) {
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  int64_t cur = 0;
+  std::string v = "0";  // a missing key counts as 0
   int64_t exptime = 0;
-  if (it) {
-    std::string v = CopyOut(it);
-    if (!ParseStrictInt64(v, &cur)) {
-      ctx.NotInteger();
-      return;
-    }
-    exptime = KeepExptime(it);
-    it.Reset();
+  if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
+  int64_t cur = 0;
+  if (!ParseStrictInt64(v, &cur)) {
+    ctx.NotInteger();
+    return;
   }
   if ((delta < 0 && cur < 0 && delta < LLONG_MIN - cur) ||
       (delta > 0 && cur > 0 && delta > LLONG_MAX - cur)) {
@@ -300,20 +297,11 @@ void CmdDecrBy(CommandContext& ctx) {
 
 void CmdIncrByFloat(CommandContext& ctx) {
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  long double cur = 0, incr = 0;
+  std::string v = "0";  // a missing key counts as 0
   int64_t exptime = 0;
-  if (it) {
-    std::string v = CopyOut(it);
-    if (!ParseLongDouble(v, &cur)) {
-      ctx.NotFloat();
-      return;
-    }
-    exptime = KeepExptime(it);
-    it.Reset();
-  }
-  if (!ParseLongDouble(ctx.argv[2], &incr)) {
+  if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
+  long double cur = 0, incr = 0;
+  if (!ParseLongDouble(v, &cur) || !ParseLongDouble(ctx.argv[2], &incr)) {
     ctx.NotFloat();
     return;
   }

@@ -202,31 +202,15 @@ void CmdZPopMax(CommandContext& ctx) { PopGeneric(ctx, true); }
 }  // namespace
 
 bool ZsetMPop(CommandContext& ctx) {
-  size_t pos;
-  bool min;
-  int64_t count;
-  if (!ParseMpopArgs(ctx, "min", "max", &pos, &min, &count)) return true;
-  const bool max = !min;
-  for (size_t k = 2; k < pos; ++k) {
-    std::string key = ctx.Key(k);
-    ZsetValue* v;
-    // Served while blocked, a key of another type means "still waiting".
-    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
-    if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    std::vector<Entry> out = PopEntries(v, max, static_cast<size_t>(count));
-    FinishUpdate(ctx, key, v, before);
-    ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(ctx.argv[k]);
+  return PopFromFirstNonEmpty<ZsetValue>(ctx, "min", "max", [&](ZsetValue* v, bool min, size_t n) {
+    std::vector<Entry> out = PopEntries(v, /*max=*/!min, n);
     ctx.w->ArrayHeader(out.size());
     for (const auto& e : out) {
       ctx.w->ArrayHeader(2);
       ctx.w->Bulk(e.second);
       ctx.w->Double(e.first);
     }
-    return true;
-  }
-  return false;
+  });
 }
 
 namespace {

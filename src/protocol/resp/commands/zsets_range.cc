@@ -210,7 +210,13 @@ static bool ParseRangeOptions(CommandContext& ctx, size_t from, bool full, Range
   return true;
 }
 
-static void RangeGeneric(CommandContext& ctx, RangeSpec rs, bool full) {
+// ZRANGE and its older forms, which differ in what the bounds are (`kind`),
+// the order (`rev`) and whether ZRANGE's BYSCORE, BYLEX and REV are taken
+// (`full`).
+static void RangeGeneric(CommandContext& ctx, RangeKind kind, bool rev, bool full) {
+  RangeSpec rs;
+  rs.kind = kind;
+  rs.rev = rev;
   if (!ParseRangeOptions(ctx, 4, full, &rs)) return;
   ZsetValue* v;
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
@@ -219,34 +225,12 @@ static void RangeGeneric(CommandContext& ctx, RangeSpec rs, bool full) {
   WriteEntries(ctx, out, rs.withscores);
 }
 
-void CmdZRange(CommandContext& ctx) { RangeGeneric(ctx, RangeSpec(), true); }
-void CmdZRevRange(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.rev = true;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRangeByScore(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kScore;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRevRangeByScore(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kScore;
-  rs.rev = true;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRangeByLex(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kLex;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRevRangeByLex(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kLex;
-  rs.rev = true;
-  RangeGeneric(ctx, rs, false);
-}
+void CmdZRange(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kRank, false, true); }
+void CmdZRevRange(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kRank, true, false); }
+void CmdZRangeByScore(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kScore, false, false); }
+void CmdZRevRangeByScore(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kScore, true, false); }
+void CmdZRangeByLex(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kLex, false, false); }
+void CmdZRevRangeByLex(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kLex, true, false); }
 
 void CmdZRangeStore(CommandContext& ctx) {
   RangeSpec rs;

@@ -69,29 +69,46 @@ bool ParseExpireValue(CommandContext& ctx, std::string_view unit, std::string_vi
   return true;
 }
 
-void CmdSet(CommandContext& ctx) {
+// SET's and GETEX's options: the expiry, and NX, XX and GET (SET only).
+struct StringOpts {
   bool nx = false, xx = false, get = false;
   ExpireOpt e;
-  for (size_t i = 3; i < ctx.argc(); ++i) {
+};
+
+// The options of SET (set: NX, XX, GET, KEEPTTL) or GETEX (PERSIST), and the
+// expiry both take, from argv[from] (as Redis's
+// parseExtendedStringArgumentsOrReply). False after the error reply.
+bool ParseStringOptions(CommandContext& ctx, size_t from, bool set, StringOpts* opts) {
+  ExpireOpt* e = &opts->e;
+  for (size_t i = from; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    bool has_next = i + 1 < ctx.argc();
-    if (EqualsIgnoreCase(o, "nx") && !xx) {
-      nx = true;
-    } else if (EqualsIgnoreCase(o, "xx") && !nx) {
-      xx = true;
-    } else if (EqualsIgnoreCase(o, "get")) {
-      get = true;
-    } else if (EqualsIgnoreCase(o, "keepttl") && !e.has) {
-      e.keepttl = true;
-    } else if (IsExpiryUnit(o) &&
-               !e.keepttl && !e.has && has_next) {
-      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
+    const bool has_next = i + 1 < ctx.argc();
+    if (set && EqualsIgnoreCase(o, "nx") && !opts->xx) {
+      opts->nx = true;
+    } else if (set && EqualsIgnoreCase(o, "xx") && !opts->nx) {
+      opts->xx = true;
+    } else if (set && EqualsIgnoreCase(o, "get")) {
+      opts->get = true;
+    } else if (set && EqualsIgnoreCase(o, "keepttl") && !e->has) {
+      e->keepttl = true;
+    } else if (!set && EqualsIgnoreCase(o, "persist") && !e->has && !e->persist) {
+      e->persist = true;
+    } else if (IsExpiryUnit(o) && !e->keepttl && !e->persist && !e->has && has_next) {
+      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], e)) return false;
       ++i;
     } else {
       ctx.SyntaxError();
-      return;
+      return false;
     }
   }
+  return true;
+}
+
+void CmdSet(CommandContext& ctx) {
+  StringOpts opts;
+  if (!ParseStringOptions(ctx, 3, /*set=*/true, &opts)) return;
+  const bool nx = opts.nx, xx = opts.xx, get = opts.get;
+  const ExpireOpt& e = opts.e;
   std::string key = ctx.Key(1);
   // As Redis: only GET reads the old value (and counts a keyspace hit or
   // miss); NX, XX and KEEPTTL look without counting; a plain SET never looks.
@@ -189,20 +206,9 @@ void CmdGetDel(CommandContext& ctx) {
 }
 
 void CmdGetEx(CommandContext& ctx) {
-  ExpireOpt e;
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "persist") && !e.has && !e.persist) {
-      e.persist = true;
-    } else if (IsExpiryUnit(o) &&
-               !e.has && !e.persist && i + 1 < ctx.argc()) {
-      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
-      ++i;
-    } else {
-      ctx.SyntaxError();
-      return;
-    }
-  }
+  StringOpts opts;
+  if (!ParseStringOptions(ctx, 2, /*set=*/false, &opts)) return;
+  const ExpireOpt& e = opts.e;
   std::string key = ctx.Key(1);
   std::string v;
   if (!CopyStringValue(ctx, key, &v)) return;
@@ -267,12 +273,7 @@ void IncrGeneric(CommandContext& ctx, int64_t delta) {
     ctx.NotInteger();
     return;
   }
-  if ((delta < 0 && cur < 0 && delta < LLONG_MIN - cur) ||
-      (delta > 0 && cur > 0 && delta > LLONG_MAX - cur)) {
-    ctx.Error("ERR increment or decrement would overflow");
-    return;
-  }
-  cur += delta;
+  if (!AddIncrement(ctx, &cur, delta)) return;
   std::string out;
   AppendI64(out, cur);
   if (StoreStringLocked(ctx, key, out, exptime, false)) ctx.w->Integer(cur);

@@ -69,4 +69,20 @@ inline bool ParsePopCount(CommandContext& ctx, void (CommandContext::*too_many)(
   return true;
 }
 
+// LPOP, RPOP and SPOP: parses the optional count into *count (left at -1
+// when absent), then loads ekey. A missing key is answered with
+// empty_array() when a count was given, with a null without one. False
+// after any reply.
+template <typename T, typename EmptyArray>
+bool ReadPopTarget(CommandContext& ctx, void (CommandContext::*too_many)() const,
+                   std::string_view ekey, T** v, int64_t* count, EmptyArray empty_array) {
+  if (!ParsePopCount(ctx, too_many, count)) return false;
+  return ReadExisting(ctx, ekey, v, [&] {
+    if (*count >= 0)
+      empty_array();
+    else
+      ctx.w->Null();
+  });
+}
+
 }  // namespace trove::resp

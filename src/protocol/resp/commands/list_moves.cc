@@ -36,24 +36,23 @@ void ListMove(CommandContext& ctx, bool from_left, bool to_left) {
   if (!ReadCollection(ctx, dst, &d)) return;
   size_t sb = s->MemoryUsage();
   std::string elem = from_left ? s->PopFront() : s->PopBack();
-  if (src == dst) {
+  auto push = [&elem, to_left](ListValue* l) {
     if (to_left)
-      s->PushFront(elem);
+      l->PushFront(elem);
     else
-      s->PushBack(elem);
+      l->PushBack(elem);
+  };
+  if (src == dst) {
+    push(s);
     FinishUpdate(ctx, src, s, sb);
     ctx.w->Bulk(elem);
     return;
   }
   FinishUpdate(ctx, src, s, sb);
-  bool created;
-  d = LoadOrCreate<ListValue>(ctx, dst, &created);
+  d = LoadOrCreate<ListValue>(ctx, dst);
   if (d == nullptr) return;
   size_t db = d->MemoryUsage();
-  if (to_left)
-    d->PushFront(elem);
-  else
-    d->PushBack(elem);
+  push(d);
   FinishUpdate(ctx, dst, d, db);
   ctx.w->Bulk(elem);
 }

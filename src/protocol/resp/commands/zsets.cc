@@ -69,8 +69,7 @@ void CmdZAdd(CommandContext& ctx) {
         ctx.w->Integer(0);
       return;
     }
-    bool created;
-    v = LoadOrCreate<ZsetValue>(ctx, key, &created);
+    v = LoadOrCreate<ZsetValue>(ctx, key);
     if (v == nullptr) return;
   }
   size_t before = v->MemoryUsage();
@@ -129,8 +128,7 @@ void CmdZIncrBy(CommandContext& ctx) {
   double d;
   if (!ArgDouble(ctx, ctx.argv[2], &d)) return;
   std::string key = ctx.Key(1);
-  bool created;
-  ZsetValue* v = LoadOrCreate<ZsetValue>(ctx, key, &created);
+  ZsetValue* v = LoadOrCreate<ZsetValue>(ctx, key);
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   const double* cur = v->Score(ctx.argv[3]);

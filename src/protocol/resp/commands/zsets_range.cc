@@ -95,29 +95,29 @@ static bool ParseLexRange(CommandContext& ctx, std::string_view a, std::string_v
   return true;
 }
 
-void CmdZCount(CommandContext& ctx) {
-  ScoreRange r;
-  if (!ParseScoreRange(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
+// Whether a range holds a sorted set entry: a score range bounds its score,
+// a lex range its member.
+static bool InRange(const ScoreRange& r, const Entry& e) { return r.In(e.first); }
+static bool InRange(const LexRange& r, const Entry& e) { return r.In(e.second); }
+
+// ZCOUNT and ZLEXCOUNT: the number of entries of argv[1] within the range
+// that `parse` reads from argv[2] and argv[3].
+template <typename Range>
+static void CountInRange(CommandContext& ctx, bool (*parse)(CommandContext&, std::string_view,
+                                                            std::string_view, Range*)) {
+  Range r;
+  if (!parse(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
   ZsetValue* v;
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   int64_t n = 0;
   if (v)
     for (const auto& e : v->ordered())
-      if (r.In(e.first)) ++n;
+      if (InRange(r, e)) ++n;
   ctx.w->Integer(n);
 }
 
-void CmdZLexCount(CommandContext& ctx) {
-  LexRange r;
-  if (!ParseLexRange(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
-  ZsetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  int64_t n = 0;
-  if (v)
-    for (const auto& e : v->ordered())
-      if (r.In(e.second)) ++n;
-  ctx.w->Integer(n);
-}
+void CmdZCount(CommandContext& ctx) { CountInRange(ctx, ParseScoreRange); }
+void CmdZLexCount(CommandContext& ctx) { CountInRange(ctx, ParseLexRange); }
 
 namespace {
 enum class RangeKind { kRank, kScore, kLex };

@@ -366,16 +366,14 @@ std::string CollectionEncoding(const engine::ItemRef& item);
 CollectionBase* CreateScratch(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
                               std::unique_ptr<CollectionBase> v);
 template <typename T>
-T* LoadOrCreate(CommandContext& ctx, std::string_view ekey, bool* created) {
+T* LoadOrCreate(CommandContext& ctx, std::string_view ekey) {
   T* v = nullptr;
   LoadStatus s = LoadCollection<T>(ctx, ekey, &v);
-  *created = false;
   if (s == LoadStatus::kWrongType) {
     ctx.WrongType();
     return nullptr;
   }
   if (s == LoadStatus::kOk) return v;
-  *created = true;
   return static_cast<T*>(CreateScratch(ctx, ekey, T::kType, std::make_unique<T>()));
 }
 

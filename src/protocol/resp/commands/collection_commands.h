@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/resp_parser.h"
@@ -83,6 +84,17 @@ bool ReadPopTarget(CommandContext& ctx, void (CommandContext::*too_many)() const
     else
       ctx.w->Null();
   });
+}
+
+// The reply of HSCAN, SSCAN and ZSCAN: the next cursor, then an array of
+// the `per` bulks write(e) writes for each element e of out.
+template <typename Elem, typename Write>
+void WriteScanReply(CommandContext& ctx, uint64_t next, const std::vector<Elem>& out, size_t per,
+                    Write write) {
+  ctx.w->ArrayHeader(2);
+  ctx.w->Bulk(std::to_string(next));
+  ctx.w->ArrayHeader(out.size() * per);
+  for (const Elem& e : out) write(e);
 }
 
 }  // namespace trove::resp

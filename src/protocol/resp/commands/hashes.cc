@@ -214,13 +214,10 @@ void CmdHScan(CommandContext& ctx) {
     next = ScanLargeCollection(
         *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member, r.value); });
   }
-  ctx.w->ArrayHeader(2);
-  ctx.w->Bulk(std::to_string(next));
-  ctx.w->ArrayHeader(out.size() * 2);
-  for (const auto& [f, val] : out) {
-    ctx.w->Bulk(f);
-    ctx.w->Bulk(val);
-  }
+  WriteScanReply(ctx, next, out, 2, [&](const auto& field_value) {
+    ctx.w->Bulk(field_value.first);
+    ctx.w->Bulk(field_value.second);
+  });
 }
 
 }  // namespace

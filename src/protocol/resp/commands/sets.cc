@@ -259,10 +259,7 @@ void CmdSScan(CommandContext& ctx) {
   } else if (v != nullptr) {
     next = ScanLargeCollection(*v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member); });
   }
-  ctx.w->ArrayHeader(2);
-  ctx.w->Bulk(std::to_string(next));
-  ctx.w->ArrayHeader(out.size());
-  for (const auto& m : out) ctx.w->Bulk(m);
+  WriteScanReply(ctx, next, out, 1, [&](const std::string& m) { ctx.w->Bulk(m); });
 }
 
 }  // namespace

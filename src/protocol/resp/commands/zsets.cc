@@ -246,13 +246,10 @@ void CmdZScan(CommandContext& ctx) {
     next = ScanLargeCollection(
         *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.score, r.member); });
   }
-  ctx.w->ArrayHeader(2);
-  ctx.w->Bulk(std::to_string(next));
-  ctx.w->ArrayHeader(out.size() * 2);
-  for (const auto& e : out) {
+  WriteScanReply(ctx, next, out, 2, [&](const Entry& e) {
     ctx.w->Bulk(e.second);
     ctx.w->Bulk(FormatDouble(e.first));
-  }
+  });
 }
 
 }  // namespace

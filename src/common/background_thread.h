@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/thread_annotations.h"
 
 namespace trove {
@@ -22,12 +23,10 @@ namespace trove {
 //     while holding it: a loop that reads stopping() and then waits under *mu
 //     cannot miss the wake-up.
 //  2. When Stop returns the thread is joined; a later Start runs a new one.
-class BackgroundThread {
+class BackgroundThread : NonCopyable {
  public:
   BackgroundThread(Mutex* mu, CondVar* cv) : mu_(mu), cv_(cv) {}
   ~BackgroundThread() { Stop(); }
-  BackgroundThread(const BackgroundThread&) = delete;
-  BackgroundThread& operator=(const BackgroundThread&) = delete;
 
   // Runs `loop` on a new thread; a no-op while one runs. REQUIRES: *mu not
   // held. The loop returns once it sees stopping().

@@ -183,9 +183,7 @@ namespace {
 template <typename OnHit>
 Item* CountedLookup(Engine::Impl* m, std::string_view key, ThreadStats* ts, bool as_touch,
                     OnHit on_hit) {
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
-  const uint32_t now = m->Now();
+  const auto [hv, now] = m->StartKeyOp(key, &ts);
   Item* it;
   {
     StripeLock l(&m->locks, m->locks.StripeOf(hv));
@@ -229,9 +227,7 @@ ItemRef Engine::GetAndTouch(std::string_view key, int64_t exptime, ThreadStats* 
 
 bool Engine::Touch(std::string_view key, int64_t exptime, ThreadStats* ts) {
   Impl* m = impl_.get();
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
-  const uint32_t now = m->Now();
+  const auto [hv, now] = m->StartKeyOp(key, &ts);
   int cls = 0;
   {
     StripeLock l(&m->locks, m->locks.StripeOf(hv));
@@ -453,9 +449,7 @@ StoreResult Engine::Impl::StoreLocked(Item** itp, uint64_t hv, const StoreArgs& 
 
 DeleteResult Engine::Delete(std::string_view key, const DeleteArgs& args, ThreadStats* ts) {
   Impl* m = impl_.get();
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
-  const uint32_t now = m->Now();
+  const auto [hv, now] = m->StartKeyOp(key, &ts);
   m->prefix.RecordDelete(key);
   StripeLock l(&m->locks, m->locks.StripeOf(hv));
   Item* it = m->PeekLocked(key, hv, now, ts);

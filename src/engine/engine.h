@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/non_copyable.h"
 #include "common/result.h"
 #include "engine/item_observer.h"
 
@@ -258,12 +259,10 @@ using StatList = std::vector<std::pair<std::string, std::string>>;
 
 class KeyLockSet;
 
-class Engine {
+class Engine : NonCopyable {
  public:
   static Result<std::unique_ptr<Engine>> Create(const EngineOptions& opts);
   ~Engine();
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
 
   // Registers an observer of the items the engine removes on its own
   // (expiry, eviction). REQUIRES: before Start and before any worker runs;
@@ -438,13 +437,11 @@ class Engine {
 // Holds the stripe locks of a set of keys, taken in ascending stripe order and
 // deduplicated, for multi-key atomic work (MULTI/EXEC, MSET, RENAME, collection
 // updates). Only one KeyLockSet per thread at a time. Destruction unlocks.
-class KeyLockSet {
+class KeyLockSet : NonCopyable {
  public:
   KeyLockSet(Engine* engine, std::span<const std::string_view> keys);
   explicit KeyLockSet(Engine* engine, std::string_view key);
   ~KeyLockSet();
-  KeyLockSet(const KeyLockSet&) = delete;
-  KeyLockSet& operator=(const KeyLockSet&) = delete;
 
  private:
   Engine* engine_;

@@ -143,6 +143,18 @@ struct Engine::Impl {
     if (it->time.load(std::memory_order_relaxed) != now) it->time.store(now, std::memory_order_relaxed);
   }
   ThreadStats* Ts(ThreadStats* ts) { return ts != nullptr ? ts : shared_ts; }
+  // What an operation on one key reads once, before it takes the stripe:
+  // the key's hash and the time.
+  struct KeyOpStart {
+    uint64_t hv;
+    uint32_t now;
+  };
+  // Starts an operation on `key`: resolves *ts (see Ts), hashes the key and
+  // reads the clock.
+  KeyOpStart StartKeyOp(std::string_view key, ThreadStats** ts) {
+    *ts = Ts(*ts);
+    return {HashKey(key), Now()};
+  }
 
   // --- LRU work (lru.cc) ---
   int PullTail(int cls, Segment seg, uint64_t total_bytes, PullMode mode, uint32_t max_age);

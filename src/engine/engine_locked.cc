@@ -11,10 +11,8 @@ namespace trove::engine {
 
 ItemRef Engine::GetLocked(std::string_view key, ThreadStats* ts, bool bump) {
   Impl* m = impl_.get();
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
+  const auto [hv, now] = m->StartKeyOp(key, &ts);
   m->locks.AssertHeld(m->locks.StripeOf(hv));
-  const uint32_t now = m->Now();
   Item* it = m->FindLocked(key, hv, now, ts);
   if (it != nullptr && bump) Impl::Bump(it, now);
   return ItemRef(this, it);

@@ -39,9 +39,7 @@ bool ParseCounter(const char* p, size_t n, uint64_t* out) {
 
 MetaGetOutput Engine::MetaGet(std::string_view key, const MetaGetArgs& args, ThreadStats* ts) {
   Impl* m = impl_.get();
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
-  const uint32_t now = m->Now();
+  const auto [hv, now] = m->StartKeyOp(key, &ts);
   MetaGetOutput out;
   Item* it;
   {
@@ -105,9 +103,7 @@ MetaGetOutput Engine::MetaGet(std::string_view key, const MetaGetArgs& args, Thr
 
 ArithOutput Engine::Arith(std::string_view key, const ArithArgs& args, ThreadStats* ts) {
   Impl* m = impl_.get();
-  ts = m->Ts(ts);
-  const uint64_t hv = HashKey(key);
-  const uint32_t now = m->Now();
+  const auto [hv, now] = m->StartKeyOp(key, &ts);
   ArithOutput out;
   char buf[24];
   StripeLock l(&m->locks, m->locks.StripeOf(hv));

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "engine/item.h"
 #include "engine/item_locks.h"
 
@@ -39,12 +40,10 @@ uint64_t HashKey(std::string_view key);
 //     primary buckets ob and ob + old size; ob >= expand_bucket_ still lives
 //     in old_[ob].
 //  2. items_ counts linked items (relaxed; exact at rest).
-class HashTable {
+class HashTable : NonCopyable {
  public:
   HashTable(ItemLocks* locks, int hashpower);
   ~HashTable();
-  HashTable(const HashTable&) = delete;
-  HashTable& operator=(const HashTable&) = delete;
 
   // REQUIRES: stripe(hv) held.
   Item* FindLocked(std::string_view key, uint64_t hv) const;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/status.h"
 #include "engine/item.h"
 
@@ -53,12 +54,10 @@ struct SlabClassInfo {
 //     the global pool).
 //  3. chunks of the page being moved never reach a free list: Free sets them
 //     aside (kItemSetAside) and counts them in move_.set_aside.
-class SlabAllocator {
+class SlabAllocator : NonCopyable {
  public:
   explicit SlabAllocator(const SlabOptions& o);
   ~SlabAllocator();
-  SlabAllocator(const SlabAllocator&) = delete;
-  SlabAllocator& operator=(const SlabAllocator&) = delete;
 
   Status Init();
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "common/result.h"
 #include "common/status.h"
 #include "engine/engine.h"
@@ -74,7 +75,7 @@ MetaCheck CheckRestartMeta(std::string_view text, const RestartMeta& current, in
 // The memory file: one MAP_SHARED mapping of a file sized to the memory
 // limit. Owner: Engine::Impl (outlives the slab allocator that carves it).
 // Thread safety: immutable after Open; Sync from one thread.
-class MemoryFile {
+class MemoryFile : NonCopyable {
  public:
   // Opens (creating, mode 0600) `path`, sizes it to `size` bytes and maps it.
   // With `want` != 0 the mapping must land there (MAP_FIXED_NOREPLACE);
@@ -83,8 +84,6 @@ class MemoryFile {
   static Result<std::unique_ptr<MemoryFile>> Open(const std::string& path, size_t size,
                                                   uintptr_t want, bool* at_want);
   ~MemoryFile();
-  MemoryFile(const MemoryFile&) = delete;
-  MemoryFile& operator=(const MemoryFile&) = delete;
 
   char* base() const { return base_; }
   size_t size() const { return size_; }
@@ -112,12 +111,10 @@ using HeapRecords = std::unordered_map<uint64_t, HeapRecord>;
 
 // FILE.heap: a magic line, then per record offset, type, key and bytes
 // (little-endian lengths), then an end marker with the count.
-class HeapFileWriter {
+class HeapFileWriter : NonCopyable {
  public:
   static Result<std::unique_ptr<HeapFileWriter>> Create(const std::string& path);
   ~HeapFileWriter();
-  HeapFileWriter(const HeapFileWriter&) = delete;
-  HeapFileWriter& operator=(const HeapFileWriter&) = delete;
   void Add(uint64_t offset, ValueType type, std::string_view key, std::string_view bytes);
   // Writes the end marker and closes; an error if any write failed.
   Status Finish();

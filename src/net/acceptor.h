@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/non_copyable.h"
 #include "common/status.h"
 #include "net/event_loop.h"
 #include "net/socket.h"
@@ -65,12 +66,10 @@ struct AcceptorOptions {
 //     slot freed or a limit raised while paused always leads to a re-check
 //     on the acceptor thread (ReleaseSlot's comment says why none is lost).
 //  4. At most one wake-up task is queued at a time (wake_posted_).
-class Acceptor {
+class Acceptor : NonCopyable {
  public:
   explicit Acceptor(const AcceptorOptions& opts);
   ~Acceptor();
-  Acceptor(const Acceptor&) = delete;
-  Acceptor& operator=(const Acceptor&) = delete;
 
   // Takes ownership of the listeners' fds (closed by Stop). Before Start.
   void AddListener(BoundListener l);

@@ -15,6 +15,7 @@
 
 #include "common/check.h"
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/thread_annotations.h"
 
 namespace trove::net {
@@ -35,7 +36,7 @@ namespace trove::net {
 //  3. A message is never dropped: TrySend reports a full queue with false and
 //     keeps the caller's value; Send waits until there is room.
 template <typename T>
-class Channel {
+class Channel : NonCopyable {
  public:
   explicit Channel(size_t capacity)
       : mu_(LockRank::kLeaf), not_full_(&mu_), slots_(capacity), capacity_(capacity) {
@@ -44,8 +45,6 @@ class Channel {
     CHECK(efd_ >= 0);
   }
   ~Channel() { ::close(efd_); }
-  Channel(const Channel&) = delete;
-  Channel& operator=(const Channel&) = delete;
 
   // The wakeup fd to poll for readability (never read it directly).
   int fd() const { return efd_; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/non_copyable.h"
 #include "common/status.h"
 #include "net/channel.h"
 
@@ -71,12 +72,10 @@ class Task {
 // A timer owned by its user (no allocation to arm, cancel or re-arm), fired
 // on its loop's thread. Thread safety: owner loop thread only.
 // Invariant: armed() iff the timer is in exactly one loop's heap.
-class Timer {
+class Timer : NonCopyable {
  public:
   explicit Timer(Task fn) : fn_(std::move(fn)) {}
   ~Timer();
-  Timer(const Timer&) = delete;
-  Timer& operator=(const Timer&) = delete;
   bool armed() const { return loop_ != nullptr; }
   int64_t deadline_ns() const { return deadline_ns_; }
 
@@ -99,12 +98,10 @@ class Timer {
 //     timers with the same deadline fire in arming order.
 //  3. Nothing here sleeps on the owner thread except epoll_wait, whose
 //     timeout is the next timer's deadline (or -1 with none).
-class EventLoop {
+class EventLoop : NonCopyable {
  public:
   explicit EventLoop(const Clock* clock = nullptr, size_t inbox_capacity = 1024);
   ~EventLoop();
-  EventLoop(const EventLoop&) = delete;
-  EventLoop& operator=(const EventLoop&) = delete;
 
   // Creates the epoll set and registers the inbox.
   Status Init();

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/non_copyable.h"
+
 namespace trove::net {
 
 // Bytes read from a socket, consumed from the front by a parser.
@@ -49,12 +51,10 @@ struct Releaser {
 // blocks and adjacent copies coalesce into one iovec; values are referenced in
 // place. Flush() sends everything with sendmsg, keeping its place on a partial
 // write. No allocation per request once blocks and the entry array have grown.
-class OutputBuffer {
+class OutputBuffer : NonCopyable {
  public:
   OutputBuffer();
   ~OutputBuffer();
-  OutputBuffer(const OutputBuffer&) = delete;
-  OutputBuffer& operator=(const OutputBuffer&) = delete;
 
   void Append(std::string_view s);
   void Append(const char* p, size_t n) { Append(std::string_view(p, n)); }

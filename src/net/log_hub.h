@@ -15,6 +15,7 @@
 #include "common/background_thread.h"
 #include "common/clock.h"
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/thread_annotations.h"
 
 namespace trove::net {
@@ -74,12 +75,10 @@ struct LogHubStats {
 //  4. Lock order: mu_ is a leaf; the collector posts to
 //     workers holding neither, and only the collector posts (a worker never
 //     waits on itself: the collector is not a worker).
-class LogHub {
+class LogHub : NonCopyable {
  public:
   LogHub(WorkerGroup* group, const Clock* clock, LogHubOptions opts);
   ~LogHub();
-  LogHub(const LogHub&) = delete;
-  LogHub& operator=(const LogHub&) = delete;
 
   void Start() {
     bg_.Start([this] { Run(); });

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/non_copyable.h"
 #include "common/status.h"
 #include "net/acceptor.h"
 #include "net/protocol_handler.h"
@@ -40,12 +41,10 @@ struct NetServerOptions {
 //  1. Listeners are added before Start(); Stop() closes them first, so no new
 //     connection arrives while the workers shut down.
 //  2. Stop() is idempotent and runs from the destructor.
-class NetServer {
+class NetServer : NonCopyable {
  public:
   explicit NetServer(const NetServerOptions& opts);
   ~NetServer();
-  NetServer(const NetServer&) = delete;
-  NetServer& operator=(const NetServer&) = delete;
 
   // Registers listening sockets served by `factory` (which outlives this).
   // reject_reply is written to connections refused by -c.

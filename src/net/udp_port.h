@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "common/result.h"
 #include "common/status.h"
 #include "net/event_loop.h"
@@ -38,14 +39,12 @@ std::vector<std::string> UdpFrames(uint16_t req_id, const std::string& reply);
 // closing is replaced before the next datagram.
 // Thread safety: created anywhere, then used only on its worker's thread
 // (Attach and OnIoEvent).
-class UdpPort final : public IoWatcher {
+class UdpPort final : public IoWatcher, private NonCopyable {
  public:
   UdpPort(int fd, int worker_id, uint64_t conn_id, ProtocolFactory* factory);
   // "udp:<addr>:<port>" (udp6 for IPv6), as memcached's `stats conns`.
   std::string Name() const;
   ~UdpPort() override;
-  UdpPort(const UdpPort&) = delete;
-  UdpPort& operator=(const UdpPort&) = delete;
 
   // On the worker's thread: registers the socket with its loop.
   Status Attach(EventLoop* loop);

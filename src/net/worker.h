@@ -13,6 +13,7 @@
 #include "common/clock.h"
 #include "common/limits.h"
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/status.h"
 #include "net/channel.h"
 #include "net/connection.h"
@@ -82,12 +83,10 @@ struct WorkerOptions {
 //     EventLoop::Post for why that cannot deadlock).
 //  4. A suspended connection's input is never parsed; parsing resumes from
 //     the ready list, in request order.
-class Worker {
+class Worker : NonCopyable {
  public:
   explicit Worker(const WorkerOptions& opts);
   ~Worker();
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
 
   // Creates the epoll set; spawns the thread and returns once it has run
   // every factory's InitWorker.

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "net/event_loop.h"
 #include "protocol/memcache/response_parser.h"
 #include "proxy/buffer_memory.h"
@@ -56,12 +57,10 @@ void CompleteOp(OpPtr op);
 //  2. A socket's ops complete in the order they were written; bytes of a
 //     later op are never written before an earlier op's.
 //  3. depth of a socket = ops queued on it and not yet answered.
-class Backend {
+class Backend : NonCopyable {
  public:
   Backend(std::shared_ptr<const BackendSpec> spec, net::EventLoop* loop, ProxyShared* shared);
   ~Backend();
-  Backend(const Backend&) = delete;
-  Backend& operator=(const Backend&) = delete;
 
   const BackendSpec& spec() const { return *spec_; }
   const std::shared_ptr<const BackendSpec>& spec_ptr() const { return spec_; }

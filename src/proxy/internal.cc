@@ -172,10 +172,9 @@ void OpenInternalFunctions(lua_State* L) {
   NewUdMetatable(L, kStatsBoxMt, GcUd<StatList>);
   luaL_newmetatable(L, kInternalMt);
   lua_pop(L, 1);
-  lua_pushcfunction(L, McpInternal);
-  lua_setfield(L, -2, "internal");
-  lua_pushcfunction(L, McpServerStats);
-  lua_setfield(L, -2, "server_stats");
+  static const luaL_Reg kFns[] = {
+      {"internal", McpInternal}, {"server_stats", McpServerStats}, {nullptr, nullptr}};
+  luaL_setfuncs(L, kFns, 0);
   // A marker with its own metatable; every new_handle of it is a handle
   // on this worker's internal cache.
   lua_newuserdatauv(L, 0, 0);

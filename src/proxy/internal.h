@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "net/io_buffer.h"
 #include "net/protocol_handler.h"
 
@@ -60,12 +61,10 @@ class LocalServer {
 //     client asked not to see when it writes the route's result.
 //  4. No allocation per request once warm: the request bytes, the output
 //     buffer and the response object's bytes keep their capacity.
-class InternalCache {
+class InternalCache : NonCopyable {
  public:
   InternalCache(LocalServer* local, int worker_id);
   ~InternalCache();
-  InternalCache(const InternalCache&) = delete;
-  InternalCache& operator=(const InternalCache&) = delete;
 
   // Runs request `r` on the cache and fills *res (its bytes, the parsed
   // reply, cmd; `failed` when the cache gave no reply a client could read).

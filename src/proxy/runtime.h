@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/status.h"
 #include "net/event_loop.h"
 #include "net/log_hub.h"
@@ -52,12 +53,10 @@ struct RuntimeOptions {
   std::shared_ptr<LocalServer> local;
 };
 
-class ProxyRuntime {
+class ProxyRuntime : NonCopyable {
  public:
   ProxyRuntime(const RuntimeOptions& opts, net::LogHub* log);
   ~ProxyRuntime();
-  ProxyRuntime(const ProxyRuntime&) = delete;
-  ProxyRuntime& operator=(const ProxyRuntime&) = delete;
 
   // The first load (before any listener opens): an error is fatal.
   Status LoadInitial();

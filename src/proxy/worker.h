@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "net/event_loop.h"
 #include "proxy/backend.h"
 #include "proxy/buffer_memory.h"
@@ -71,12 +72,10 @@ struct PoolProxyUd {
 // when the client is gone). The bytes are valid only during the call.
 using FinishFn = std::function<void(std::string_view)>;
 
-class ProxyWorker {
+class ProxyWorker : NonCopyable {
  public:
   ProxyWorker(ProxyRuntime* rt, int id, net::EventLoop* loop);
   ~ProxyWorker();
-  ProxyWorker(const ProxyWorker&) = delete;
-  ProxyWorker& operator=(const ProxyWorker&) = delete;
 
   int id() const { return id_; }
   net::EventLoop* loop() const { return loop_; }

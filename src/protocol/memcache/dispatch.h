@@ -180,6 +180,10 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // replies once complete. Returns the bytes consumed.
   size_t FeedPending(const char* data, size_t len, ReplyWriter& w);
   void FinishPending(ReplyWriter& w);
+  // The reply word of a store's outcome: the text one (STORED, ...) or the
+  // meta code (HD, ...). The outcomes that are server errors (too large, no
+  // memory) are written to w instead and give null.
+  static const char* StoreOutcomeWord(engine::StoreResult r, bool meta, ReplyWriter& w);
   void StoreReply(engine::StoreResult r, ReplyWriter& w);
   void MetaSetReply(const ParsedLine& pl, const MetaFlags& f, engine::StoreResult r, uint64_t cas,
                     ReplyWriter& w);
@@ -188,6 +192,11 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // buffer (`avail`) is consumed now, the rest on later calls. Returns the
   // bytes consumed now.
   size_t Swallow(size_t n, size_t avail);
+  // Parses the <bytes> of a storage request (set family, ms) from
+  // pl.tokens[at] into *n; false, with the client error written, when it is
+  // missing or malformed. Until it parses the data block cannot be sized, so
+  // the caller swallows nothing and the next line is read as a command.
+  static bool ParseDataLength(const ParsedLine& pl, size_t at, size_t* n, ReplyWriter& w);
   // True when a value of vlen bytes can never fit an item (memcached's
   // item_size_ok), so it is rejected before it is read.
   bool TooLarge(size_t nkey, uint32_t flags, size_t vlen);  // counts store_too_large
@@ -198,6 +207,11 @@ class MemcacheHandler final : public net::ProtocolHandler {
   uint32_t SlabClassFor(size_t total) const;
   // Writes " k<key>" (base64 and " b" when binary) at p; returns the end.
   static char* PutKey(char* p, std::string_view key, bool binary);
+  // When request flag `tok` is one that the meta replies with an item answer
+  // alike (O opaque, k key, c cas), appends its reply flag at *p, moves *p
+  // past it and returns true; false, *p untouched, for any other flag.
+  static bool PutSharedFlag(char** p, std::string_view tok, std::string_view key, bool key_binary,
+                            uint64_t cas);
   // A meta reply line with no value: `code`, then the O (opaque) and k (key,
   // in the request's form) flags the request asked for, echoed in its order.
   void StatusLine(const char* code, const ParsedLine& pl, const MetaFlags& f, ReplyWriter& w);

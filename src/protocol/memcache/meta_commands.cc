@@ -30,6 +30,23 @@ char* MemcacheHandler::PutKey(char* p, std::string_view key, bool binary) {
   return PutChar(p, 'b');
 }
 
+bool MemcacheHandler::PutSharedFlag(char** p, std::string_view tok, std::string_view key,
+                                    bool key_binary, uint64_t cas) {
+  switch (tok[0]) {
+    case 'O':
+      *p = PutOpaque(*p, tok);
+      return true;
+    case 'k':
+      *p = PutKey(*p, key, key_binary);
+      return true;
+    case 'c':
+      *p = FormatU64(PutChar(*p, 'c'), cas);
+      return true;
+    default:
+      return false;
+  }
+}
+
 void MemcacheHandler::StatusLine(const char* code, const ParsedLine& pl, const MetaFlags& f,
                                  ReplyWriter& w) {
   char* start = w.Reserve(kMetaLineMax);
@@ -114,15 +131,14 @@ size_t MemcacheHandler::MetaGet(const Request& r, ReplyWriter& w) {
     p = PutBytes(p, "HD");
   }
   for (size_t i = 2; i < pl.count; ++i) {
+    // memcached returns a hit's key in the form it was stored.
+    if (PutSharedFlag(&p, pl.tokens[i], f.key, o.item.key_is_binary(), it.cas())) continue;
     switch (pl.tokens[i][0]) {
       case 's':
         p = FormatU64(PutChar(p, 's'), it.value_length());
         break;
       case 't':
         p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl);
-        break;
-      case 'c':
-        p = FormatU64(PutChar(p, 'c'), it.cas());
         break;
       case 'f':
         p = FormatU64(PutChar(p, 'f'), it.client_flags());
@@ -132,13 +148,6 @@ size_t MemcacheHandler::MetaGet(const Request& r, ReplyWriter& w) {
         break;
       case 'h':
         p = PutBytes(PutChar(p, 'h'), o.hit_before ? "1" : "0");
-        break;
-      case 'O':
-        p = PutOpaque(p, pl.tokens[i]);
-        break;
-      case 'k':
-        // memcached returns a hit's key in the form it was stored.
-        p = PutKey(p, f.key, o.item.key_is_binary());
         break;
       default:
         break;
@@ -264,22 +273,8 @@ size_t MemcacheHandler::MetaArith(const Request& r, ReplyWriter& w) {
     p = PutBytes(p, "HD");
   }
   for (size_t i = 2; i < pl.count; ++i) {
-    switch (pl.tokens[i][0]) {
-      case 'c':
-        p = FormatU64(PutChar(p, 'c'), o.cas);
-        break;
-      case 't':
-        p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl);
-        break;
-      case 'O':
-        p = PutOpaque(p, pl.tokens[i]);
-        break;
-      case 'k':
-        p = PutKey(p, f.key, f.key_binary);
-        break;
-      default:
-        break;
-    }
+    if (PutSharedFlag(&p, pl.tokens[i], f.key, f.key_binary, o.cas)) continue;
+    if (pl.tokens[i][0] == 't') p = FormatI64(PutChar(p, 't'), o.ttl < 0 ? -1 : o.ttl);
   }
   p = PutCrlf(p);
   if (f.Has('v')) p = PutCrlf(PutBytes(p, std::string_view(num, num_len)));

@@ -16,10 +16,7 @@ size_t MemcacheHandler::MetaSet(const Request& r, ReplyWriter& w) {
   // As the set family (issue 9): until <bytes> parses nothing is swallowed;
   // after that every rejection swallows the block. Errors ignore q.
   size_t n = 0;
-  if (pl.count < 3 || !ParseValueLength(pl.tokens[2], &n)) {
-    w.ClientError(kBadFormat);
-    return line_len;
-  }
+  if (!ParseDataLength(pl, 2, &n, w)) return line_len;
   const size_t total = n + 2;
   // memcached 1.6.45 cannot size the block after a malformed flag token and
   // leaves it to be read as commands; Trove swallows it like any other error.
@@ -108,55 +105,23 @@ size_t MemcacheHandler::MetaSet(const Request& r, ReplyWriter& w) {
 
 void MemcacheHandler::MetaSetReply(const ParsedLine& pl, const MetaFlags& f, engine::StoreResult r,
                                    uint64_t cas, ReplyWriter& w) {
-  const char* code = nullptr;
-  switch (r) {
-    case engine::StoreResult::kStored:
-      if (f.Has('q')) return;
-      code = "HD";
-      break;
-    case engine::StoreResult::kNotStored:
-      code = "NS";
-      break;
-    case engine::StoreResult::kExists:
-      code = "EX";
-      break;
-    case engine::StoreResult::kNotFound:
-      code = "NF";
-      break;
-    case engine::StoreResult::kTooLarge:
-      w.ServerError("object too large for cache");
-      return;
-    case engine::StoreResult::kNoMemory:
-      w.ServerError("out of memory storing object");
-      return;
-  }
+  if (r == engine::StoreResult::kStored && f.Has('q')) return;
+  const char* code = StoreOutcomeWord(r, /*meta=*/true, w);
+  if (code == nullptr) return;
   if (r != engine::StoreResult::kStored) cas = 0;
   char* start = w.Reserve(kMetaLineMax);
   char* p = PutBytes(start, code);
   for (size_t i = 3; i < pl.count; ++i) {
-    switch (pl.tokens[i][0]) {
-      case 'O':
-        p = PutOpaque(p, pl.tokens[i]);
-        break;
-      case 'k':
-        p = PutKey(p, f.key, f.key_binary);
-        break;
-      case 'c':
-        p = FormatU64(PutChar(p, 'c'), cas);
-        break;
-      case 's': {
-        // The item's final size (after an append or prepend), as memcached;
-        // the request's size when nothing was stored.
-        uint64_t size = 0;
-        (void)ParseU64(pl.tokens[2], &size);
-        if (r == engine::StoreResult::kStored) {
-          if (engine::ItemRef it = engine_->Peek(f.key, ts_)) size = it.value_length();
-        }
-        p = FormatU64(PutChar(p, 's'), size);
-        break;
+    if (PutSharedFlag(&p, pl.tokens[i], f.key, f.key_binary, cas)) continue;
+    if (pl.tokens[i][0] == 's') {
+      // The item's final size (after an append or prepend), as memcached;
+      // the request's size when nothing was stored.
+      uint64_t size = 0;
+      (void)ParseU64(pl.tokens[2], &size);
+      if (r == engine::StoreResult::kStored) {
+        if (engine::ItemRef it = engine_->Peek(f.key, ts_)) size = it.value_length();
       }
-      default:
-        break;
+      p = FormatU64(PutChar(p, 's'), size);
     }
   }
   w.Commit(static_cast<size_t>(PutCrlf(p) - start));

@@ -171,27 +171,34 @@ uint32_t MemcacheHandler::SlabClassFor(size_t total) const {
   return cls;
 }
 
-void MemcacheHandler::StoreReply(engine::StoreResult r, ReplyWriter& w) {
+bool MemcacheHandler::ParseDataLength(const ParsedLine& pl, size_t at, size_t* n, ReplyWriter& w) {
+  if (pl.count > at && ParseValueLength(pl.tokens[at], n)) return true;
+  w.ClientError(kBadFormat);
+  return false;
+}
+
+const char* MemcacheHandler::StoreOutcomeWord(engine::StoreResult r, bool meta, ReplyWriter& w) {
   switch (r) {
     case engine::StoreResult::kStored:
-      w.Word("STORED");
-      break;
+      return meta ? "HD" : "STORED";
     case engine::StoreResult::kNotStored:
-      w.Word("NOT_STORED");
-      break;
+      return meta ? "NS" : "NOT_STORED";
     case engine::StoreResult::kExists:
-      w.Word("EXISTS");
-      break;
+      return meta ? "EX" : "EXISTS";
     case engine::StoreResult::kNotFound:
-      w.Word("NOT_FOUND");
-      break;
+      return meta ? "NF" : "NOT_FOUND";
     case engine::StoreResult::kTooLarge:
       w.ServerError("object too large for cache");
-      break;
+      return nullptr;
     case engine::StoreResult::kNoMemory:
       w.ServerError("out of memory storing object");
-      break;
+      return nullptr;
   }
+  return nullptr;
+}
+
+void MemcacheHandler::StoreReply(engine::StoreResult r, ReplyWriter& w) {
+  if (const char* word = StoreOutcomeWord(r, /*meta=*/false, w)) w.Word(word);
 }
 
 }  // namespace trove::memcache

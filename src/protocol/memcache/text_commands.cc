@@ -134,10 +134,7 @@ size_t MemcacheHandler::Storage(const Request& r, ReplyWriter& w) {
   // Once it parses, every rejection swallows <bytes> + 2, so no byte of a
   // value is ever read as a command (issue 9).
   size_t n = 0;
-  if (pl.count < 5 || !ParseValueLength(pl.tokens[4], &n)) {
-    w.ClientError(kBadFormat);
-    return line_len;
-  }
+  if (!ParseDataLength(pl, 4, &n, w)) return line_len;
   const size_t total = n + 2;
   // The last of at most 23 words, as memcached's tokenizer sees the line.
   w.set_quiet(pl.tokens[pl.count - 1] == "noreply");

@@ -2,10 +2,13 @@
 // (commands/blocking.cc), with their keys' stripes held.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/types/keyspace.h"
 
 namespace trove::resp {
 
@@ -21,6 +24,33 @@ bool ReadPopSource(CommandContext& ctx, const std::string& key, T** v) {
     *ctx.would_block = true;
   else
     ctx.WrongType();
+  return false;
+}
+
+// What LMPOP and ZMPOP share: parses numkeys, the keys and the side (`first`
+// or `second`, any case) with COUNT; on the first key that holds a value,
+// replies [key, elements] where pop(v, side, count) pops and writes the
+// elements (side true for `first`). True if a reply was written (or an
+// error), false if every key was empty (nothing written).
+template <typename T, typename Pop>
+bool PopFromFirstNonEmpty(CommandContext& ctx, const char* first, const char* second, Pop pop) {
+  size_t pos;
+  bool side;
+  int64_t count;
+  if (!ParseMpopArgs(ctx, first, second, &pos, &side, &count)) return true;
+  for (size_t k = 2; k < pos; ++k) {
+    std::string key = ctx.Key(k);
+    T* v;
+    // Served while blocked, a key of another type means "still waiting".
+    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
+    if (v == nullptr) continue;
+    size_t before = v->MemoryUsage();
+    ctx.w->ArrayHeader(2);
+    ctx.w->Bulk(ctx.argv[k]);
+    pop(v, side, static_cast<size_t>(count));
+    FinishUpdate(ctx, key, v, before);
+    return true;
+  }
   return false;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/resp_parser.h"
@@ -67,6 +68,33 @@ inline bool ParsePopCount(CommandContext& ctx, void (CommandContext::*too_many)(
     return false;
   }
   return true;
+}
+
+// LPOP, RPOP and SPOP: parses the optional count into *count (left at -1
+// when absent), then loads ekey. A missing key is answered with
+// empty_array() when a count was given, with a null without one. False
+// after any reply.
+template <typename T, typename EmptyArray>
+bool ReadPopTarget(CommandContext& ctx, void (CommandContext::*too_many)() const,
+                   std::string_view ekey, T** v, int64_t* count, EmptyArray empty_array) {
+  if (!ParsePopCount(ctx, too_many, count)) return false;
+  return ReadExisting(ctx, ekey, v, [&] {
+    if (*count >= 0)
+      empty_array();
+    else
+      ctx.w->Null();
+  });
+}
+
+// The reply of HSCAN, SSCAN and ZSCAN: the next cursor, then an array of
+// the `per` bulks write(e) writes for each element e of out.
+template <typename Elem, typename Write>
+void WriteScanReply(CommandContext& ctx, uint64_t next, const std::vector<Elem>& out, size_t per,
+                    Write write) {
+  ctx.w->ArrayHeader(2);
+  ctx.w->Bulk(std::to_string(next));
+  ctx.w->ArrayHeader(out.size() * per);
+  for (const Elem& e : out) write(e);
 }
 
 }  // namespace trove::resp

@@ -1,5 +1,4 @@
 // Hash commands; run on the connection's worker with the keys' stripes held.
-#include <climits>
 #include <cmath>
 #include <string>
 
@@ -28,8 +27,7 @@ void HSetGeneric(CommandContext& ctx, bool hmset) {
     return;
   }
   std::string key = ctx.Key(1);
-  bool created;
-  HashValue* v = LoadOrCreate<HashValue>(ctx, key, &created);
+  HashValue* v = LoadOrCreate<HashValue>(ctx, key);
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   int64_t added = 0;
@@ -47,8 +45,7 @@ void CmdHMSet(CommandContext& ctx) { HSetGeneric(ctx, true); }
 
 void CmdHSetNx(CommandContext& ctx) {
   std::string key = ctx.Key(1);
-  bool created;
-  HashValue* v = LoadOrCreate<HashValue>(ctx, key, &created);
+  HashValue* v = LoadOrCreate<HashValue>(ctx, key);
   if (v == nullptr) return;
   if (v->Find(ctx.argv[2]).has_value()) {
     ctx.w->Integer(0);
@@ -128,14 +125,8 @@ void CmdHIncrBy(CommandContext& ctx) {
     ctx.Error("ERR hash value is not an integer");
     return;
   }
-  if ((incr < 0 && cur < 0 && incr < LLONG_MIN - cur) ||
-      (incr > 0 && cur > 0 && incr > LLONG_MAX - cur)) {
-    ctx.Error("ERR increment or decrement would overflow");
-    return;
-  }
-  cur += incr;
-  bool created;
-  v = LoadOrCreate<HashValue>(ctx, key, &created);
+  if (!AddIncrement(ctx, &cur, incr)) return;
+  v = LoadOrCreate<HashValue>(ctx, key);
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   std::string s;
@@ -168,8 +159,7 @@ void CmdHIncrByFloat(CommandContext& ctx) {
     ctx.Error("ERR increment would produce NaN or Infinity");
     return;
   }
-  bool created;
-  v = LoadOrCreate<HashValue>(ctx, key, &created);
+  v = LoadOrCreate<HashValue>(ctx, key);
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   std::string s = FormatLongDouble(cur);
@@ -224,13 +214,10 @@ void CmdHScan(CommandContext& ctx) {
     next = ScanLargeCollection(
         *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member, r.value); });
   }
-  ctx.w->ArrayHeader(2);
-  ctx.w->Bulk(std::to_string(next));
-  ctx.w->ArrayHeader(out.size() * 2);
-  for (const auto& [f, val] : out) {
-    ctx.w->Bulk(f);
-    ctx.w->Bulk(val);
-  }
+  WriteScanReply(ctx, next, out, 2, [&](const auto& field_value) {
+    ctx.w->Bulk(field_value.first);
+    ctx.w->Bulk(field_value.second);
+  });
 }
 
 }  // namespace

@@ -36,24 +36,23 @@ void ListMove(CommandContext& ctx, bool from_left, bool to_left) {
   if (!ReadCollection(ctx, dst, &d)) return;
   size_t sb = s->MemoryUsage();
   std::string elem = from_left ? s->PopFront() : s->PopBack();
-  if (src == dst) {
+  auto push = [&elem, to_left](ListValue* l) {
     if (to_left)
-      s->PushFront(elem);
+      l->PushFront(elem);
     else
-      s->PushBack(elem);
+      l->PushBack(elem);
+  };
+  if (src == dst) {
+    push(s);
     FinishUpdate(ctx, src, s, sb);
     ctx.w->Bulk(elem);
     return;
   }
   FinishUpdate(ctx, src, s, sb);
-  bool created;
-  d = LoadOrCreate<ListValue>(ctx, dst, &created);
+  d = LoadOrCreate<ListValue>(ctx, dst);
   if (d == nullptr) return;
   size_t db = d->MemoryUsage();
-  if (to_left)
-    d->PushFront(elem);
-  else
-    d->PushBack(elem);
+  push(d);
   FinishUpdate(ctx, dst, d, db);
   ctx.w->Bulk(elem);
 }
@@ -76,26 +75,12 @@ void CmdRPopLPush(CommandContext& ctx) { MoveGeneric(ctx, false, true); }
 }  // namespace
 
 bool ListMPop(CommandContext& ctx) {
-  size_t pos;
-  bool left;
-  int64_t count;
-  if (!ParseMpopArgs(ctx, "left", "right", &pos, &left, &count)) return true;
-  for (size_t k = 2; k < pos; ++k) {
-    std::string key = ctx.Key(k);
-    ListValue* v;
-    // Served while blocked, a key of another type means "still waiting".
-    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
-    if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    size_t take = std::min(static_cast<size_t>(count), v->size());
-    ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(ctx.argv[k]);
+  auto pop = [&](ListValue* v, bool left, size_t count) {
+    const size_t take = std::min(count, v->size());
     ctx.w->ArrayHeader(take);
     for (size_t i = 0; i < take; ++i) ctx.w->Bulk(left ? v->PopFront() : v->PopBack());
-    FinishUpdate(ctx, key, v, before);
-    return true;
-  }
-  return false;
+  };
+  return PopFromFirstNonEmpty<ListValue>(ctx, "left", "right", pop);
 }
 
 namespace {

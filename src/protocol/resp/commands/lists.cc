@@ -23,8 +23,7 @@ void PushGeneric(CommandContext& ctx, bool left, bool only_existing) {
         }))
       return;
   } else {
-    bool created;
-    v = LoadOrCreate<ListValue>(ctx, key, &created);
+    v = LoadOrCreate<ListValue>(ctx, key);
     if (v == nullptr) return;
   }
   size_t before = v->MemoryUsage();
@@ -56,16 +55,10 @@ bool ListPosition(int64_t idx, size_t len, size_t* pos) {
 
 void PopGeneric(CommandContext& ctx, bool left) {
   int64_t count = -1;
-  if (!ParsePopCount(ctx, &CommandContext::WrongArity, &count)) return;
   std::string key = ctx.Key(1);
   ListValue* v;
-  if (!ReadExisting(ctx, key, &v, [&] {
-        if (count >= 0)
-          ctx.w->NullArray();
-        else
-          ctx.w->Null();
-      }))
-    return;
+  auto empty = [&] { ctx.w->NullArray(); };
+  if (!ReadPopTarget(ctx, &CommandContext::WrongArity, key, &v, &count, empty)) return;
   size_t before = v->MemoryUsage();
   if (count < 0) {
     std::string s = left ? v->PopFront() : v->PopBack();

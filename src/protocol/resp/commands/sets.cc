@@ -34,8 +34,7 @@ void WriteMembers(CommandContext& ctx, const std::vector<std::string>& m) {
 
 void CmdSAdd(CommandContext& ctx) {
   std::string key = ctx.Key(1);
-  bool created;
-  SetValue* v = LoadOrCreate<SetValue>(ctx, key, &created);
+  SetValue* v = LoadOrCreate<SetValue>(ctx, key);
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   int64_t n = 0;
@@ -74,16 +73,10 @@ void CmdSCard(CommandContext& ctx) {
 
 void CmdSPop(CommandContext& ctx) {
   int64_t count = -1;
-  if (!ParsePopCount(ctx, &CommandContext::SyntaxError, &count)) return;
   std::string key = ctx.Key(1);
   SetValue* v;
-  if (!ReadExisting(ctx, key, &v, [&] {
-        if (count >= 0)
-          ctx.w->SetHeader(0);
-        else
-          ctx.w->Null();
-      }))
-    return;
+  auto empty = [&] { ctx.w->SetHeader(0); };
+  if (!ReadPopTarget(ctx, &CommandContext::SyntaxError, key, &v, &count, empty)) return;
   std::vector<std::string> all(v->members().begin(), v->members().end());
   std::shuffle(all.begin(), all.end(), CommandRng());
   size_t n = count < 0 ? 1 : std::min(static_cast<size_t>(count), all.size());
@@ -140,8 +133,7 @@ void CmdSMove(CommandContext& ctx) {
     ctx.w->Integer(1);
     return;
   }
-  bool created;
-  d = LoadOrCreate<SetValue>(ctx, dst, &created);
+  d = LoadOrCreate<SetValue>(ctx, dst);
   if (d == nullptr) return;
   size_t db = d->MemoryUsage();
   d->Add(ctx.argv[3]);
@@ -267,10 +259,7 @@ void CmdSScan(CommandContext& ctx) {
   } else if (v != nullptr) {
     next = ScanLargeCollection(*v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member); });
   }
-  ctx.w->ArrayHeader(2);
-  ctx.w->Bulk(std::to_string(next));
-  ctx.w->ArrayHeader(out.size());
-  for (const auto& m : out) ctx.w->Bulk(m);
+  WriteScanReply(ctx, next, out, 1, [&](const std::string& m) { ctx.w->Bulk(m); });
 }
 
 }  // namespace

@@ -20,11 +20,9 @@ using engine::ValueType;
 
 void CmdAppend(CommandContext& ctx) {
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
   std::string v;
   int64_t exptime = 0;
-  TakeForRewrite(&it, &v, &exptime);
+  if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
   v.append(ctx.argv[2]);
   if (StoreStringLocked(ctx, key, v, exptime, false))
     ctx.w->Integer(static_cast<int64_t>(v.size()));
@@ -66,12 +64,10 @@ void CmdSetRange(CommandContext& ctx) {
     return;
   }
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  std::string_view val = ctx.argv[3];
   std::string v;
   int64_t exptime = 0;
-  TakeForRewrite(&it, &v, &exptime);
+  if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
+  std::string_view val = ctx.argv[3];
   if (val.empty()) {
     ctx.w->Integer(static_cast<int64_t>(v.size()));
     return;

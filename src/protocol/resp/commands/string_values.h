@@ -31,13 +31,19 @@ inline std::string CopyOut(const engine::ItemRef& it) {
 // The expiry a rewrite of `it` keeps (0: none, or no item).
 inline int64_t KeepExptime(const engine::ItemRef& it) { return it ? it.expires_at_unix_ms() : 0; }
 
-// A string about to be rewritten (APPEND, SETRANGE): its value and expiry
-// copied out of *it, which is then released. Nothing when *it is empty.
-inline void TakeForRewrite(engine::ItemRef* it, std::string* v, int64_t* exptime) {
-  if (!*it) return;
-  *v = CopyOut(*it);
-  *exptime = KeepExptime(*it);
-  it->Reset();
+// A string key about to be rewritten (APPEND, SETRANGE, INCR, INCRBYFLOAT):
+// copies its value into *v and its expiry into *exptime, then releases the
+// item. A missing key leaves both as the caller set them. False after
+// WRONGTYPE.
+inline bool ReadForRewrite(CommandContext& ctx, std::string_view key, std::string* v,
+                           int64_t* exptime) {
+  engine::ItemRef it;
+  if (!GetString(ctx, key, &it)) return false;
+  if (it) {
+    *v = CopyOut(it);
+    *exptime = KeepExptime(it);
+  }
+  return true;
 }
 
 }  // namespace trove::resp

@@ -69,29 +69,46 @@ bool ParseExpireValue(CommandContext& ctx, std::string_view unit, std::string_vi
   return true;
 }
 
-void CmdSet(CommandContext& ctx) {
+// SET's and GETEX's options: the expiry, and NX, XX and GET (SET only).
+struct StringOpts {
   bool nx = false, xx = false, get = false;
   ExpireOpt e;
-  for (size_t i = 3; i < ctx.argc(); ++i) {
+};
+
+// The options of SET (set: NX, XX, GET, KEEPTTL) or GETEX (PERSIST), and the
+// expiry both take, from argv[from] (as Redis's
+// parseExtendedStringArgumentsOrReply). False after the error reply.
+bool ParseStringOptions(CommandContext& ctx, size_t from, bool set, StringOpts* opts) {
+  ExpireOpt* e = &opts->e;
+  for (size_t i = from; i < ctx.argc(); ++i) {
     std::string_view o = ctx.argv[i];
-    bool has_next = i + 1 < ctx.argc();
-    if (EqualsIgnoreCase(o, "nx") && !xx) {
-      nx = true;
-    } else if (EqualsIgnoreCase(o, "xx") && !nx) {
-      xx = true;
-    } else if (EqualsIgnoreCase(o, "get")) {
-      get = true;
-    } else if (EqualsIgnoreCase(o, "keepttl") && !e.has) {
-      e.keepttl = true;
-    } else if (IsExpiryUnit(o) &&
-               !e.keepttl && !e.has && has_next) {
-      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
+    const bool has_next = i + 1 < ctx.argc();
+    if (set && EqualsIgnoreCase(o, "nx") && !opts->xx) {
+      opts->nx = true;
+    } else if (set && EqualsIgnoreCase(o, "xx") && !opts->nx) {
+      opts->xx = true;
+    } else if (set && EqualsIgnoreCase(o, "get")) {
+      opts->get = true;
+    } else if (set && EqualsIgnoreCase(o, "keepttl") && !e->has) {
+      e->keepttl = true;
+    } else if (!set && EqualsIgnoreCase(o, "persist") && !e->has && !e->persist) {
+      e->persist = true;
+    } else if (IsExpiryUnit(o) && !e->keepttl && !e->persist && !e->has && has_next) {
+      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], e)) return false;
       ++i;
     } else {
       ctx.SyntaxError();
-      return;
+      return false;
     }
   }
+  return true;
+}
+
+void CmdSet(CommandContext& ctx) {
+  StringOpts opts;
+  if (!ParseStringOptions(ctx, 3, /*set=*/true, &opts)) return;
+  const bool nx = opts.nx, xx = opts.xx, get = opts.get;
+  const ExpireOpt& e = opts.e;
   std::string key = ctx.Key(1);
   // As Redis: only GET reads the old value (and counts a keyspace hit or
   // miss); NX, XX and KEEPTTL look without counting; a plain SET never looks.
@@ -166,44 +183,35 @@ void CmdGetSet(CommandContext& ctx) {
     ctx.w->Null();
 }
 
-void CmdGetDel(CommandContext& ctx) {
-  std::string key = ctx.Key(1);
+// GETDEL and GETEX: copies key's string value into *v before the command
+// changes the key (the item is released on return). False when the reply is
+// already written: the wrong type, or a null for a missing key.
+bool CopyStringValue(CommandContext& ctx, std::string_view key, std::string* v) {
   ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
+  if (!GetString(ctx, key, &it)) return false;
   if (!it) {
     ctx.w->Null();
-    return;
+    return false;
   }
-  std::string v = CopyOut(it);
-  it.Reset();
+  *v = CopyOut(it);
+  return true;
+}
+
+void CmdGetDel(CommandContext& ctx) {
+  std::string key = ctx.Key(1);
+  std::string v;
+  if (!CopyStringValue(ctx, key, &v)) return;
   ctx.engine->UnlinkLocked(key, ctx.ts);
   ctx.w->Bulk(v);
 }
 
 void CmdGetEx(CommandContext& ctx) {
-  ExpireOpt e;
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    std::string_view o = ctx.argv[i];
-    if (EqualsIgnoreCase(o, "persist") && !e.has && !e.persist) {
-      e.persist = true;
-    } else if (IsExpiryUnit(o) &&
-               !e.has && !e.persist && i + 1 < ctx.argc()) {
-      if (!ParseExpireValue(ctx, o, ctx.argv[i + 1], &e)) return;
-      ++i;
-    } else {
-      ctx.SyntaxError();
-      return;
-    }
-  }
+  StringOpts opts;
+  if (!ParseStringOptions(ctx, 2, /*set=*/false, &opts)) return;
+  const ExpireOpt& e = opts.e;
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  if (!it) {
-    ctx.w->Null();
-    return;
-  }
-  std::string v = CopyOut(it);
-  it.Reset();
+  std::string v;
+  if (!CopyStringValue(ctx, key, &v)) return;
   if (e.has) {
     int64_t exptime = FutureExpiryMs(e.abs_ms, ctx.server->NowMs());
     if (exptime < 0)
@@ -257,25 +265,15 @@ void CmdMSetNx(CommandContext& ctx) {
 
 void IncrGeneric(CommandContext& ctx, int64_t delta) {
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  int64_t cur = 0;
+  std::string v = "0";  // a missing key counts as 0
   int64_t exptime = 0;
-  if (it) {
-    std::string v = CopyOut(it);
-    if (!ParseStrictInt64(v, &cur)) {
-      ctx.NotInteger();
-      return;
-    }
-    exptime = KeepExptime(it);
-    it.Reset();
-  }
-  if ((delta < 0 && cur < 0 && delta < LLONG_MIN - cur) ||
-      (delta > 0 && cur > 0 && delta > LLONG_MAX - cur)) {
-    ctx.Error("ERR increment or decrement would overflow");
+  if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
+  int64_t cur = 0;
+  if (!ParseStrictInt64(v, &cur)) {
+    ctx.NotInteger();
     return;
   }
-  cur += delta;
+  if (!AddIncrement(ctx, &cur, delta)) return;
   std::string out;
   AppendI64(out, cur);
   if (StoreStringLocked(ctx, key, out, exptime, false)) ctx.w->Integer(cur);
@@ -300,20 +298,11 @@ void CmdDecrBy(CommandContext& ctx) {
 
 void CmdIncrByFloat(CommandContext& ctx) {
   std::string key = ctx.Key(1);
-  ItemRef it;
-  if (!GetString(ctx, key, &it)) return;
-  long double cur = 0, incr = 0;
+  std::string v = "0";  // a missing key counts as 0
   int64_t exptime = 0;
-  if (it) {
-    std::string v = CopyOut(it);
-    if (!ParseLongDouble(v, &cur)) {
-      ctx.NotFloat();
-      return;
-    }
-    exptime = KeepExptime(it);
-    it.Reset();
-  }
-  if (!ParseLongDouble(ctx.argv[2], &incr)) {
+  if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
+  long double cur = 0, incr = 0;
+  if (!ParseLongDouble(v, &cur) || !ParseLongDouble(ctx.argv[2], &incr)) {
     ctx.NotFloat();
     return;
   }

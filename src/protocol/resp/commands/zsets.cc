@@ -69,8 +69,7 @@ void CmdZAdd(CommandContext& ctx) {
         ctx.w->Integer(0);
       return;
     }
-    bool created;
-    v = LoadOrCreate<ZsetValue>(ctx, key, &created);
+    v = LoadOrCreate<ZsetValue>(ctx, key);
     if (v == nullptr) return;
   }
   size_t before = v->MemoryUsage();
@@ -129,8 +128,7 @@ void CmdZIncrBy(CommandContext& ctx) {
   double d;
   if (!ArgDouble(ctx, ctx.argv[2], &d)) return;
   std::string key = ctx.Key(1);
-  bool created;
-  ZsetValue* v = LoadOrCreate<ZsetValue>(ctx, key, &created);
+  ZsetValue* v = LoadOrCreate<ZsetValue>(ctx, key);
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   const double* cur = v->Score(ctx.argv[3]);
@@ -202,31 +200,15 @@ void CmdZPopMax(CommandContext& ctx) { PopGeneric(ctx, true); }
 }  // namespace
 
 bool ZsetMPop(CommandContext& ctx) {
-  size_t pos;
-  bool min;
-  int64_t count;
-  if (!ParseMpopArgs(ctx, "min", "max", &pos, &min, &count)) return true;
-  const bool max = !min;
-  for (size_t k = 2; k < pos; ++k) {
-    std::string key = ctx.Key(k);
-    ZsetValue* v;
-    // Served while blocked, a key of another type means "still waiting".
-    if (!ReadPopSource(ctx, key, &v)) return ctx.would_block == nullptr;
-    if (v == nullptr) continue;
-    size_t before = v->MemoryUsage();
-    std::vector<Entry> out = PopEntries(v, max, static_cast<size_t>(count));
-    FinishUpdate(ctx, key, v, before);
-    ctx.w->ArrayHeader(2);
-    ctx.w->Bulk(ctx.argv[k]);
+  return PopFromFirstNonEmpty<ZsetValue>(ctx, "min", "max", [&](ZsetValue* v, bool min, size_t n) {
+    std::vector<Entry> out = PopEntries(v, /*max=*/!min, n);
     ctx.w->ArrayHeader(out.size());
     for (const auto& e : out) {
       ctx.w->ArrayHeader(2);
       ctx.w->Bulk(e.second);
       ctx.w->Double(e.first);
     }
-    return true;
-  }
-  return false;
+  });
 }
 
 namespace {
@@ -264,13 +246,10 @@ void CmdZScan(CommandContext& ctx) {
     next = ScanLargeCollection(
         *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.score, r.member); });
   }
-  ctx.w->ArrayHeader(2);
-  ctx.w->Bulk(std::to_string(next));
-  ctx.w->ArrayHeader(out.size() * 2);
-  for (const auto& e : out) {
+  WriteScanReply(ctx, next, out, 2, [&](const Entry& e) {
     ctx.w->Bulk(e.second);
     ctx.w->Bulk(FormatDouble(e.first));
-  }
+  });
 }
 
 }  // namespace

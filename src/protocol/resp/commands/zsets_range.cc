@@ -95,29 +95,29 @@ static bool ParseLexRange(CommandContext& ctx, std::string_view a, std::string_v
   return true;
 }
 
-void CmdZCount(CommandContext& ctx) {
-  ScoreRange r;
-  if (!ParseScoreRange(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
+// Whether a range holds a sorted set entry: a score range bounds its score,
+// a lex range its member.
+static bool InRange(const ScoreRange& r, const Entry& e) { return r.In(e.first); }
+static bool InRange(const LexRange& r, const Entry& e) { return r.In(e.second); }
+
+// ZCOUNT and ZLEXCOUNT: the number of entries of argv[1] within the range
+// that `parse` reads from argv[2] and argv[3].
+template <typename Range>
+static void CountInRange(CommandContext& ctx, bool (*parse)(CommandContext&, std::string_view,
+                                                            std::string_view, Range*)) {
+  Range r;
+  if (!parse(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
   ZsetValue* v;
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   int64_t n = 0;
   if (v)
     for (const auto& e : v->ordered())
-      if (r.In(e.first)) ++n;
+      if (InRange(r, e)) ++n;
   ctx.w->Integer(n);
 }
 
-void CmdZLexCount(CommandContext& ctx) {
-  LexRange r;
-  if (!ParseLexRange(ctx, ctx.argv[2], ctx.argv[3], &r)) return;
-  ZsetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  int64_t n = 0;
-  if (v)
-    for (const auto& e : v->ordered())
-      if (r.In(e.second)) ++n;
-  ctx.w->Integer(n);
-}
+void CmdZCount(CommandContext& ctx) { CountInRange(ctx, ParseScoreRange); }
+void CmdZLexCount(CommandContext& ctx) { CountInRange(ctx, ParseLexRange); }
 
 namespace {
 enum class RangeKind { kRank, kScore, kLex };
@@ -210,7 +210,13 @@ static bool ParseRangeOptions(CommandContext& ctx, size_t from, bool full, Range
   return true;
 }
 
-static void RangeGeneric(CommandContext& ctx, RangeSpec rs, bool full) {
+// ZRANGE and its older forms, which differ in what the bounds are (`kind`),
+// the order (`rev`) and whether ZRANGE's BYSCORE, BYLEX and REV are taken
+// (`full`).
+static void RangeGeneric(CommandContext& ctx, RangeKind kind, bool rev, bool full) {
+  RangeSpec rs;
+  rs.kind = kind;
+  rs.rev = rev;
   if (!ParseRangeOptions(ctx, 4, full, &rs)) return;
   ZsetValue* v;
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
@@ -219,34 +225,12 @@ static void RangeGeneric(CommandContext& ctx, RangeSpec rs, bool full) {
   WriteEntries(ctx, out, rs.withscores);
 }
 
-void CmdZRange(CommandContext& ctx) { RangeGeneric(ctx, RangeSpec(), true); }
-void CmdZRevRange(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.rev = true;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRangeByScore(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kScore;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRevRangeByScore(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kScore;
-  rs.rev = true;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRangeByLex(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kLex;
-  RangeGeneric(ctx, rs, false);
-}
-void CmdZRevRangeByLex(CommandContext& ctx) {
-  RangeSpec rs;
-  rs.kind = RangeKind::kLex;
-  rs.rev = true;
-  RangeGeneric(ctx, rs, false);
-}
+void CmdZRange(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kRank, false, true); }
+void CmdZRevRange(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kRank, true, false); }
+void CmdZRangeByScore(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kScore, false, false); }
+void CmdZRevRangeByScore(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kScore, true, false); }
+void CmdZRangeByLex(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kLex, false, false); }
+void CmdZRevRangeByLex(CommandContext& ctx) { RangeGeneric(ctx, RangeKind::kLex, true, false); }
 
 void CmdZRangeStore(CommandContext& ctx) {
   RangeSpec rs;

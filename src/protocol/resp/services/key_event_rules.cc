@@ -10,6 +10,7 @@
 // table instead of a call in every handler: a handler cannot forget its
 // event, and with notifications off (the default) nothing here runs. The
 // cost with them on is two lookups per key argument of a write.
+#include <initializer_list>
 #include <string>
 #include <unordered_map>
 
@@ -48,79 +49,52 @@ struct EventRule {
 };
 
 const std::unordered_map<std::string_view, EventRule>& RulesByName() {
-  static const auto* m = new std::unordered_map<std::string_view, EventRule>{
-      // generic
-      {"del", {Rule::kDelLike, kKeClassGeneric, "del"}},
-      {"unlink", {Rule::kDelLike, kKeClassGeneric, "del"}},
-      {"getdel", {Rule::kDelLike, kKeClassGeneric, "del"}},
-      {"expire", {Rule::kExpire, kKeClassGeneric, "expire"}},
-      {"pexpire", {Rule::kExpire, kKeClassGeneric, "expire"}},
-      {"expireat", {Rule::kExpire, kKeClassGeneric, "expire"}},
-      {"pexpireat", {Rule::kExpire, kKeClassGeneric, "expire"}},
-      {"persist", {Rule::kWrite, kKeClassGeneric, "persist"}},
-      {"rename", {Rule::kRename, kKeClassGeneric, nullptr}},
-      {"renamenx", {Rule::kRename, kKeClassGeneric, nullptr}},
-      // strings
-      {"set", {Rule::kSet, kKeClassString, "set"}},
-      {"setnx", {Rule::kSet, kKeClassString, "set"}},
-      {"setex", {Rule::kSet, kKeClassString, "set"}},
-      {"psetex", {Rule::kSet, kKeClassString, "set"}},
-      {"getset", {Rule::kSet, kKeClassString, "set"}},
-      {"mset", {Rule::kSet, kKeClassString, "set"}},
-      {"msetnx", {Rule::kSet, kKeClassString, "set"}},
-      {"getex", {Rule::kGetex, kKeClassGeneric, nullptr}},
-      {"append", {Rule::kWrite, kKeClassString, "append"}},
-      {"setrange", {Rule::kWrite, kKeClassString, "setrange"}},
-      {"incr", {Rule::kWrite, kKeClassString, "incrby"}},
-      {"decr", {Rule::kWrite, kKeClassString, "incrby"}},
-      {"incrby", {Rule::kWrite, kKeClassString, "incrby"}},
-      {"decrby", {Rule::kWrite, kKeClassString, "incrby"}},
-      {"incrbyfloat", {Rule::kWrite, kKeClassString, "incrbyfloat"}},
-      // lists
-      {"lpush", {Rule::kWrite, kKeClassList, "lpush"}},
-      {"lpushx", {Rule::kWrite, kKeClassList, "lpush"}},
-      {"rpush", {Rule::kWrite, kKeClassList, "rpush"}},
-      {"rpushx", {Rule::kWrite, kKeClassList, "rpush"}},
-      {"lpop", {Rule::kWrite, kKeClassList, "lpop"}},
-      {"rpop", {Rule::kWrite, kKeClassList, "rpop"}},
-      {"lset", {Rule::kWrite, kKeClassList, "lset"}},
-      {"linsert", {Rule::kWrite, kKeClassList, "linsert"}},
-      {"lrem", {Rule::kWrite, kKeClassList, "lrem"}},
-      {"ltrim", {Rule::kWrite, kKeClassList, "ltrim"}},
-      {"lmove", {Rule::kLmove, kKeClassList, nullptr}},
-      {"rpoplpush", {Rule::kLmove, kKeClassList, nullptr}},
-      {"lmpop", {Rule::kLmpop, kKeClassList, nullptr}},
-      // hashes
-      {"hset", {Rule::kWrite, kKeClassHash, "hset"}},
-      {"hsetnx", {Rule::kWrite, kKeClassHash, "hset"}},
-      {"hmset", {Rule::kWrite, kKeClassHash, "hset"}},
-      {"hdel", {Rule::kWrite, kKeClassHash, "hdel"}},
-      {"hincrby", {Rule::kWrite, kKeClassHash, "hincrby"}},
-      {"hincrbyfloat", {Rule::kWrite, kKeClassHash, "hincrbyfloat"}},
-      // sets
-      {"sadd", {Rule::kWrite, kKeClassSet, "sadd"}},
-      {"srem", {Rule::kWrite, kKeClassSet, "srem"}},
-      {"spop", {Rule::kWrite, kKeClassSet, "spop"}},
-      {"smove", {Rule::kSmove, kKeClassSet, nullptr}},
-      {"sinterstore", {Rule::kDstStore, kKeClassSet, "sinterstore"}},
-      {"sunionstore", {Rule::kDstStore, kKeClassSet, "sunionstore"}},
-      {"sdiffstore", {Rule::kDstStore, kKeClassSet, "sdiffstore"}},
-      // sorted sets
-      {"zadd", {Rule::kZadd, kKeClassZset, "zadd"}},
-      {"zincrby", {Rule::kWrite, kKeClassZset, "zincr"}},
-      {"zrem", {Rule::kWrite, kKeClassZset, "zrem"}},
-      {"zpopmin", {Rule::kWrite, kKeClassZset, "zpopmin"}},
-      {"zpopmax", {Rule::kWrite, kKeClassZset, "zpopmax"}},
-      {"zmpop", {Rule::kZmpop, kKeClassZset, nullptr}},
-      {"zremrangebyrank", {Rule::kWrite, kKeClassZset, "zremrangebyrank"}},
-      {"zremrangebyscore", {Rule::kWrite, kKeClassZset, "zremrangebyscore"}},
-      {"zremrangebylex", {Rule::kWrite, kKeClassZset, "zremrangebylex"}},
-      {"zrangestore", {Rule::kDstStore, kKeClassZset, "zrangestore"}},
-      {"zunionstore", {Rule::kDstStore, kKeClassZset, "zunionstore"}},
-      {"zinterstore", {Rule::kDstStore, kKeClassZset, "zinterstore"}},
-      {"zdiffstore", {Rule::kDstStore, kKeClassZset, "zdiffstore"}},
-  };
-  return *m;
+  static const auto* rules = [] {
+    auto* m = new std::unordered_map<std::string_view, EventRule>;
+    // Each command of `names` raises `event` (null: its rule picks the event).
+    auto add = [m](Rule rule, uint32_t cls, const char* event,
+                   std::initializer_list<const char*> names) {
+      for (const char* n : names) m->emplace(n, EventRule{rule, cls, event});
+    };
+    // Each command of `names` raises the event of its own name.
+    auto add_own = [m](Rule rule, uint32_t cls, std::initializer_list<const char*> names) {
+      for (const char* n : names) m->emplace(n, EventRule{rule, cls, n});
+    };
+    // generic
+    add(Rule::kDelLike, kKeClassGeneric, "del", {"del", "unlink", "getdel"});
+    add(Rule::kExpire, kKeClassGeneric, "expire", {"expire", "pexpire", "expireat", "pexpireat"});
+    add_own(Rule::kWrite, kKeClassGeneric, {"persist"});
+    add(Rule::kRename, kKeClassGeneric, nullptr, {"rename", "renamenx"});
+    // strings
+    add(Rule::kSet, kKeClassString, "set",
+        {"set", "setnx", "setex", "psetex", "getset", "mset", "msetnx"});
+    add(Rule::kGetex, kKeClassGeneric, nullptr, {"getex"});
+    add_own(Rule::kWrite, kKeClassString, {"append", "setrange", "incrby", "incrbyfloat"});
+    add(Rule::kWrite, kKeClassString, "incrby", {"incr", "decr", "decrby"});
+    // lists
+    add(Rule::kWrite, kKeClassList, "lpush", {"lpush", "lpushx"});
+    add(Rule::kWrite, kKeClassList, "rpush", {"rpush", "rpushx"});
+    add_own(Rule::kWrite, kKeClassList, {"lpop", "rpop", "lset", "linsert", "lrem", "ltrim"});
+    add(Rule::kLmove, kKeClassList, nullptr, {"lmove", "rpoplpush"});
+    add(Rule::kLmpop, kKeClassList, nullptr, {"lmpop"});
+    // hashes
+    add(Rule::kWrite, kKeClassHash, "hset", {"hset", "hsetnx", "hmset"});
+    add_own(Rule::kWrite, kKeClassHash, {"hdel", "hincrby", "hincrbyfloat"});
+    // sets
+    add_own(Rule::kWrite, kKeClassSet, {"sadd", "srem", "spop"});
+    add(Rule::kSmove, kKeClassSet, nullptr, {"smove"});
+    add_own(Rule::kDstStore, kKeClassSet, {"sinterstore", "sunionstore", "sdiffstore"});
+    // sorted sets
+    add_own(Rule::kZadd, kKeClassZset, {"zadd"});
+    add(Rule::kWrite, kKeClassZset, "zincr", {"zincrby"});
+    add_own(Rule::kWrite, kKeClassZset, {"zrem", "zpopmin", "zpopmax"});
+    add_own(Rule::kWrite, kKeClassZset, {"zremrangebyrank", "zremrangebyscore", "zremrangebylex"});
+    add(Rule::kZmpop, kKeClassZset, nullptr, {"zmpop"});
+    add_own(Rule::kDstStore, kKeClassZset,
+            {"zrangestore", "zunionstore", "zinterstore", "zdiffstore"});
+    return m;
+  }();
+  return *rules;
 }
 
 // Indexed by CommandSpec::id, built once.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/thread_annotations.h"
 #include "engine/item_observer.h"
 #include "net/worker_group.h"
@@ -40,14 +41,14 @@ namespace trove::resp {
 //     A drop while tracking is on makes the reporter send every tracking
 //     client a flush (null) message: a client may lose its cache, never
 //     keep a stale entry.
-class KeyEvents final : public protocol::KeyEventSink, public engine::ItemObserver {
+class KeyEvents final : public protocol::KeyEventSink,
+                        public engine::ItemObserver,
+                        private NonCopyable {
  public:
   static constexpr size_t kMaxQueued = 65536;
 
   KeyEvents(PubSubHub* hub, Tracking* tracking) : hub_(hub), tracking_(tracking) {}
   ~KeyEvents() override;
-  KeyEvents(const KeyEvents&) = delete;
-  KeyEvents& operator=(const KeyEvents&) = delete;
 
   // Where messages are delivered (null: in place, for tests without workers).
   void set_group(net::WorkerGroup* g) { group_ = g; }

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/non_copyable.h"
 #include "common/thread_annotations.h"
 #include "net/worker_group.h"
 #include "protocol/resp/core/conn_state.h"
@@ -87,7 +88,7 @@ class LiveClients {
   Stripe stripes_[kStripes];
 };
 
-class Tracking {
+class Tracking : NonCopyable {
  public:
   // Runs on the tracking client's worker (or in place without workers).
   using DeliverFn = void (*)(uint64_t conn_id, const std::shared_ptr<const TrackingMessage>& m);
@@ -98,8 +99,6 @@ class Tracking {
   static constexpr size_t kDefaultMaxKeys = 1000000;  // tracking-table-max-keys
 
   explicit Tracking(DeliverFn deliver) : deliver_(deliver) {}
-  Tracking(const Tracking&) = delete;
-  Tracking& operator=(const Tracking&) = delete;
 
   void set_group(net::WorkerGroup* g) { group_ = g; }
   void set_active_fn(ActiveFn f) { active_fn_ = std::move(f); }
@@ -144,12 +143,10 @@ class Tracking {
   // reply of the command that evicted them). Session::Run opens one around
   // a command while anyone tracks. One per thread at a time: a nested one
   // hides the outer one until it closes.
-  class EvictionCapture {
+  class EvictionCapture : NonCopyable {
    public:
     EvictionCapture();
     ~EvictionCapture();
-    EvictionCapture(const EvictionCapture&) = delete;
-    EvictionCapture& operator=(const EvictionCapture&) = delete;
     // Closes the capture and returns the names (no database) it collected.
     std::vector<std::string> Take();
 

@@ -41,24 +41,7 @@ std::unique_ptr<CollectionBase> DecodeItem(const engine::ItemRef& it) {
   std::unique_ptr<CollectionBase> c = NewOfType(it.type());
   std::string bytes;
   it.CopyValue(&bytes);
-  bool ok = false;
-  switch (it.type()) {
-    case engine::ValueType::kList:
-      ok = static_cast<ListValue*>(c.get())->Decode(bytes);
-      break;
-    case engine::ValueType::kHash:
-      ok = static_cast<HashValue*>(c.get())->Decode(bytes);
-      break;
-    case engine::ValueType::kSet:
-      ok = static_cast<SetValue*>(c.get())->Decode(bytes);
-      break;
-    case engine::ValueType::kZset:
-      ok = static_cast<ZsetValue*>(c.get())->Decode(bytes);
-      break;
-    case engine::ValueType::kString:
-      break;
-  }
-  if (!ok) c = NewOfType(it.type());
+  if (c != nullptr && !c->Decode(bytes)) c = NewOfType(it.type());
   return c;
 }
 

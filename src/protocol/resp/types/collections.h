@@ -59,6 +59,9 @@ class CollectionBase : public engine::HeapValue {
   // The compact byte form: a varint count, then length-prefixed entries
   // (zset: member then an 8-byte score).
   virtual void Encode(std::string* out) const = 0;
+  // Replaces the contents with Encode's form `in`; false on corrupt bytes
+  // (the contents are then unspecified).
+  virtual bool Decode(std::string_view in) = 0;
 
   // The scan order of the current contents (building it if needed): only
   // for a collection past its compact thresholds.
@@ -90,7 +93,7 @@ class ListValue final : public CollectionBase {
   // -2: 8 KiB); Trove stores those as bytes.
   bool compact() const override { return d_.size() <= 128 && bytes_ <= 8192; }
   void Encode(std::string* out) const override;
-  bool Decode(std::string_view in);
+  bool Decode(std::string_view in) override;
   size_t size() const override { return d_.size(); }
   const std::deque<std::string>& items() const { return d_; }
   void PushBack(std::string_view v) {
@@ -181,7 +184,7 @@ class HashValue final : public CollectionBase {
   const char* encoding() const override { return compact_ ? "listpack" : "hashtable"; }
   bool compact() const override { return compact_; }
   void Encode(std::string* out) const override;
-  bool Decode(std::string_view in);
+  bool Decode(std::string_view in) override;
   size_t size() const override { return idx_.size(); }
   // The value of field f, or nullopt. Valid until the next change.
   std::optional<std::string_view> Find(std::string_view f) const {
@@ -223,7 +226,7 @@ class SetValue final : public CollectionBase {
   }
   bool compact() const override { return intset_; }
   void Encode(std::string* out) const override;
-  bool Decode(std::string_view in);
+  bool Decode(std::string_view in) override;
   size_t size() const override { return s_.size(); }
   bool Contains(std::string_view m) const { return s_.count(std::string(m)) > 0; }
   bool Add(std::string_view m);
@@ -256,7 +259,7 @@ class ZsetValue final : public CollectionBase {
   const char* encoding() const override { return compact_ ? "listpack" : "skiplist"; }
   bool compact() const override { return compact_; }
   void Encode(std::string* out) const override;
-  bool Decode(std::string_view in);
+  bool Decode(std::string_view in) override;
   size_t size() const override { return index_.size(); }
   const double* Score(std::string_view m) const;
   // Adds or updates; true if new.
@@ -366,16 +369,14 @@ std::string CollectionEncoding(const engine::ItemRef& item);
 CollectionBase* CreateScratch(CommandContext& ctx, std::string_view ekey, engine::ValueType type,
                               std::unique_ptr<CollectionBase> v);
 template <typename T>
-T* LoadOrCreate(CommandContext& ctx, std::string_view ekey, bool* created) {
+T* LoadOrCreate(CommandContext& ctx, std::string_view ekey) {
   T* v = nullptr;
   LoadStatus s = LoadCollection<T>(ctx, ekey, &v);
-  *created = false;
   if (s == LoadStatus::kWrongType) {
     ctx.WrongType();
     return nullptr;
   }
   if (s == LoadStatus::kOk) return v;
-  *created = true;
   return static_cast<T*>(CreateScratch(ctx, ekey, T::kType, std::make_unique<T>()));
 }
 

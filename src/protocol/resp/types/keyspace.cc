@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -147,6 +148,16 @@ bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out) {
     ctx.NotInteger();
     return false;
   }
+  return true;
+}
+
+bool AddIncrement(CommandContext& ctx, int64_t* cur, int64_t delta) {
+  if ((delta < 0 && *cur < 0 && delta < LLONG_MIN - *cur) ||
+      (delta > 0 && *cur > 0 && delta > LLONG_MAX - *cur)) {
+    ctx.Error("ERR increment or decrement would overflow");
+    return false;
+  }
+  *cur += delta;
   return true;
 }
 

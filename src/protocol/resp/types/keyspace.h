@@ -58,6 +58,9 @@ WatchedKey WatchVersionLocked(CommandContext& ctx, std::string_view ekey);
 // Reads an integer argument as Redis does (string2ll); writes the error reply
 // and returns false if it is not one.
 bool ArgInt(CommandContext& ctx, std::string_view s, int64_t* out);
+// INCRBY and HINCRBY: adds delta to *cur; false (after the error reply, *cur
+// unchanged) when the sum would overflow 64 bits.
+bool AddIncrement(CommandContext& ctx, int64_t* cur, int64_t delta);
 // The update conditions EXPIRE and ZADD share: NX, XX, GT and LT.
 struct UpdateConds {
   bool nx = false, xx = false, gt = false, lt = false;

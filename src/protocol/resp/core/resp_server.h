@@ -27,6 +27,7 @@
 #include "protocol/resp/services/output_limits.h"
 #include "protocol/resp/core/protected_mode.h"
 #include "protocol/resp/services/pubsub.h"
+#include "protocol/resp/services/script_cache.h"
 #include "protocol/resp/services/slowlog.h"
 #include "protocol/resp/services/tracking.h"
 #include "protocol/resp/services/watch_registry.h"
@@ -197,6 +198,8 @@ class RespServer final : public protocol::CommandLog {
   // Client-side caching (tracking.h) and the open RESP connections' ids.
   Tracking& tracking() { return tracking_; }
   LiveClients& live_clients() { return live_clients_; }
+  // The server-side scripts' bodies (EVAL, SCRIPT LOAD), shared by the workers.
+  ScriptCache& scripts() { return scripts_; }
 
   // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
   protocol::ClientPause& pause() { return pause_; }
@@ -241,6 +244,7 @@ class RespServer final : public protocol::CommandLog {
   ObufLimits obuf_limits_;
   WatchRegistry watches_;
   BlockRegistry blocks_;
+  ScriptCache scripts_;
   protocol::ClientPause pause_;
   const HistogramSlots* slots_;
   SlowLog slowlog_;

@@ -1,0 +1,48 @@
+// ScriptCache: the bodies of the server-side scripts (EVAL, SCRIPT LOAD) by
+// their SHA-1, shared by every worker of a RESP port. Each worker compiles
+// the bodies into its own Lua VM (commands/scripting_lua.cc); the epoch
+// tells a VM that SCRIPT FLUSH dropped what it compiled.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/mutex.h"
+#include "common/thread_annotations.h"
+
+namespace trove::resp {
+
+// Thread safety: every method may be called from any worker; the map is
+// guarded by mu_ (a leaf: nothing is locked under it), the epoch is atomic.
+// Invariants:
+//  1. bytes_ is the sum of the sizes of the bodies in scripts_.
+//  2. epoch_ only rises; it rises on every Flush.
+class ScriptCache {
+ public:
+  // Stores body under sha (40 lower-case hex digits); a body already there
+  // stays.
+  void Add(const std::string& sha, std::string_view body) EXCLUDES(mu_);
+  // The body stored under sha (any case); false if none.
+  bool Get(std::string_view sha, std::string* body) const EXCLUDES(mu_);
+  bool Exists(std::string_view sha) const EXCLUDES(mu_);
+  // Drops every body and raises the epoch.
+  void Flush() EXCLUDES(mu_);
+
+  // Relaxed: a VM that sees the new epoch a little late compiles from a
+  // body it already had, which SCRIPT FLUSH allows (Redis flushes the VM
+  // of the one thread it has; a script already loaded keeps running).
+  uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
+  size_t count() const EXCLUDES(mu_);
+  size_t bytes() const EXCLUDES(mu_);
+
+ private:
+  mutable Mutex mu_{LockRank::kLeaf};
+  std::unordered_map<std::string, std::string> scripts_ GUARDED_BY(mu_);
+  size_t bytes_ GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> epoch_{0};
+};
+
+}  // namespace trove::resp

@@ -29,6 +29,8 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
      "substr sunion ttl zcount zdiff zinter zintercard zlexcount zmscore zrandmember zrange "
      "zrangebylex zrangebyscore zrank zrevrange zrevrangebylex zrevrangebyscore zrevrank zscan "
      "zscore zunion"},
+    {"RO access", "eval_ro evalsha_ro"},
+    {"RW access update", "eval evalsha"},
     {"RO", "exists hexists hlen hstrlen llen scard sismember strlen touch type watch zcard"},
     {"RM delete", "del unlink"},
     {"RW access delete",

@@ -128,6 +128,9 @@ void MemorySection(CommandContext& ctx, std::string* s) {
   AddField(s, "used_memory_dataset", m.dataset);
   // Trove's own: the client-tracking table's estimated bytes.
   AddU64(s, "mem_tracking_table", ctx.server->tracking().memory_bytes());
+  // The cached script bodies (EVAL, SCRIPT LOAD): their count and bytes.
+  AddU64(s, "number_of_cached_scripts", ctx.server->scripts().count());
+  AddU64(s, "used_memory_scripts", ctx.server->scripts().bytes());
   AddU64(s, "maxmemory", ctx.engine->mem_limit());
   AddField(s, "maxmemory_policy", ctx.engine->evict_to_free() ? "allkeys-lru" : "noeviction");
   char buf[32];

@@ -29,6 +29,7 @@ const std::vector<Container>& Containers() {
       {"memory", {"doctor", "help", "malloc-stats", "purge", "stats", "usage"}},
       {"object", {"encoding", "freq", "help", "idletime", "refcount"}},
       {"pubsub", {"channels", "help", "numpat", "numsub", "shardchannels", "shardnumsub"}},
+      {"script", {"exists", "flush", "help", "kill", "load"}},
       {"slowlog", {"get", "help", "len", "reset"}},
   };
   return kContainers;

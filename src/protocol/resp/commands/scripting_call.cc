@@ -1,0 +1,250 @@
+// redis.call and redis.pcall: a script as a caller of the command seam. A
+// call is checked (as Redis words its refusals), run through ExecuteCommand
+// under the stripes the EVAL holds (its declared KEYS), with the EVAL's
+// effects record, and its reply, written to a scratch buffer, is parsed into
+// Lua values (scripting_convert.cc). Runs on the connection's worker.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/io_buffer.h"
+#include "protocol/resp/commands/scripting_internal.h"
+#include "protocol/resp/commands/server_commands.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/core/execute.h"
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/services/latency_histogram.h"
+#include "protocol/resp/types/collections.h"
+#include "protocol/resp/types/keyspace.h"
+
+namespace trove::resp {
+namespace {
+
+// Commands a script may not run (Redis 7.0's noscript flag, for the
+// commands Trove has): transactions, subscriptions, connection state, admin,
+// scripts, and the blocking commands (Redis 7.0 refuses them too).
+bool NoScript(std::string_view name) {
+  static constexpr std::string_view kNames[] = {
+      "multi",      "exec",       "discard",     "watch",        "unwatch",
+      "subscribe",  "psubscribe", "ssubscribe",  "unsubscribe",  "punsubscribe",
+      "sunsubscribe", "monitor",  "client",      "acl",          "config",
+      "auth",       "hello",      "reset",       "quit",         "shutdown",
+      "eval",       "evalsha",    "eval_ro",     "evalsha_ro",   "script",
+      "blpop",      "brpop",      "blmove",      "brpoplpush",   "blmpop",
+      "bzpopmin",   "bzpopmax",   "bzmpop"};
+  return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
+}
+
+std::string TakeBytes(net::OutputBuffer& out) {
+  std::string s;
+  iovec iov[64];
+  for (;;) {
+    const int n = out.PendingIov(iov, 64);
+    if (n <= 0) break;
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+      total += iov[i].iov_len;
+    }
+    out.Advance(total);
+  }
+  return s;
+}
+
+// The checks of one call, in Redis's order; false with the error's text.
+bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_view> argv,
+             std::string* err) {
+  CommandContext& ctx = *run.ctx;
+  const int argc = static_cast<int>(argv.size());
+  if ((spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity)) {
+    *err = "ERR Wrong number of args calling Redis command from script";
+    return false;
+  }
+  if (NoScript(spec.name)) {
+    *err = "ERR This Redis command is not allowed from script";
+    return false;
+  }
+  // Keyspace walks suspend and slice across workers; SELECT would change
+  // the caller's database (ConnState is the caller's).
+  if ((spec.flags & kCmdGlobal) != 0 || std::string_view(spec.name) == "select") {
+    *err = "ERR this command is not supported inside scripts yet";
+    return false;
+  }
+  const Identity& id = ctx.conn->identity();
+  if (!id.unrestricted()) {
+    const std::shared_ptr<const acl::User>& u = id.acl_user();
+    const int slot = HistogramSlots::Get().SlotOf(spec, argv);
+    size_t pos = 0;
+    const acl::Denied d = u->Check(spec, slot, argv, &pos);
+    if (d != acl::Denied::kOk) {
+      const std::string_view full =
+          slot >= 0 ? std::string_view(HistogramSlots::Get().name(static_cast<size_t>(slot)))
+                    : std::string_view(spec.name);
+      const std::string_view object = d == acl::Denied::kCmd ? full : argv[pos];
+      ctx.server->acl().AddLog(d, "lua", object, u->name(),
+                               ctx.client != nullptr ? ctx.client->ClientInfoLine() : "",
+                               ctx.server->NowMs());
+      // Redis 7.0's words for a script's denied call (not the NOPERM a
+      // client's own command gets).
+      switch (d) {
+        case acl::Denied::kCmd:
+          *err = "ERR The user executing the script can't run this command or subcommand";
+          break;
+        case acl::Denied::kKey:
+          *err =
+              "ERR The user executing the script can't access at least one of the keys "
+              "mentioned in the command";
+          break;
+        case acl::Denied::kChannel:
+          *err =
+              "ERR The user executing the script can't publish to the channel mentioned in the "
+              "command";
+          break;
+        default:
+          *err = "ERR The user executing the script is lacking the permissions for the command";
+      }
+      return false;
+    }
+  }
+  const bool write = (spec.flags & kCmdWrite) != 0;
+  if (write && run.read_only) {
+    *err = "ERR Write commands are not allowed from read-only scripts.";
+    return false;
+  }
+  if (!run.wrote && (spec.flags & kCmdDenyOom) != 0 && ctx.engine->over_mem_limit()) {
+    *err = "OOM command not allowed when used memory > 'maxmemory'.";
+    return false;
+  }
+  std::vector<size_t> idx;
+  CommandTable::KeyIndexes(spec, argv, &idx);
+  for (size_t i : idx) {
+    const std::string k = ctx.EncodeKey(argv[i]);
+    if (!std::binary_search(run.keys.begin(), run.keys.end(), k)) {
+      *err = "ERR Script attempted to access key '" + std::string(argv[i]) +
+             "' not declared in KEYS (Trove runs scripts atomically over their declared keys)";
+      return false;
+    }
+  }
+  return true;
+}
+
+// Runs a checked call through the seam; its reply's bytes in *reply.
+void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_view> argv,
+         std::string* reply) {
+  CommandContext& outer = *run.ctx;
+  net::OutputBuffer out;
+  RespWriter rw(&out, run.resp);
+  std::vector<ScratchEntry> scratch;
+  bool write_failed = false;
+  bool would_block = false;
+  CommandContext ctx;
+  ctx.Bind(outer.server, outer.stats, outer.ts, outer.fx, outer.conn, &rw, &spec, argv);
+  ctx.client = outer.client;
+  ctx.no_touch = outer.conn->identity().no_touch() && std::string_view(spec.name) != "touch";
+  ctx.count_keyspace = (spec.flags & kCmdWrite) == 0 || spec.reads_keys;
+  ctx.scratch = &scratch;
+  ctx.write_failed = &write_failed;
+  // Blocking commands are refused above; should one still find no data, it
+  // answers as if timed out rather than block the script's connection.
+  ctx.would_block = &would_block;
+  ctx.notify = outer.server->key_events().enabled();
+  ctx.locked = true;  // the EVAL holds the declared keys' stripes (checked above)
+  ExecBuffers buf;
+  ExecuteCommand(ctx, &buf);
+  const bool errored = rw.errors() != 0;
+  if (write_failed) {
+    *reply = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+  } else if (would_block) {
+    *reply = run.resp >= 3 ? "_\r\n" : "*-1\r\n";
+  } else {
+    *reply = TakeBytes(out);
+  }
+  if ((spec.flags & kCmdWrite) != 0) run.wrote = true;
+  if (outer.stats != nullptr) {
+    outer.stats->cmds[static_cast<size_t>(spec.id)].calls.fetch_add(1, std::memory_order_relaxed);
+    uint64_t dirty = 0;
+    if (ctx.dirty != CommandContext::kDirtyUnknown)
+      dirty = static_cast<uint64_t>(ctx.dirty);
+    else if ((spec.flags & kCmdWrite) != 0 && !errored)
+      dirty = 1;
+    if (dirty > 0 && !write_failed) outer.stats->dirty.fetch_add(dirty, std::memory_order_relaxed);
+  }
+}
+
+// Checks and runs the call whose arguments are on L's stack; false with the
+// error's text (a refusal or the command's error reply).
+bool Call(lua_State* L, std::string* out) {
+  ScriptRun* run = CurrentRun(L);
+  const int argc = lua_gettop(L);
+  if (run == nullptr) {
+    *out = "ERR redis.call can only run inside a script";
+    return false;
+  }
+  if (argc == 0) {
+    *out = "ERR Please specify at least one argument for this redis lib call";
+    return false;
+  }
+  std::vector<std::string> args;
+  args.reserve(static_cast<size_t>(argc));
+  for (int i = 1; i <= argc; ++i) {
+    const int t = lua_type(L, i);
+    if (t == LUA_TNUMBER && !lua_isinteger(L, i)) {
+      char num[64];
+      const int n = std::snprintf(num, sizeof num, "%.17g", lua_tonumber(L, i));
+      args.emplace_back(num, static_cast<size_t>(n));
+    } else if (t == LUA_TNUMBER || t == LUA_TSTRING) {
+      size_t n;
+      const char* s = lua_tolstring(L, i, &n);
+      args.emplace_back(s, n);
+    } else {
+      *out = "ERR Lua redis lib command arguments must be strings or integers";
+      return false;
+    }
+  }
+  std::vector<std::string_view> argv(args.begin(), args.end());
+  const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
+  if (spec == nullptr) {
+    *out = "ERR Unknown Redis command called from script";
+    return false;
+  }
+  if (!Allowed(*run, *spec, argv, out)) return false;
+  Run(*run, *spec, argv, out);
+  if (!out->empty() && (*out)[0] == '-') {
+    const size_t eol = out->find('\r');
+    *out = out->substr(1, eol == std::string::npos ? std::string::npos : eol - 1);
+    return false;
+  }
+  return true;
+}
+
+// Pushes the call's result; true when it is an error to raise.
+bool CallAndPush(lua_State* L, bool raise) {
+  std::string out;
+  if (!Call(L, &out)) {
+    PushErrTable(L, out);
+    return raise;
+  }
+  size_t pos = 0;
+  PushReply(L, out, &pos);
+  return false;
+}
+
+}  // namespace
+
+// No C++ object is alive when lua_error leaves these frames.
+int LuaRedisCall(lua_State* L) {
+  if (CallAndPush(L, /*raise=*/true)) return lua_error(L);
+  return 1;
+}
+
+int LuaRedisPCall(lua_State* L) {
+  CallAndPush(L, /*raise=*/false);
+  return 1;
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,395 @@
+// The worker's Lua VM for server-side scripts: created on first use on each
+// worker (thread_local), with the base, table, string and math libraries,
+// the redis table and protected globals; scripts compiled once per VM by
+// SHA-1; a script's run and its error reply. Runs on the connection's
+// worker. Lua errors longjmp: no C++ object with a
+// destructor lives in a frame that lua_error or luaL_error leaves.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "common/sha1.h"
+#include "protocol/resp/commands/scripting_internal.h"
+#include "protocol/resp/commands/server_commands.h"
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/services/script_cache.h"
+
+namespace trove::resp {
+namespace {
+
+constexpr char kScriptsKey[] = "trove.scripts";  // registry: sha -> compiled function
+
+// One worker's VM. Owner thread only.
+struct ScriptVm {
+  lua_State* L = nullptr;
+  ScriptRun* run = nullptr;
+  // The epoch of each port's ScriptCache when this VM last saw it: a newer
+  // one (SCRIPT FLUSH) drops every compiled function.
+  std::unordered_map<const ScriptCache*, uint64_t> epochs;
+  // Scripts whose shebang says no-writes.
+  std::unordered_map<std::string, bool> no_writes;
+  ~ScriptVm() {
+    if (L != nullptr) lua_close(L);
+  }
+};
+
+thread_local ScriptVm tls_vm;
+
+// Lua setup run once per VM, before the globals are protected: Lua 5.1
+// names scripts written for Redis use, and load restricted to source text.
+constexpr char kSetup[] = R"(
+local raw_load = load
+load = function(chunk, name, mode, ...)
+  if select('#', ...) > 0 then return raw_load(chunk, name, 't', ...) end
+  return raw_load(chunk, name, 't')
+end
+loadstring = load
+unpack = table.unpack
+table.getn = function(t) return #t end
+math.mod = math.fmod
+dofile = nil
+loadfile = nil
+print = nil
+)";
+
+int GlobalIndex(lua_State* L) {
+  return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
+                    luaL_tolstring(L, 2, nullptr));
+}
+
+int GlobalNewIndex(lua_State* L) { return luaL_error(L, "Attempt to modify a readonly table"); }
+
+// {err=<msg>}, <msg> given a code: "-CODE msg" and "msg" (ERR added when
+// it has no space) as Redis's redis.error_reply accepts.
+int LuaErrorReply(lua_State* L) {
+  if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
+    return luaL_error(L, "wrong number or type of arguments");
+  size_t n;
+  const char* s = lua_tolstring(L, 1, &n);
+  if (n > 0 && s[0] == '-') {
+    ++s;
+    --n;
+  }
+  lua_newtable(L);
+  if (std::memchr(s, ' ', n) == nullptr) {
+    lua_pushliteral(L, "ERR ");
+    lua_pushlstring(L, s, n);
+    lua_concat(L, 2);
+  } else {
+    lua_pushlstring(L, s, n);
+  }
+  lua_setfield(L, -2, "err");
+  return 1;
+}
+
+int LuaStatusReply(lua_State* L) {
+  if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
+    return luaL_error(L, "wrong number or type of arguments");
+  lua_newtable(L);
+  lua_pushvalue(L, 1);
+  lua_setfield(L, -2, "ok");
+  return 1;
+}
+
+int LuaSha1Hex(lua_State* L) {
+  if (lua_gettop(L) != 1) return luaL_error(L, "wrong number of arguments");
+  size_t n;
+  const char* s = lua_tolstring(L, 1, &n);
+  if (s == nullptr) return luaL_error(L, "wrong number of arguments");
+  char hex[41];
+  {
+    const std::string h = Sha1Hex(std::string_view(s, n));
+    std::memcpy(hex, h.data(), 40);
+  }
+  lua_pushlstring(L, hex, 40);
+  return 1;
+}
+
+// redis.log: accepted and dropped (Trove has no server log for scripts yet).
+int LuaLog(lua_State* L) {
+  if (lua_gettop(L) < 2) return luaL_error(L, "redis.log() requires two arguments or more.");
+  if (!lua_isnumber(L, 1)) return luaL_error(L, "First argument must be a number (log level).");
+  const lua_Integer level = lua_tointeger(L, 1);
+  if (level < 0 || level > 3) return luaL_error(L, "Invalid debug level.");
+  return 0;
+}
+
+int LuaSetResp(lua_State* L) {
+  if (lua_gettop(L) != 1) return luaL_error(L, "redis.setresp() requires one argument.");
+  const lua_Integer v = lua_tointeger(L, 1);
+  if (v != 2 && v != 3) return luaL_error(L, "RESP version must be 2 or 3.");
+  if (ScriptRun* run = CurrentRun(L)) run->resp = static_cast<int>(v);
+  return 0;
+}
+
+int LuaSetRepl(lua_State*) { return 0; }  // no replication in Trove
+
+int LuaReplicateCommands(lua_State* L) {
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+void SetInt(lua_State* L, const char* name, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, name);
+}
+
+void OpenRedisTable(lua_State* L) {
+  static const luaL_Reg kFns[] = {{"call", LuaRedisCall},
+                                  {"pcall", LuaRedisPCall},
+                                  {"error_reply", LuaErrorReply},
+                                  {"status_reply", LuaStatusReply},
+                                  {"sha1hex", LuaSha1Hex},
+                                  {"log", LuaLog},
+                                  {"setresp", LuaSetResp},
+                                  {"set_repl", LuaSetRepl},
+                                  {"replicate_commands", LuaReplicateCommands},
+                                  {nullptr, nullptr}};
+  luaL_newlib(L, kFns);
+  SetInt(L, "LOG_DEBUG", 0);
+  SetInt(L, "LOG_VERBOSE", 1);
+  SetInt(L, "LOG_NOTICE", 2);
+  SetInt(L, "LOG_WARNING", 3);
+  SetInt(L, "REPL_NONE", 0);
+  SetInt(L, "REPL_AOF", 1);
+  SetInt(L, "REPL_SLAVE", 2);
+  SetInt(L, "REPL_REPLICA", 2);
+  SetInt(L, "REPL_ALL", 3);
+  lua_pushstring(L, kRedisVersion);
+  lua_setfield(L, -2, "REDIS_VERSION");
+  int major = 0, minor = 0, patch = 0;
+  std::sscanf(kRedisVersion, "%d.%d.%d", &major, &minor, &patch);
+  SetInt(L, "REDIS_VERSION_NUM", (major << 16) | (minor << 8) | patch);
+  lua_setglobal(L, "redis");
+}
+
+lua_State* NewScriptVm(ScriptVm* vm) {
+  lua_State* L = luaL_newstate();
+  *static_cast<ScriptVm**>(lua_getextraspace(L)) = vm;
+  luaL_requiref(L, "_G", luaopen_base, 1);
+  luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 1);
+  luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
+  luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
+  lua_settop(L, 0);
+  OpenRedisTable(L);
+  if (luaL_dostring(L, kSetup) != LUA_OK) lua_settop(L, 0);  // a bug here: the names stay unset
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, kScriptsKey);
+  lua_pushglobaltable(L);
+  lua_newtable(L);
+  lua_pushcfunction(L, GlobalIndex);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, GlobalNewIndex);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushboolean(L, 0);  // getmetatable(_G) answers false; setmetatable refuses
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_settop(L, 0);
+  return L;
+}
+
+// This worker's VM, its compiled functions dropped if `cache` was flushed
+// since it last looked.
+ScriptVm& VmFor(const ScriptCache& cache) {
+  ScriptVm& vm = tls_vm;
+  if (vm.L == nullptr) vm.L = NewScriptVm(&vm);
+  const uint64_t epoch = cache.epoch();
+  auto [it, added] = vm.epochs.try_emplace(&cache, epoch);
+  if (!added && it->second != epoch) {
+    it->second = epoch;
+    lua_newtable(vm.L);
+    lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
+    vm.no_writes.clear();
+  }
+  return vm;
+}
+
+// Pushes the compiled function of sha (or nil).
+void PushCompiled(lua_State* L, const std::string& sha) {
+  lua_getfield(L, LUA_REGISTRYINDEX, kScriptsKey);
+  lua_getfield(L, -1, sha.c_str());
+  lua_remove(L, -2);
+}
+
+// Reads a "#!lua [flags=a,b]" first line: false with *err on another engine
+// or an unknown flag; the line is blanked in *src so line numbers stay.
+bool ReadShebang(std::string* src, bool* no_writes, std::string* err) {
+  if (src->compare(0, 2, "#!") != 0) return true;
+  const size_t eol = std::min(src->find('\n'), src->size());
+  const std::string line = src->substr(2, eol - 2);
+  size_t sp = line.find(' ');
+  const std::string engine = line.substr(0, sp);
+  if (engine != "lua") {
+    *err = "ERR Could not find scripting engine '" + engine + "'";
+    return false;
+  }
+  while (sp != std::string::npos) {
+    const size_t start = sp + 1;
+    sp = line.find(' ', start);
+    const std::string arg = line.substr(start, sp == std::string::npos ? sp : sp - start);
+    if (arg.empty()) continue;
+    if (arg.compare(0, 6, "flags=") != 0) {
+      *err = "ERR Unknown lua shebang option: " + arg;
+      return false;
+    }
+    size_t p = 6;
+    while (p < arg.size()) {
+      size_t comma = std::min(arg.find(',', p), arg.size());
+      const std::string flag = arg.substr(p, comma - p);
+      if (flag == "no-writes") {
+        *no_writes = true;
+      } else if (flag != "allow-oom" && flag != "allow-stale" && flag != "no-cluster" &&
+                 flag != "allow-cross-slot-keys") {
+        *err = "ERR Unexpected flag in script shebang: " + flag;
+        return false;
+      }
+      p = comma + 1;
+    }
+  }
+  src->replace(0, eol, "");
+  return true;
+}
+
+bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::string* err) {
+  std::string src(body);
+  bool no_writes = false;
+  if (!ReadShebang(&src, &no_writes, err)) return false;
+  lua_State* L = vm.L;
+  if (luaL_loadbuffer(L, src.data(), src.size(), "@user_script") != LUA_OK) {
+    *err = std::string("ERR Error compiling script (new function): ") +
+           (lua_tostring(L, -1) != nullptr ? lua_tostring(L, -1) : "?");
+    lua_pop(L, 1);
+    return false;
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, kScriptsKey);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, sha.c_str());
+  lua_pop(L, 1);
+  if (no_writes) vm.no_writes[sha] = true;
+  return true;
+}
+
+// The message handler of a script's pcall: the error as a table {err=,
+// source=, line=} naming the script's line (the caller of a C function
+// such as error or redis.call), as Redis reports it.
+int ErrorHandler(lua_State* L) {
+  if (!lua_istable(L, 1)) {
+    const char* msg = luaL_tolstring(L, 1, nullptr);
+    lua_newtable(L);
+    lua_pushliteral(L, "ERR ");
+    lua_pushstring(L, msg);
+    lua_concat(L, 2);
+    lua_setfield(L, -2, "err");
+    lua_replace(L, 1);
+    lua_settop(L, 1);
+  }
+  lua_Debug ar;
+  bool have = lua_getstack(L, 1, &ar) != 0 && lua_getinfo(L, "Sl", &ar) != 0;
+  if (have && std::strcmp(ar.what, "C") == 0)
+    have = lua_getstack(L, 2, &ar) != 0 && lua_getinfo(L, "Sl", &ar) != 0;
+  if (have && ar.currentline > 0) {
+    lua_pushstring(L, ar.source);
+    lua_setfield(L, 1, "source");
+    lua_pushinteger(L, ar.currentline);
+    lua_setfield(L, 1, "line");
+  }
+  return 1;
+}
+
+// The error at the top of the stack after a failed run, as the reply's text.
+std::string RunError(lua_State* L, const std::string& sha) {
+  if (!lua_istable(L, -1)) {
+    const char* m = lua_tostring(L, -1);
+    return std::string("ERR Error running script ") + sha + ", " + (m != nullptr ? m : "?");
+  }
+  // Raw reads: the table may be the script's own, with metamethods that raise.
+  const int t = lua_gettop(L);
+  lua_pushliteral(L, "err");
+  lua_rawget(L, t);
+  std::string msg = lua_tostring(L, -1) != nullptr ? lua_tostring(L, -1) : "ERR unknown error";
+  lua_pop(L, 1);
+  lua_pushliteral(L, "source");
+  lua_rawget(L, t);
+  lua_pushliteral(L, "line");
+  lua_rawget(L, t);
+  if (lua_isstring(L, -2) && lua_isinteger(L, -1)) {
+    msg += " script: " + sha + ", on " + lua_tostring(L, -2) + ":" +
+           std::to_string(lua_tointeger(L, -1)) + ".";
+  }
+  lua_pop(L, 2);
+  return msg;
+}
+
+void SetArgs(lua_State* L, const char* name, std::span<const std::string_view> args) {
+  lua_pushglobaltable(L);
+  lua_pushstring(L, name);
+  lua_createtable(L, static_cast<int>(args.size()), 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    lua_pushlstring(L, args[i].data(), args[i].size());
+    lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+  }
+  lua_rawset(L, -3);  // past the globals' read-only guard
+  lua_pop(L, 1);
+}
+
+}  // namespace
+
+ScriptRun* CurrentRun(lua_State* L) { return (*static_cast<ScriptVm**>(lua_getextraspace(L)))->run; }
+
+bool CompileScript(CommandContext& ctx, const std::string& sha, std::string_view body,
+                   std::string* err) {
+  ScriptVm& vm = VmFor(ctx.server->scripts());
+  lua_settop(vm.L, 0);
+  return Compile(vm, sha, body, err);
+}
+
+void RunScript(CommandContext& ctx, const std::string& sha, const std::string* body,
+               size_t numkeys, bool read_only) {
+  ScriptCache& cache = ctx.server->scripts();
+  ScriptVm& vm = VmFor(cache);
+  lua_State* L = vm.L;
+  lua_settop(L, 0);
+  PushCompiled(L, sha);
+  const bool compiled = !lua_isnil(L, -1);
+  lua_pop(L, 1);
+  if (!compiled) {
+    std::string src, err;
+    if (body != nullptr) {
+      src = *body;
+    } else if (!cache.Get(sha, &src)) {
+      ctx.Error("NOSCRIPT No matching script. Please use EVAL.");
+      return;
+    }
+    if (!Compile(vm, sha, src, &err)) {
+      ctx.Error(err);
+      return;
+    }
+    if (body != nullptr) cache.Add(sha, *body);
+  }
+  ScriptRun run;
+  run.ctx = &ctx;
+  run.read_only = read_only || vm.no_writes.count(sha) != 0;
+  for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
+  std::sort(run.keys.begin(), run.keys.end());
+  SetArgs(L, "KEYS", ctx.argv.subspan(3, numkeys));
+  SetArgs(L, "ARGV", ctx.argv.subspan(3 + numkeys));
+  lua_pushcfunction(L, ErrorHandler);
+  PushCompiled(L, sha);
+  vm.run = &run;
+  const int rc = lua_pcall(L, 0, 1, 1);
+  vm.run = nullptr;
+  if (rc != LUA_OK) {
+    ctx.Error(RunError(L, sha));
+  } else {
+    ReplyFromLua(L, -1, ctx.w, run.resp, 0);
+  }
+  lua_settop(L, 0);
+}
+
+}  // namespace trove::resp

@@ -1,0 +1,364 @@
+"""Server-side Lua scripts: EVAL, EVALSHA, EVAL_RO, SCRIPT LOAD/EXISTS/FLUSH/KILL,
+redis-py's register_script, the conversions between RESP (2 and 3) and Lua in
+both directions, the error texts (Redis 7's, with the script's location),
+read-only scripts, a rate limiter, WATCH and keyspace notifications seeing a
+script's writes.
+
+Trove differs from Redis where the tests are marked `trove`: a script may only
+touch the keys it declares (they are locked for the whole run), and keyspace
+walks are refused inside scripts.
+"""
+
+import hashlib
+import os
+import time
+
+import pytest
+import redis
+
+
+SERVER_ARGS = ["-t", "4"]
+
+TARGET = os.environ.get("TROVE_TEST_TARGET", "").strip().lower() or (
+    "fake" if os.environ.get("TROVE_RESP_FAKE") else "trove")
+
+
+def sha1(s):
+    return hashlib.sha1(s.encode()).hexdigest()
+
+
+def located(msg, body, line=1):
+    """Redis 7's text for an error raised at `line` of script `body`."""
+    return "-%s script: %s, on @user_script:%d.\r\n" % (msg, sha1(body), line)
+
+
+def ev(c, body, *keys_then_args, numkeys=None):
+    n = len(keys_then_args) if numkeys is None else numkeys
+    return c.cmd("EVAL", body, str(n), *keys_then_args)
+
+
+# ---- EVAL, EVALSHA, SCRIPT ---------------------------------------------------
+
+def test_eval_keys_and_argv(r):
+    assert r.eval("return 1", 0) == 1
+    assert r.eval("return {KEYS[1], KEYS[2], ARGV[1], #ARGV}", 2, "k1", "k2", "a1", "a2") == \
+        [b"k1", b"k2", b"a1", 2]
+
+
+def test_script_load_exists_evalsha_flush(rd):
+    rd.script_flush()
+    body = "return 'loaded'"
+    sha = rd.script_load(body)
+    assert sha == sha1(body)
+    assert rd.evalsha(sha, 0) == "loaded"
+    assert rd.evalsha(sha.upper(), 0) == "loaded"
+    assert rd.script_exists(sha, "0" * 40) == [True, False]
+    assert rd.eval("return 2", 0) == 2  # EVAL caches its body too
+    assert rd.script_exists(sha1("return 2")) == [True]
+    assert rd.script_flush() is True
+    assert rd.script_exists(sha, sha1("return 2")) == [False, False]
+    with pytest.raises(redis.exceptions.NoScriptError):
+        rd.evalsha(sha, 0)
+
+
+def test_script_subcommand_replies(raw):
+    c = raw()
+    assert c.cmd("SCRIPT", "FLUSH", "ASYNC") == b"+OK\r\n"
+    assert c.cmd("SCRIPT", "FLUSH", "SYNC") == b"+OK\r\n"
+    assert c.cmd("SCRIPT", "FLUSH", "LATER") == \
+        b"-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n"
+    assert c.cmd("SCRIPT", "KILL") == b"-NOTBUSY No scripts in execution right now.\r\n"
+    assert c.cmd("EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "0") == \
+        b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+    assert c.cmd("EVALSHA", "abc", "0") == b"-NOSCRIPT No matching script. Please use EVAL.\r\n"
+    assert c.cmd("SCRIPT", "LOAD", "return (") .startswith(
+        b"-ERR Error compiling script (new function): user_script:1: ")
+    assert c.cmd("SCRIPT", "NOPE").startswith(b"-ERR unknown subcommand")
+    assert c.cmd("SCRIPT", "HELP").startswith(b"*")
+
+
+def test_register_script_survives_flush(r):
+    incr = r.register_script("return redis.call('incr', KEYS[1])")
+    assert incr(keys=["c"]) == 1
+    assert incr(keys=["c"]) == 2
+    r.script_flush()
+    assert incr(keys=["c"]) == 3  # redis-py loads it again after NOSCRIPT
+
+
+def test_numkeys_errors(raw):
+    c = raw()
+    assert ev(c, "return 1", "a", numkeys=2) == \
+        b"-ERR Number of keys can't be greater than number of args\r\n"
+    assert ev(c, "return 1", numkeys=-1) == b"-ERR Number of keys can't be negative\r\n"
+    assert c.cmd("EVAL", "return 1", "x") == b"-ERR value is not an integer or out of range\r\n"
+    assert c.cmd("EVAL", "return 1") == b"-ERR wrong number of arguments for 'eval' command\r\n"
+
+
+# ---- Lua to RESP -------------------------------------------------------------
+
+@pytest.mark.parametrize("body,reply", [
+    ("return 3.99", b":3\r\n"),
+    ("return -3.99", b":-3\r\n"),
+    ("return 'hi'", b"$2\r\nhi\r\n"),
+    ("return {1, 2, nil, 4}", b"*2\r\n:1\r\n:2\r\n"),
+    ("return {1, {2, 'x'}, {ok='y'}}", b"*3\r\n:1\r\n*2\r\n:2\r\n$1\r\nx\r\n+y\r\n"),
+    ("return {ok='FINE'}", b"+FINE\r\n"),
+    ("return {err='BAD thing'}", b"-BAD thing\r\n"),
+    ("return redis.error_reply('MY error')", b"-MY error\r\n"),
+    ("return redis.status_reply('QUEUED')", b"+QUEUED\r\n"),
+    ("return true", b":1\r\n"),
+    ("return false", b"$-1\r\n"),
+    ("return nil", b"$-1\r\n"),
+    ("return {}", b"*0\r\n"),
+    ("return {double=3.5}", b"$3\r\n3.5\r\n"),
+    ("return {map={a=1}}", b"*2\r\n$1\r\na\r\n:1\r\n"),
+    ("return {set={a=true}}", b"*1\r\n$1\r\na\r\n"),
+    ("return redis.sha1hex('')", b"$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n"),
+])
+def test_lua_to_resp2(raw, body, reply):
+    assert ev(raw(), body) == reply
+
+
+@pytest.mark.parametrize("body,reply", [
+    ("return nil", b"_\r\n"),
+    ("return false", b"_\r\n"),
+    ("return true", b":1\r\n"),
+    ("redis.setresp(3) return true", b"#t\r\n"),
+    ("redis.setresp(3) return false", b"#f\r\n"),
+    ("return {double=3.5}", b",3.5\r\n"),
+    ("return {map={a=1}}", b"%1\r\n$1\r\na\r\n:1\r\n"),
+    ("return {set={a=true}}", b"~1\r\n$1\r\na\r\n"),
+    ("return {big_number='123'}", b"(123\r\n"),
+    ("return {verbatim_string={format='txt', string='hey'}}", b"=7\r\ntxt:hey\r\n"),
+])
+def test_lua_to_resp3(raw, body, reply):
+    c = raw()
+    assert c.cmd("HELLO", "3").startswith(b"%")
+    assert ev(c, body) == reply
+
+
+# ---- RESP to Lua -------------------------------------------------------------
+
+def test_resp2_to_lua(raw):
+    c = raw()
+    c.cmd("SET", "s", "v")
+    c.cmd("RPUSH", "l", "a", "b")
+    c.cmd("SET", "n", "41")
+    assert ev(c, "return type(redis.call('get', KEYS[1]))", "s") == b"$6\r\nstring\r\n"
+    assert ev(c, "return tostring(redis.call('get', KEYS[1]))", "missing") == \
+        b"$5\r\nfalse\r\n"
+    assert ev(c, "local n = redis.call('incr', KEYS[1]) return {type(n), n}", "n") == \
+        b"*2\r\n$6\r\nnumber\r\n:42\r\n"
+    assert ev(c, "return redis.call('set', KEYS[1], 'w').ok", "s") == b"$2\r\nOK\r\n"
+    assert ev(c, "local t = redis.call('lrange', KEYS[1], 0, -1) return {#t, t[2]}", "l") == \
+        b"*2\r\n:2\r\n$1\r\nb\r\n"
+    assert ev(c, "return redis.pcall('incr', KEYS[1]).err", "l") == \
+        b"$65\r\nWRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    # Numbers as arguments: integers as such, floats as %.17g.
+    assert ev(c, "redis.call('set', KEYS[1], 10) return redis.call('get', KEYS[1])", "s") == \
+        b"$2\r\n10\r\n"
+    assert ev(c, "redis.call('set', KEYS[1], 1.5) return redis.call('get', KEYS[1])", "s") == \
+        b"$3\r\n1.5\r\n"
+
+
+def test_resp3_to_lua(raw):
+    c = raw()
+    c.cmd("HSET", "h", "f", "v")
+    c.cmd("ZADD", "z", "1.5", "m")
+    body = "redis.setresp(3) return redis.call('hgetall', KEYS[1])"
+    assert ev(c, body, "h") == b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n"  # a RESP2 caller
+    assert ev(c, "redis.setresp(3) return redis.call('hgetall', KEYS[1]).map.f", "h") == \
+        b"$1\r\nv\r\n"
+    assert ev(c, "redis.setresp(3) return type(redis.call('get', KEYS[1]))", "nokey") == \
+        b"$3\r\nnil\r\n"
+    assert ev(c, "redis.setresp(3) return redis.call('zscore', KEYS[1], 'm').double * 2",
+              "z") == b":3\r\n"
+    assert c.cmd("HELLO", "3").startswith(b"%")
+    assert ev(c, body, "h") == b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"
+
+
+def test_lua_environment(raw):
+    c = raw()
+    assert ev(c, "return {unpack({1, 2})}") == b"*2\r\n:1\r\n:2\r\n"
+    assert ev(c, "return {table.getn({1, 2, 3}), math.mod(7, 4), string.format('%d', 5)}") == \
+        b"*3\r\n:3\r\n:3\r\n$1\r\n5\r\n"
+    assert ev(c, "return loadstring('return 7')()") == b":7\r\n"
+    assert ev(c, "return redis.REDIS_VERSION") == b"$6\r\n7.0.15\r\n"
+    assert ev(c, "return redis.replicate_commands()") == b":1\r\n"
+    assert ev(c, "redis.log(redis.LOG_WARNING, 'x') return redis.LOG_NOTICE") == b":2\r\n"
+    body = "return os.time()"
+    assert ev(c, body) == located(
+        "ERR user_script:1: Script attempted to access nonexistent global variable 'os'",
+        body).encode()
+    body = "x = 5"
+    assert ev(c, body) == located("ERR user_script:1: Attempt to modify a readonly table",
+                                  body).encode()
+
+
+# ---- errors ------------------------------------------------------------------
+
+def test_runtime_error_location(raw):
+    c = raw()
+    body = "return foo()"
+    assert ev(c, body) == located(
+        "ERR user_script:1: Script attempted to access nonexistent global variable 'foo'",
+        body).encode()
+    body = "local a = 1\nerror('boom')"
+    assert ev(c, body) == located("ERR user_script:2: boom", body, 2).encode()
+
+
+def test_redis_call_errors(raw):
+    c = raw()
+    c.cmd("SET", "k", "v")
+    body = "return redis.call('incr', KEYS[1])"
+    assert ev(c, body, "k") == located("ERR value is not an integer or out of range",
+                                       body).encode()
+    for body, msg in [
+        ("return redis.call('nosuch')", "ERR Unknown Redis command called from script"),
+        ("return redis.call('get')", "ERR Wrong number of args calling Redis command from script"),
+        ("return redis.call('multi')", "ERR This Redis command is not allowed from script"),
+        ("return redis.call('eval', 'return 1', 0)",
+         "ERR This Redis command is not allowed from script"),
+        ("return redis.call('subscribe', 'ch')",
+         "ERR This Redis command is not allowed from script"),
+        ("return redis.call()",
+         "ERR Please specify at least one argument for this redis lib call"),
+        ("return redis.call('get', {})",
+         "ERR Lua redis lib command arguments must be strings or integers"),
+    ]:
+        assert ev(c, body) == located(msg, body).encode(), body
+    # pcall hands the error to the script; returned, it carries no location.
+    assert ev(c, "return redis.pcall('nosuch')") == \
+        b"-ERR Unknown Redis command called from script\r\n"
+    assert ev(c, "local e = redis.pcall('incr', KEYS[1]) return e.err", "k") == \
+        b"$43\r\nERR value is not an integer or out of range\r\n"
+
+
+def test_blocking_commands_refused(raw):
+    # Redis 7.0 flags them noscript: refused even when data is there.
+    c = raw()
+    c.cmd("RPUSH", "full", "x")
+    for body in ["return redis.call('blpop', KEYS[1], 0)",
+                 "return redis.call('brpoplpush', KEYS[1], KEYS[1], 0)",
+                 "return redis.call('bzpopmin', KEYS[1], 0)"]:
+        assert ev(c, body, "full") == \
+            located("ERR This Redis command is not allowed from script", body).encode()
+    assert c.cmd("LLEN", "full") == b":1\r\n"
+
+
+def test_eval_ro_refuses_writes(raw):
+    c = raw()
+    c.cmd("SET", "k", "v")
+    assert c.cmd("EVAL_RO", "return redis.call('get', KEYS[1])", "1", "k") == b"$1\r\nv\r\n"
+    body = "return redis.call('set', KEYS[1], 'x')"
+    assert c.cmd("EVAL_RO", body, "1", "k") == \
+        located("ERR Write commands are not allowed from read-only scripts.", body).encode()
+    sha = c.cmd("SCRIPT", "LOAD", body).split(b"\r\n")[1].decode()
+    assert c.cmd("EVALSHA_RO", sha, "1", "k") == \
+        located("ERR Write commands are not allowed from read-only scripts.", body).encode()
+    body = "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 'x')"
+    assert ev(c, body, "k") == \
+        located("ERR Write commands are not allowed from read-only scripts.", body, 2).encode()
+    assert c.cmd("GET", "k") == b"$1\r\nv\r\n"
+
+
+def test_acl_applies_to_calls(rd, resp_port):
+    rd.acl_setuser("scripter", enabled=True, passwords=["+pw"], keys=["~*"],
+                   commands=["+eval", "+get"])
+    try:
+        c = redis.Redis(host="127.0.0.1", port=resp_port, username="scripter", password="pw",
+                        decode_responses=True)
+        rd.set("k", "v")
+        assert c.eval("return redis.call('get', KEYS[1])", 1, "k") == "v"
+        body = "return redis.call('set', KEYS[1], 'x')"
+        with pytest.raises(redis.exceptions.ResponseError) as e:
+            c.eval(body, 1, "k")
+        assert str(e.value) == ("The user executing the script can't run this command or "
+                                "subcommand script: %s, on @user_script:1." % sha1(body))
+        assert c.eval("return redis.pcall('set', KEYS[1], 'x')['err']", 1, "k") == \
+            "ERR The user executing the script can't run this command or subcommand"
+        entry = rd.acl_log(count=1)[0]
+        assert (entry["context"], entry["object"], entry["username"]) == ("lua", "set", "scripter")
+        c.close()
+    finally:
+        rd.acl_deluser("scripter")
+
+
+# ---- behaviour -----------------------------------------------------------------
+
+RATE_LIMITER = """
+local n = redis.call('incr', KEYS[1])
+if n == 1 then redis.call('expire', KEYS[1], ARGV[1]) end
+if n > tonumber(ARGV[2]) then return 0 end
+return 1
+"""
+
+
+def test_rate_limiter(r):
+    allow = r.register_script(RATE_LIMITER)
+    got = [allow(keys=["rl:user"], args=[60, 5]) for _ in range(7)]
+    assert got == [1, 1, 1, 1, 1, 0, 0]
+    assert r.get("rl:user") == b"7"
+    assert 0 < r.ttl("rl:user") <= 60
+
+
+def test_watch_sees_a_script_write(raw, r):
+    c = raw()
+    assert c.cmd("WATCH", "w") == b"+OK\r\n"
+    assert c.cmd("MULTI") == b"+OK\r\n"
+    assert c.cmd("SET", "w", "from-multi") == b"+QUEUED\r\n"
+    r.eval("redis.call('set', KEYS[1], 'from-script')", 1, "w")
+    assert c.cmd("EXEC") == b"*-1\r\n"
+    assert r.get("w") == b"from-script"
+
+
+def test_eval_inside_multi(raw):
+    c = raw()
+    c.cmd("MULTI")
+    assert c.cmd("EVAL", "return redis.call('incr', KEYS[1])", "1", "m") == b"+QUEUED\r\n"
+    assert c.cmd("EVAL", "return redis.call('incr', KEYS[1])", "1", "m") == b"+QUEUED\r\n"
+    assert c.cmd("EXEC") == b"*2\r\n:1\r\n:2\r\n"
+
+
+@pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front delivers no messages")
+def test_keyspace_notification_from_a_script(r):
+    r.config_set("notify-keyspace-events", "KA")
+    try:
+        p = r.pubsub()
+        p.psubscribe("__keyspace@0__:*")
+        assert p.get_message(timeout=5)["type"] == "psubscribe"
+        r.eval("redis.call('set', KEYS[1], 'v') redis.call('expire', KEYS[1], 100)", 1, "ks")
+        got = []
+        deadline = time.monotonic() + 5
+        while len(got) < 2 and time.monotonic() < deadline:
+            m = p.get_message(timeout=0.2)
+            if m is not None and m["type"] == "pmessage":
+                got.append((m["channel"], m["data"]))
+        assert got == [(b"__keyspace@0__:ks", b"set"), (b"__keyspace@0__:ks", b"expire")]
+        p.close()
+    finally:
+        r.config_set("notify-keyspace-events", "")
+
+
+# ---- Trove's differences ---------------------------------------------------------
+
+def test_undeclared_key_refused(raw, trove):
+    c = raw()
+    body = "return redis.call('get', 'other')"
+    assert ev(c, body) == located(
+        "ERR Script attempted to access key 'other' not declared in KEYS (Trove runs scripts "
+        "atomically over their declared keys)", body).encode()
+    body = "return redis.call('keys', '*')"
+    assert ev(c, body) == located("ERR this command is not supported inside scripts yet",
+                                  body).encode()
+
+
+def test_info_memory_counts_scripts(rd, trove):
+    rd.script_flush()
+    info = rd.info("memory")
+    assert info["number_of_cached_scripts"] == 0
+    assert info["used_memory_scripts"] == 0
+    rd.script_load("return 'abc'")
+    info = rd.info("memory")
+    assert info["number_of_cached_scripts"] == 1
+    assert info["used_memory_scripts"] == len("return 'abc'")

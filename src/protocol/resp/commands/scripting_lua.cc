@@ -293,11 +293,13 @@ int ErrorHandler(lua_State* L) {
   bool have = lua_getstack(L, 1, &ar) != 0 && lua_getinfo(L, "Sl", &ar) != 0;
   if (have && std::strcmp(ar.what, "C") == 0)
     have = lua_getstack(L, 2, &ar) != 0 && lua_getinfo(L, "Sl", &ar) != 0;
-  if (have && ar.currentline > 0) {
+  if (have && ar.currentline > 0) {  // raw: the script's own table may guard its fields
+    lua_pushliteral(L, "source");
     lua_pushstring(L, ar.source);
-    lua_setfield(L, 1, "source");
+    lua_rawset(L, 1);
+    lua_pushliteral(L, "line");
     lua_pushinteger(L, ar.currentline);
-    lua_setfield(L, 1, "line");
+    lua_rawset(L, 1);
   }
   return 1;
 }

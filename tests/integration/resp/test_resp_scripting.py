@@ -207,6 +207,17 @@ def test_runtime_error_location(raw):
     assert ev(c, body) == located("ERR user_script:2: boom", body, 2).encode()
 
 
+def test_recursive_return_value_ends_in_an_error(raw):
+    # A cyclic table nests arrays until Redis's "reached lua stack limit"
+    # error closes the reply; the connection stays usable.
+    c = raw()
+    reply = ev(c, "local a = {}; local b = {a}; a[1] = b; return a")
+    assert reply.startswith(b"*1\r\n*1\r\n")
+    assert reply.endswith(b"-ERR reached lua stack limit\r\n")
+    assert set(reply[:-len(b"-ERR reached lua stack limit\r\n")].split(b"\r\n")) == {b"*1", b""}
+    assert c.cmd("PING") == b"+PONG\r\n"
+
+
 def test_redis_call_errors(raw):
     c = raw()
     c.cmd("SET", "k", "v")

@@ -153,7 +153,7 @@ void PushReply(lua_State* L, std::string_view s, size_t* pos) {
 void ReplyFromLua(lua_State* L, int idx, RespWriter* w, int resp, int depth) {
   idx = lua_absindex(L, idx);
   if (depth > kMaxReplyDepth || lua_checkstack(L, 4) == 0) {
-    w->Null();
+    w->Error("ERR reached lua stack limit");  // Redis's answer to a too deep (or cyclic) value
     return;
   }
   switch (lua_type(L, idx)) {

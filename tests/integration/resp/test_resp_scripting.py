@@ -195,6 +195,37 @@ def test_lua_environment(raw):
                                   body).encode()
 
 
+@pytest.mark.parametrize("trick", [
+    "setmetatable(_G, {})",
+    "local g = getmetatable(_G); g.__index = {}",
+    "redis = function() return 1 end",
+    "_G = {}",
+    "rawset(_G, 'redis', 1)",
+    "redis.call = function() return 1 end",
+    "string.upper = function() return 'x' end",
+    "getmetatable('').__index = {}",
+    "setmetatable(redis, {})",
+    "table.insert = nil",
+])
+def test_globals_and_libraries_are_read_only(raw, trick):
+    # One VM serves every client of a worker: no script may change what the
+    # next one sees (Redis's read-only tables).
+    c = raw()
+    reply = ev(c, trick)
+    assert reply.startswith(b"-") and b"Attempt to modify a readonly table" in reply, reply
+    assert ev(c, "return redis.call('PING')") == b"+PONG\r\n"
+    assert ev(c, "return string.upper('a') .. ('b'):upper()") == b"$2\r\nAB\r\n"
+    assert ev(c, "local t = {} table.insert(t, 1) return #t") == b":1\r\n"
+    # Reading through the views still works: iteration and length.
+    assert ev(c, "local n = 0 for k in pairs(redis) do n = n + 1 end return n > 5") == b":1\r\n"
+
+
+def test_shebang_names_the_engine(raw):
+    c = raw()
+    assert ev(c, "#!not-lua\nreturn 1").startswith(b"-ERR Unexpected engine in script shebang")
+    assert ev(c, "#!lua\nreturn 1") == b":1\r\n"
+
+
 # ---- errors ------------------------------------------------------------------
 
 def test_runtime_error_location(raw):

@@ -24,6 +24,7 @@ namespace trove::resp {
 namespace {
 
 constexpr char kScriptsKey[] = "trove.scripts";  // registry: sha -> compiled function
+constexpr char kGlobalsKey[] = "trove.globals";  // registry: the scripts' globals (kProtect)
 
 // One worker's VM. Owner thread only.
 struct ScriptVm {
@@ -56,6 +57,42 @@ math.mod = math.fmod
 dofile = nil
 loadfile = nil
 print = nil
+)";
+
+// Run once per VM after kSetup: the globals move to a table of their own,
+// the libraries are replaced by read-only views, and setmetatable/rawset
+// refuse protected tables, so no script can change what the next script
+// (of any client on this worker) sees. Returns the globals and the set of
+// protected tables; "__trove_guard" (removed by the caller) is the value
+// getmetatable answers for a protected table: writing to it raises too.
+constexpr char kProtect[] = R"(
+local G0 = {}
+for k, v in next, _G do G0[k] = v end
+local raw_setmetatable, raw_rawset, raw_error, raw_next = setmetatable, rawset, error, next
+local guarded = raw_setmetatable({}, {__mode = 'k'})
+local function deny() raw_error('Attempt to modify a readonly table', 2) end
+local guard = raw_setmetatable({}, {__newindex = deny, __metatable = false})
+local function readonly(t)
+  local p = raw_setmetatable({}, {__index = t, __newindex = deny, __metatable = guard,
+                                  __pairs = function() return raw_next, t, nil end,
+                                  __len = function() return #t end})
+  guarded[p] = true
+  return p
+end
+for _, name in ipairs({'redis', 'string', 'table', 'math'}) do G0[name] = readonly(G0[name]) end
+local smt = getmetatable('')
+smt.__index = G0.string
+smt.__metatable = guard
+G0.setmetatable = function(t, mt)
+  if guarded[t] then deny() end
+  return raw_setmetatable(t, mt)
+end
+G0.rawset = function(t, k, v)
+  if guarded[t] then deny() end
+  return raw_rawset(t, k, v)
+end
+G0.__trove_guard = guard
+return G0, guarded
 )";
 
 int GlobalIndex(lua_State* L) {
@@ -181,15 +218,43 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   if (luaL_dostring(L, kSetup) != LUA_OK) lua_settop(L, 0);  // a bug here: the names stay unset
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, kScriptsKey);
+  // Read-only globals and libraries: kProtect returns the table that now
+  // holds the globals and the set of protected tables; _G keeps no field of
+  // its own (every read goes to that table, every write raises).
+  if (luaL_loadstring(L, kProtect) != LUA_OK || lua_pcall(L, 0, 2, 0) != LUA_OK) {
+    lua_settop(L, 0);  // a bug in kProtect: the VM runs unprotected
+    return L;
+  }
+  const int globals = lua_absindex(L, -2);
+  const int guarded = lua_absindex(L, -1);
+  lua_pushvalue(L, globals);
+  lua_setfield(L, LUA_REGISTRYINDEX, kGlobalsKey);
   lua_pushglobaltable(L);
-  lua_newtable(L);
-  lua_pushcfunction(L, GlobalIndex);
+  const int g = lua_gettop(L);
+  for (;;) {  // empty _G (its fields live on in `globals`)
+    lua_pushnil(L);
+    if (lua_next(L, g) == 0) break;
+    lua_pop(L, 1);
+    lua_pushnil(L);
+    lua_rawset(L, g);
+  }
+  lua_pushvalue(L, g);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, guarded);  // setmetatable and rawset refuse _G
+  lua_newtable(L);         // _G's metatable
+  lua_pushvalue(L, globals);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, GlobalNewIndex);
   lua_setfield(L, -2, "__newindex");
-  lua_pushboolean(L, 0);  // getmetatable(_G) answers false; setmetatable refuses
-  lua_setfield(L, -2, "__metatable");
-  lua_setmetatable(L, -2);
+  lua_getfield(L, globals, "__trove_guard");
+  lua_setfield(L, -2, "__metatable");  // getmetatable(_G) answers a read-only guard
+  lua_setmetatable(L, g);
+  lua_pushnil(L);
+  lua_setfield(L, globals, "__trove_guard");
+  lua_newtable(L);  // the globals' metatable: an unknown name is an error
+  lua_pushcfunction(L, GlobalIndex);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, globals);
   lua_settop(L, 0);
   return L;
 }
@@ -226,7 +291,7 @@ bool ReadShebang(std::string* src, bool* no_writes, std::string* err) {
   size_t sp = line.find(' ');
   const std::string engine = line.substr(0, sp);
   if (engine != "lua") {
-    *err = "ERR Could not find scripting engine '" + engine + "'";
+    *err = "ERR Unexpected engine in script shebang: " + engine;
     return false;
   }
   while (sp != std::string::npos) {
@@ -329,14 +394,18 @@ std::string RunError(lua_State* L, const std::string& sha) {
 }
 
 void SetArgs(lua_State* L, const char* name, std::span<const std::string_view> args) {
-  lua_pushglobaltable(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, kGlobalsKey);
+  if (!lua_istable(L, -1)) {  // unprotected VM (see NewScriptVm)
+    lua_pop(L, 1);
+    lua_pushglobaltable(L);
+  }
   lua_pushstring(L, name);
   lua_createtable(L, static_cast<int>(args.size()), 0);
   for (size_t i = 0; i < args.size(); ++i) {
     lua_pushlstring(L, args[i].data(), args[i].size());
     lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
   }
-  lua_rawset(L, -3);  // past the globals' read-only guard
+  lua_rawset(L, -3);  // past the read-only guard
   lua_pop(L, 1);
 }
 

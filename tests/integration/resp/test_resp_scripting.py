@@ -404,3 +404,23 @@ def test_info_memory_counts_scripts(rd, trove):
     info = rd.info("memory")
     assert info["number_of_cached_scripts"] == 1
     assert info["used_memory_scripts"] == len("return 'abc'")
+
+
+def test_allow_oom_shebang_lets_writes_run_over_maxmemory(trove, make_server):
+    # Over maxmemory (lowered below what is in use; -M: no eviction), a
+    # script's first deny-oom command is refused, unless the script says
+    # allow-oom. SADD of a member the set already has needs no memory, so it
+    # shows the check alone.
+    srv = make_server("-M")
+    c = redis.Redis(port=srv.resp_port, socket_timeout=20)
+    assert c.sadd("s", "a") == 1
+    for i in range(20):
+        c.set("k%d" % i, "x" * 50000)
+    c.config_set("maxmemory", 1)
+    body = "return redis.call('SADD', KEYS[1], 'a')"
+    with pytest.raises(redis.ResponseError) as e:
+        c.eval(body, 1, "s")
+    assert "OOM command not allowed when used memory > 'maxmemory'" in str(e.value)
+    assert c.eval("#!lua flags=allow-oom\n" + body, 1, "s") == 0
+    c.config_set("maxmemory", 0)
+    c.close()

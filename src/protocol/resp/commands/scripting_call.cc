@@ -116,7 +116,8 @@ bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::strin
     *err = "ERR Write commands are not allowed from read-only scripts.";
     return false;
   }
-  if (!run.wrote && (spec.flags & kCmdDenyOom) != 0 && ctx.engine->over_mem_limit()) {
+  if (!run.wrote && !run.allow_oom && (spec.flags & kCmdDenyOom) != 0 &&
+      ctx.engine->over_mem_limit()) {
     *err = "OOM command not allowed when used memory > 'maxmemory'.";
     return false;
   }

@@ -21,6 +21,7 @@ struct ScriptRun {
   CommandContext* ctx = nullptr;  // the EVAL's context (its caller, writer, effects)
   std::vector<std::string> keys;  // the declared KEYS, as engine keys (sorted)
   bool read_only = false;         // EVAL_RO, EVALSHA_RO or a no-writes shebang
+  bool allow_oom = false;         // an allow-oom shebang: writes run over maxmemory
   int resp = 2;                   // redis.setresp: the protocol of redis.call's replies
   bool wrote = false;             // a write ran: later writes skip the OOM check
 };

@@ -33,8 +33,9 @@ struct ScriptVm {
   // The epoch of each port's ScriptCache when this VM last saw it: a newer
   // one (SCRIPT FLUSH) drops every compiled function.
   std::unordered_map<const ScriptCache*, uint64_t> epochs;
-  // Scripts whose shebang says no-writes.
+  // Scripts whose shebang says no-writes / allow-oom.
   std::unordered_map<std::string, bool> no_writes;
+  std::unordered_map<std::string, bool> allow_oom;
   ~ScriptVm() {
     if (L != nullptr) lua_close(L);
   }
@@ -271,6 +272,7 @@ ScriptVm& VmFor(const ScriptCache& cache) {
     lua_newtable(vm.L);
     lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
     vm.no_writes.clear();
+    vm.allow_oom.clear();
   }
   return vm;
 }
@@ -284,7 +286,7 @@ void PushCompiled(lua_State* L, const std::string& sha) {
 
 // Reads a "#!lua [flags=a,b]" first line: false with *err on another engine
 // or an unknown flag; the line is blanked in *src so line numbers stay.
-bool ReadShebang(std::string* src, bool* no_writes, std::string* err) {
+bool ReadShebang(std::string* src, bool* no_writes, bool* allow_oom, std::string* err) {
   if (src->compare(0, 2, "#!") != 0) return true;
   const size_t eol = std::min(src->find('\n'), src->size());
   const std::string line = src->substr(2, eol - 2);
@@ -309,7 +311,9 @@ bool ReadShebang(std::string* src, bool* no_writes, std::string* err) {
       const std::string flag = arg.substr(p, comma - p);
       if (flag == "no-writes") {
         *no_writes = true;
-      } else if (flag != "allow-oom" && flag != "allow-stale" && flag != "no-cluster" &&
+      } else if (flag == "allow-oom") {
+        *allow_oom = true;
+      } else if (flag != "allow-stale" && flag != "no-cluster" &&
                  flag != "allow-cross-slot-keys") {
         *err = "ERR Unexpected flag in script shebang: " + flag;
         return false;
@@ -324,7 +328,8 @@ bool ReadShebang(std::string* src, bool* no_writes, std::string* err) {
 bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::string* err) {
   std::string src(body);
   bool no_writes = false;
-  if (!ReadShebang(&src, &no_writes, err)) return false;
+  bool allow_oom = false;
+  if (!ReadShebang(&src, &no_writes, &allow_oom, err)) return false;
   lua_State* L = vm.L;
   if (luaL_loadbuffer(L, src.data(), src.size(), "@user_script") != LUA_OK) {
     *err = std::string("ERR Error compiling script (new function): ") +
@@ -337,6 +342,7 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
   lua_setfield(L, -2, sha.c_str());
   lua_pop(L, 1);
   if (no_writes) vm.no_writes[sha] = true;
+  if (allow_oom) vm.allow_oom[sha] = true;
   return true;
 }
 
@@ -446,6 +452,7 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
   ScriptRun run;
   run.ctx = &ctx;
   run.read_only = read_only || vm.no_writes.count(sha) != 0;
+  run.allow_oom = vm.allow_oom.count(sha) != 0;
   for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
   std::sort(run.keys.begin(), run.keys.end());
   SetArgs(L, "KEYS", ctx.argv.subspan(3, numkeys));

@@ -24,6 +24,7 @@
   X(StringRange)   /* string_ranges.cc: APPEND STRLEN GETRANGE SETRANGE LCS */ \
   X(Transaction)   /* transactions.cc: MULTI EXEC DISCARD WATCH UNWATCH */ \
   X(Scripting)     /* scripting.cc: EVAL EVALSHA SCRIPT (+ scripting_lua.cc, scripting_call.cc) */ \
+  X(Function)      /* functions.cc: FUNCTION FCALL FCALL_RO (+ scripting_library.cc) */ \
   X(List)          /* lists.cc */                                         \
   X(Blocking)      /* blocking.cc: BLPOP BLMOVE BZPOPMIN ... */           \
   X(Hash)          /* hashes.cc */                                        \

@@ -35,6 +35,7 @@ bool NoScript(std::string_view name) {
       "sunsubscribe", "monitor",  "client",      "acl",          "config",
       "auth",       "hello",      "reset",       "quit",         "shutdown",
       "eval",       "evalsha",    "eval_ro",     "evalsha_ro",   "script",
+      "fcall",      "fcall_ro",   "function",
       "blpop",      "brpop",      "blmove",      "brpoplpush",   "blmpop",
       "bzpopmin",   "bzpopmax",   "bzmpop"};
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);

@@ -1,5 +1,7 @@
 // What the scripting family's files share (scripting.cc: EVAL and SCRIPT;
-// scripting_lua.cc: the worker's Lua VM and a script's run;
+// functions.cc: FUNCTION and FCALL; scripting_lua.cc: the worker's Lua VM
+// and a script's run; scripting_library.cc: a library's load run and the
+// VM's functions;
 // scripting_call.cc: redis.call through the command seam;
 // scripting_convert.cc: RESP to Lua and back). Runs on the connection's
 // worker.
@@ -7,11 +9,16 @@
 
 #include <lua5.4/lua.hpp>
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/services/function_library.h"
+#include "protocol/resp/services/script_cache.h"
 
 namespace trove::resp {
 
@@ -26,8 +33,68 @@ struct ScriptRun {
   bool wrote = false;             // a write ran: later writes skip the OOM check
 };
 
+// Registry keys of a VM: the scripts' globals (read-only, behind _G).
+inline constexpr char kGlobalsKey[] = "trove.globals";
+
+struct LibraryLoad;  // scripting_library.cc: a library's load run in progress
+
+// One worker's VM, created on its first script (thread_local). Owner thread
+// only.
+struct ScriptVm {
+  lua_State* L = nullptr;
+  ScriptRun* run = nullptr;      // the script or function running, if any
+  LibraryLoad* load = nullptr;   // the library whose code is running, if any
+  // The epoch of each port's ScriptCache when this VM last saw it: a newer
+  // one (SCRIPT FLUSH) drops every compiled script.
+  std::unordered_map<const ScriptCache*, uint64_t> epochs;
+  // Scripts whose shebang says no-writes / allow-oom.
+  std::unordered_map<std::string, bool> no_writes;
+  std::unordered_map<std::string, bool> allow_oom;
+  // The libraries (and their epoch) the VM's functions were built from,
+  // and each function's flags by lower-cased name.
+  const FunctionLibraries* functions_of = nullptr;
+  uint64_t functions_epoch = 0;
+  std::unordered_map<std::string, FunctionInfo> functions;
+  ScriptVm() = default;
+  ScriptVm(const ScriptVm&) = delete;
+  ScriptVm& operator=(const ScriptVm&) = delete;
+  ~ScriptVm();
+};
+
+// This worker's VM, its compiled scripts dropped if `cache` was flushed
+// since it last looked.
+ScriptVm& VmFor(const ScriptCache& cache);
+ScriptVm& VmOf(lua_State* L);
+
 // The run in progress on L's VM; null outside a script.
 ScriptRun* CurrentRun(lua_State* L);
+
+// Calls the function below the top nargs values of vm.L's stack as `run`
+// (errors named after `name`: a script's SHA-1 or a function's name) and
+// writes its reply to run.ctx; leaves the stack empty.
+void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& name);
+// Pushes a table of the strings args (KEYS, ARGV).
+void PushStringArray(lua_State* L, std::span<const std::string_view> args);
+// Pushes the message handler of a script's pcall (errors as {err, source, line}).
+void PushErrorHandler(lua_State* L);
+// The error at the top of the stack after a failed run, as the reply's text.
+std::string RunErrorText(lua_State* L, const std::string& name);
+
+// Registers the load-run API (redis.register_function, log, version) in
+// the registry of a new VM; scripting_library.cc.
+void OpenLoadApi(lua_State* L);
+// luaopen for the `bit` library (scripting_bitlib.cc).
+int OpenBitLib(lua_State* L);
+// redis.log, shared by scripts and library loads.
+int LuaLog(lua_State* L);
+
+// FUNCTION LOAD: checks code's metadata, runs it in this worker's VM and
+// fills *lib; false with the error reply's text.
+bool LoadLibrary(CommandContext& ctx, std::string_view code, FunctionLibrary* lib,
+                 std::string* err);
+// FCALL and FCALL_RO: calls the function named argv[1] with the keys at
+// argv[3 .. 3+numkeys). REQUIRES: the keys' stripes held, numkeys checked.
+void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only);
 
 // Runs the script named sha on this worker's VM for ctx (EVAL and EVALSHA),
 // its keys at argv[3 .. 3+numkeys) and arguments after them, and replies.

@@ -24,22 +24,6 @@ namespace trove::resp {
 namespace {
 
 constexpr char kScriptsKey[] = "trove.scripts";  // registry: sha -> compiled function
-constexpr char kGlobalsKey[] = "trove.globals";  // registry: the scripts' globals (kProtect)
-
-// One worker's VM. Owner thread only.
-struct ScriptVm {
-  lua_State* L = nullptr;
-  ScriptRun* run = nullptr;
-  // The epoch of each port's ScriptCache when this VM last saw it: a newer
-  // one (SCRIPT FLUSH) drops every compiled function.
-  std::unordered_map<const ScriptCache*, uint64_t> epochs;
-  // Scripts whose shebang says no-writes / allow-oom.
-  std::unordered_map<std::string, bool> no_writes;
-  std::unordered_map<std::string, bool> allow_oom;
-  ~ScriptVm() {
-    if (L != nullptr) lua_close(L);
-  }
-};
 
 thread_local ScriptVm tls_vm;
 
@@ -80,7 +64,7 @@ local function readonly(t)
   guarded[p] = true
   return p
 end
-for _, name in ipairs({'redis', 'string', 'table', 'math'}) do G0[name] = readonly(G0[name]) end
+for _, name in ipairs({'redis', 'string', 'table', 'math', 'bit'}) do G0[name] = readonly(G0[name]) end
 local smt = getmetatable('')
 smt.__index = G0.string
 smt.__metatable = guard
@@ -149,15 +133,6 @@ int LuaSha1Hex(lua_State* L) {
   return 1;
 }
 
-// redis.log: accepted and dropped (Trove has no server log for scripts yet).
-int LuaLog(lua_State* L) {
-  if (lua_gettop(L) < 2) return luaL_error(L, "redis.log() requires two arguments or more.");
-  if (!lua_isnumber(L, 1)) return luaL_error(L, "First argument must be a number (log level).");
-  const lua_Integer level = lua_tointeger(L, 1);
-  if (level < 0 || level > 3) return luaL_error(L, "Invalid debug level.");
-  return 0;
-}
-
 int LuaSetResp(lua_State* L) {
   if (lua_gettop(L) != 1) return luaL_error(L, "redis.setresp() requires one argument.");
   const lua_Integer v = lua_tointeger(L, 1);
@@ -214,15 +189,19 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   luaL_requiref(L, LUA_TABLIBNAME, luaopen_table, 1);
   luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
   luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
+  luaL_requiref(L, "bit", OpenBitLib, 1);
   lua_settop(L, 0);
   OpenRedisTable(L);
-  if (luaL_dostring(L, kSetup) != LUA_OK) lua_settop(L, 0);  // a bug here: the names stay unset
+  OpenLoadApi(L);
+  if (luaL_loadbuffer(L, kSetup, sizeof kSetup - 1, "=trove_setup") != LUA_OK ||
+      lua_pcall(L, 0, 0, 0) != LUA_OK)
+    lua_settop(L, 0);  // a bug here: the names stay unset
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, kScriptsKey);
   // Read-only globals and libraries: kProtect returns the table that now
   // holds the globals and the set of protected tables; _G keeps no field of
   // its own (every read goes to that table, every write raises).
-  if (luaL_loadstring(L, kProtect) != LUA_OK || lua_pcall(L, 0, 2, 0) != LUA_OK) {
+  if (luaL_loadbuffer(L, kProtect, sizeof kProtect - 1, "=trove_protect") != LUA_OK || lua_pcall(L, 0, 2, 0) != LUA_OK) {
     lua_settop(L, 0);  // a bug in kProtect: the VM runs unprotected
     return L;
   }
@@ -258,23 +237,6 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   lua_setmetatable(L, globals);
   lua_settop(L, 0);
   return L;
-}
-
-// This worker's VM, its compiled functions dropped if `cache` was flushed
-// since it last looked.
-ScriptVm& VmFor(const ScriptCache& cache) {
-  ScriptVm& vm = tls_vm;
-  if (vm.L == nullptr) vm.L = NewScriptVm(&vm);
-  const uint64_t epoch = cache.epoch();
-  auto [it, added] = vm.epochs.try_emplace(&cache, epoch);
-  if (!added && it->second != epoch) {
-    it->second = epoch;
-    lua_newtable(vm.L);
-    lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
-    vm.no_writes.clear();
-    vm.allow_oom.clear();
-  }
-  return vm;
 }
 
 // Pushes the compiled function of sha (or nil).
@@ -346,9 +308,43 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
   return true;
 }
 
+}  // namespace
+
+ScriptVm::~ScriptVm() {
+  if (L != nullptr) lua_close(L);
+}
+
+ScriptVm& VmFor(const ScriptCache& cache) {
+  ScriptVm& vm = tls_vm;
+  if (vm.L == nullptr) vm.L = NewScriptVm(&vm);
+  const uint64_t epoch = cache.epoch();
+  auto [it, added] = vm.epochs.try_emplace(&cache, epoch);
+  if (!added && it->second != epoch) {
+    it->second = epoch;
+    lua_newtable(vm.L);
+    lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
+    vm.no_writes.clear();
+    vm.allow_oom.clear();
+  }
+  return vm;
+}
+
+ScriptVm& VmOf(lua_State* L) { return **static_cast<ScriptVm**>(lua_getextraspace(L)); }
+
+// redis.log: accepted and dropped (Trove has no server log for scripts yet).
+int LuaLog(lua_State* L) {
+  if (lua_gettop(L) < 2) return luaL_error(L, "redis.log() requires two arguments or more.");
+  if (!lua_isnumber(L, 1)) return luaL_error(L, "First argument must be a number (log level).");
+  const lua_Integer level = lua_tointeger(L, 1);
+  if (level < 0 || level > 3) return luaL_error(L, "Invalid debug level.");
+  return 0;
+}
+
 // The message handler of a script's pcall: the error as a table {err=,
 // source=, line=} naming the script's line (the caller of a C function
 // such as error or redis.call), as Redis reports it.
+namespace {
+
 int ErrorHandler(lua_State* L) {
   if (!lua_istable(L, 1)) {
     const char* msg = luaL_tolstring(L, 1, nullptr);
@@ -360,10 +356,13 @@ int ErrorHandler(lua_State* L) {
     lua_replace(L, 1);
     lua_settop(L, 1);
   }
+  // The innermost frame of the user's code: past C functions (error,
+  // redis.call) and Trove's own Lua (the read-only guards' handlers).
   lua_Debug ar;
-  bool have = lua_getstack(L, 1, &ar) != 0 && lua_getinfo(L, "Sl", &ar) != 0;
-  if (have && std::strcmp(ar.what, "C") == 0)
-    have = lua_getstack(L, 2, &ar) != 0 && lua_getinfo(L, "Sl", &ar) != 0;
+  bool have = false;
+  for (int level = 1; !have && lua_getstack(L, level, &ar) != 0; ++level) {
+    have = lua_getinfo(L, "Sl", &ar) != 0 && std::strncmp(ar.source, "@user_", 6) == 0;
+  }
   if (have && ar.currentline > 0) {  // raw: the script's own table may guard its fields
     lua_pushliteral(L, "source");
     lua_pushstring(L, ar.source);
@@ -375,8 +374,12 @@ int ErrorHandler(lua_State* L) {
   return 1;
 }
 
+}  // namespace
+
+void PushErrorHandler(lua_State* L) { lua_pushcfunction(L, ErrorHandler); }
+
 // The error at the top of the stack after a failed run, as the reply's text.
-std::string RunError(lua_State* L, const std::string& sha) {
+std::string RunErrorText(lua_State* L, const std::string& sha) {
   if (!lua_istable(L, -1)) {
     const char* m = lua_tostring(L, -1);
     return std::string("ERR Error running script ") + sha + ", " + (m != nullptr ? m : "?");
@@ -399,6 +402,16 @@ std::string RunError(lua_State* L, const std::string& sha) {
   return msg;
 }
 
+void PushStringArray(lua_State* L, std::span<const std::string_view> args) {
+  lua_createtable(L, static_cast<int>(args.size()), 0);
+  for (size_t i = 0; i < args.size(); ++i) {
+    lua_pushlstring(L, args[i].data(), args[i].size());
+    lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
+  }
+}
+
+namespace {
+
 void SetArgs(lua_State* L, const char* name, std::span<const std::string_view> args) {
   lua_getfield(L, LUA_REGISTRYINDEX, kGlobalsKey);
   if (!lua_istable(L, -1)) {  // unprotected VM (see NewScriptVm)
@@ -406,18 +419,15 @@ void SetArgs(lua_State* L, const char* name, std::span<const std::string_view> a
     lua_pushglobaltable(L);
   }
   lua_pushstring(L, name);
-  lua_createtable(L, static_cast<int>(args.size()), 0);
-  for (size_t i = 0; i < args.size(); ++i) {
-    lua_pushlstring(L, args[i].data(), args[i].size());
-    lua_rawseti(L, -2, static_cast<lua_Integer>(i + 1));
-  }
+  PushStringArray(L, args);
   lua_rawset(L, -3);  // past the read-only guard
   lua_pop(L, 1);
 }
 
 }  // namespace
 
-ScriptRun* CurrentRun(lua_State* L) { return (*static_cast<ScriptVm**>(lua_getextraspace(L)))->run; }
+
+ScriptRun* CurrentRun(lua_State* L) { return VmOf(L).run; }
 
 bool CompileScript(CommandContext& ctx, const std::string& sha, std::string_view body,
                    std::string* err) {
@@ -457,15 +467,21 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
   std::sort(run.keys.begin(), run.keys.end());
   SetArgs(L, "KEYS", ctx.argv.subspan(3, numkeys));
   SetArgs(L, "ARGV", ctx.argv.subspan(3 + numkeys));
-  lua_pushcfunction(L, ErrorHandler);
+  PushErrorHandler(L);
   PushCompiled(L, sha);
+  InvokeScript(vm, run, 0, sha);
+}
+
+void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& name) {
+  lua_State* L = vm.L;
+  const int handler = lua_gettop(L) - nargs - 1;
   vm.run = &run;
-  const int rc = lua_pcall(L, 0, 1, 1);
+  const int rc = lua_pcall(L, nargs, 1, handler);
   vm.run = nullptr;
   if (rc != LUA_OK) {
-    ctx.Error(RunError(L, sha));
+    run.ctx->Error(RunErrorText(L, name));
   } else {
-    ReplyFromLua(L, -1, ctx.w, run.resp, 0);
+    ReplyFromLua(L, -1, run.ctx->w, run.resp, 0);
   }
   lua_settop(L, 0);
 }

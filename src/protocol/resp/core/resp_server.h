@@ -27,6 +27,7 @@
 #include "protocol/resp/services/output_limits.h"
 #include "protocol/resp/core/protected_mode.h"
 #include "protocol/resp/services/pubsub.h"
+#include "protocol/resp/services/function_library.h"
 #include "protocol/resp/services/script_cache.h"
 #include "protocol/resp/services/slowlog.h"
 #include "protocol/resp/services/tracking.h"
@@ -200,6 +201,7 @@ class RespServer final : public protocol::CommandLog {
   LiveClients& live_clients() { return live_clients_; }
   // The server-side scripts' bodies (EVAL, SCRIPT LOAD), shared by the workers.
   ScriptCache& scripts() { return scripts_; }
+  FunctionLibraries& functions() { return functions_; }
 
   // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
   protocol::ClientPause& pause() { return pause_; }
@@ -245,6 +247,7 @@ class RespServer final : public protocol::CommandLog {
   WatchRegistry watches_;
   BlockRegistry blocks_;
   ScriptCache scripts_;
+  FunctionLibraries functions_;
   protocol::ClientPause pause_;
   const HistogramSlots* slots_;
   SlowLog slowlog_;

@@ -69,7 +69,8 @@ uint32_t SubCategories(std::string_view parent, std::string_view sub) {
   if (parent == "client" || parent == "command") c |= kCatConnection;
   if (parent == "object") c |= kCatKeyspace | (help ? 0 : kCatRead);
   if (parent == "pubsub" && !help) c |= kCatPubsub;
-  if (parent == "script") c |= kCatScripting;
+  if (parent == "script" || parent == "function") c |= kCatScripting;
+  if (parent == "function" && In(sub, {"delete", "flush", "load", "restore"})) c |= kCatWrite;
   if (parent == "memory" && sub == "usage") c |= kCatRead;
   bool admin = false;
   if (parent == "acl") admin = !In(sub, {"cat", "genpass", "help", "whoami"});

@@ -25,6 +25,8 @@ const std::vector<Container>& Containers() {
         "unpause"}},
       {"command", {"count", "docs", "getkeys", "getkeysandflags", "help", "info", "list"}},
       {"config", {"get", "help", "resetstat", "rewrite", "set"}},
+      {"function",
+       {"delete", "dump", "flush", "help", "kill", "list", "load", "restore", "stats"}},
       {"latency", {"doctor", "graph", "help", "histogram", "history", "latest", "reset"}},
       {"memory", {"doctor", "help", "malloc-stats", "purge", "stats", "usage"}},
       {"object", {"encoding", "freq", "help", "idletime", "refcount"}},

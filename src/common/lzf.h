@@ -1,0 +1,17 @@
+// LZF decompression, for the compressed strings of Redis's RDB format (a
+// DUMP or FUNCTION DUMP payload from Redis carries strings longer than 20
+// bytes LZF-compressed when that saves space). Any thread; no state.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace trove {
+
+// Decompresses in into *out, which must come out exactly `expected` bytes
+// long; false on a malformed stream (a back reference before the start, a
+// run past either end) or another length.
+bool LzfDecompress(std::string_view in, size_t expected, std::string* out);
+
+}  // namespace trove

@@ -1,0 +1,49 @@
+// The pieces of Redis's RDB format that its DUMP-style payloads use (FUNCTION
+// DUMP / RESTORE today): length and string encodings, and the payload
+// footer (2-byte RDB version, little-endian, then the CRC-64/Jones of
+// everything before it, little-endian). Written as Redis 7.0 writes them
+// (RDB version 10, strings stored raw); read as Redis 7.0-7.4 write them
+// (versions up to 12; integer-encoded and LZF-compressed strings too). Any
+// thread; no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace trove::resp {
+
+// The RDB version written in footers; and the newest one read.
+inline constexpr uint16_t kRdbVersionWritten = 10;  // Redis 7.0
+inline constexpr uint16_t kRdbVersionRead = 12;     // Redis 7.4
+
+void AppendRdbLength(std::string* out, uint64_t len);
+void AppendRdbString(std::string* out, std::string_view s);
+// Appends the footer over *out's bytes so far.
+void AppendRdbFooter(std::string* out);
+// The payload without its footer, if the footer's version is one Trove
+// reads and its checksum matches; false otherwise.
+bool StripRdbFooter(std::string_view payload, std::string_view* body);
+
+// Reads a payload's body front to back; every method false past the end or
+// on a malformed value.
+class RdbReader {
+ public:
+  explicit RdbReader(std::string_view body) : in_(body) {}
+  bool done() const { return pos_ >= in_.size(); }
+  bool ReadByte(uint8_t* b);
+  // A plain length; false for a special (encoded-string) form.
+  bool ReadLength(uint64_t* len);
+  // A string in any of its encodings: raw, integer (8/16/32 bits) or LZF.
+  bool ReadString(std::string* s);
+
+ private:
+  // A length, or a special form's tag in *len with *special set.
+  bool ReadLengthOrSpecial(uint64_t* len, bool* special);
+  bool ReadBytes(size_t n, std::string_view* out);
+
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+}  // namespace trove::resp

@@ -424,6 +424,20 @@ class Engine : NonCopyable {
 
   struct Impl;  // the parts in slab_allocator, hash_table, lru, ...
 
+  // Stripes beyond a KeyLockSet, for server-side scripts that touch keys
+  // they did not declare (RESP EVAL/FCALL). TryLockKeyStripe never waits:
+  // kBusy when another thread holds the stripe, kHeld when this thread
+  // does already (nothing to unlock then).
+  enum class StripeTry { kLocked, kHeld, kBusy };
+  StripeTry TryLockKeyStripe(std::string_view key);
+  // REQUIRES: a kLocked TryLockKeyStripe of key not yet undone.
+  void UnlockKeyStripe(std::string_view key);
+  // Every stripe, in ascending order: the caller excludes every other user
+  // of the keyspace until UnlockAllKeyStripes. REQUIRES: this thread holds
+  // no stripe (no KeyLockSet alive).
+  void LockAllKeyStripes();
+  void UnlockAllKeyStripes();
+
  private:
   explicit Engine(const EngineOptions& opts);
   Engine(const EngineOptions& opts, WarmStart* warm);  // warm: -e, may be null

@@ -96,6 +96,21 @@ int64_t Engine::TtlSeconds(const ItemRef& ref) const {
   return ExpiryTtlSec(ref.raw(), impl_->Now());
 }
 
+Engine::StripeTry Engine::TryLockKeyStripe(std::string_view key) {
+  ItemLocks& locks = impl_->locks;
+  const uint32_t stripe = locks.StripeOf(HashKey(key));
+  if (locks.HeldByMe(stripe)) return StripeTry::kHeld;
+  return locks.TryLock(stripe) ? StripeTry::kLocked : StripeTry::kBusy;
+}
+
+void Engine::UnlockKeyStripe(std::string_view key) {
+  ItemLocks& locks = impl_->locks;
+  locks.Unlock(locks.StripeOf(HashKey(key)));
+}
+
+void Engine::LockAllKeyStripes() { impl_->locks.LockAll(); }
+void Engine::UnlockAllKeyStripes() { impl_->locks.UnlockAll(); }
+
 // --- KeyLockSet ---
 
 namespace {

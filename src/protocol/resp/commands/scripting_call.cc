@@ -6,10 +6,12 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "net/io_buffer.h"
@@ -55,6 +57,41 @@ std::string TakeBytes(net::OutputBuffer& out) {
     out.Advance(total);
   }
   return s;
+}
+
+// How long a script that already wrote waits for the stripe of a key it did
+// not declare before it gives up with an error (another thread holds the
+// stripe; it may itself be waiting for one of the script's).
+constexpr auto kUndeclaredWait = std::chrono::milliseconds(100);
+
+// Takes the stripe of k, a key the script did not declare, for the rest of
+// the run, without ever waiting on a lock (so no lock-order cycle can
+// form): try-locked; when busy and the script has not written yet, the run
+// asks to be run again holding every stripe; when it has written, it
+// retries for up to kUndeclaredWait. False with the error's text.
+bool LockUndeclared(ScriptRun& run, const std::string& k, std::string_view name,
+                    std::string* err) {
+  engine::Engine* e = run.ctx->engine;
+  using Try = engine::Engine::StripeTry;
+  Try t = e->TryLockKeyStripe(k);
+  if (t == Try::kBusy && !run.wrote && run.ctx->can_go_exclusive) {
+    run.want_exclusive = true;
+    *err = "ERR the script runs again holding every key";
+    return false;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kUndeclaredWait;
+  while (t == Try::kBusy && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+    t = e->TryLockKeyStripe(k);
+  }
+  if (t == Try::kBusy) {
+    *err = "ERR Script attempted to access key '" + std::string(name) +
+           "', not declared in KEYS, while another client held it; declare the script's keys "
+           "in KEYS";
+    return false;
+  }
+  if (t == Try::kLocked) run.extra_locked.push_back(k);
+  return true;
 }
 
 // The checks of one call, in Redis's order; false with the error's text.
@@ -122,15 +159,13 @@ bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::strin
     *err = "OOM command not allowed when used memory > 'maxmemory'.";
     return false;
   }
+  if (run.exclusive) return true;
   std::vector<size_t> idx;
   CommandTable::KeyIndexes(spec, argv, &idx);
   for (size_t i : idx) {
     const std::string k = ctx.EncodeKey(argv[i]);
-    if (!std::binary_search(run.keys.begin(), run.keys.end(), k)) {
-      *err = "ERR Script attempted to access key '" + std::string(argv[i]) +
-             "' not declared in KEYS (Trove runs scripts atomically over their declared keys)";
-      return false;
-    }
+    if (std::binary_search(run.keys.begin(), run.keys.end(), k)) continue;
+    if (!LockUndeclared(run, k, argv[i], err)) return false;
   }
   return true;
 }
@@ -214,6 +249,10 @@ bool Call(lua_State* L, std::string* out) {
     *out = "ERR Unknown Redis command called from script";
     return false;
   }
+  if (run->want_exclusive) {  // the run is void: it runs again from the start
+    *out = "ERR the script runs again holding every key";
+    return false;
+  }
   if (!Allowed(*run, *spec, argv, out)) return false;
   Run(*run, *spec, argv, out);
   if (!out->empty() && (*out)[0] == '-') {
@@ -224,12 +263,14 @@ bool Call(lua_State* L, std::string* out) {
   return true;
 }
 
-// Pushes the call's result; true when it is an error to raise.
+// Pushes the call's result; true when it is an error to raise (always
+// when the run is void and must unwind, even from redis.pcall).
 bool CallAndPush(lua_State* L, bool raise) {
   std::string out;
   if (!Call(L, &out)) {
     PushErrTable(L, out);
-    return raise;
+    const ScriptRun* run = CurrentRun(L);
+    return raise || (run != nullptr && run->want_exclusive);
   }
   size_t pos = 0;
   PushReply(L, out, &pos);

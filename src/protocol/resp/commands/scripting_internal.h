@@ -31,6 +31,13 @@ struct ScriptRun {
   bool allow_oom = false;         // an allow-oom shebang: writes run over maxmemory
   int resp = 2;                   // redis.setresp: the protocol of redis.call's replies
   bool wrote = false;             // a write ran: later writes skip the OOM check
+  // Undeclared keys: with exclusive, every stripe is held (the seam ran the
+  // script again so); else the keys whose stripes the run try-locked, to
+  // unlock at its end; want_exclusive once one was busy before any write
+  // (every later call fails, and the seam runs the script again).
+  bool exclusive = false;
+  std::vector<std::string> extra_locked;
+  bool want_exclusive = false;
 };
 
 // Registry keys of a VM: the scripts' globals (read-only, behind _G).

@@ -388,6 +388,7 @@ void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only) {
   run.ctx = &ctx;
   run.read_only = read_only || (f.flags & kFnNoWrites) != 0;
   run.allow_oom = (f.flags & kFnAllowOom) != 0;
+  run.exclusive = ctx.exclusive;
   for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
   std::sort(run.keys.begin(), run.keys.end());
   lua_State* L = vm.L;

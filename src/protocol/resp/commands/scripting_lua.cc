@@ -463,6 +463,7 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
   run.ctx = &ctx;
   run.read_only = read_only || vm.no_writes.count(sha) != 0;
   run.allow_oom = vm.allow_oom.count(sha) != 0;
+  run.exclusive = ctx.exclusive;
   for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
   std::sort(run.keys.begin(), run.keys.end());
   SetArgs(L, "KEYS", ctx.argv.subspan(3, numkeys));
@@ -478,7 +479,11 @@ void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& na
   vm.run = &run;
   const int rc = lua_pcall(L, nargs, 1, handler);
   vm.run = nullptr;
-  if (rc != LUA_OK) {
+  for (const std::string& k : run.extra_locked) run.ctx->engine->UnlockKeyStripe(k);
+  run.extra_locked.clear();
+  if (run.want_exclusive) {
+    run.ctx->want_exclusive = true;  // no reply: the seam runs the script again
+  } else if (rc != LUA_OK) {
     run.ctx->Error(RunErrorText(L, name));
   } else {
     ReplyFromLua(L, -1, run.ctx->w, run.resp, 0);

@@ -98,8 +98,9 @@ struct CommandAdder {
 
 // What a handler sees for one call.
 // Invariant: when locked is true, the stripes of every key the command names
-// are held by a KeyLockSet on this thread, so the handler uses only the
-// engine's *Locked operations; kCmdGlobal handlers run with locked false.
+// are held by a KeyLockSet on this thread (every stripe when exclusive is
+// true), so the handler uses only the engine's *Locked operations;
+// kCmdGlobal handlers run with locked false.
 struct CommandContext {
   // The caller's connection services (core/client.h); null when no
   // connection is behind the call.
@@ -122,6 +123,13 @@ struct CommandContext {
   const CommandSpec* spec = nullptr;
   bool locked = false;
   bool in_exec = false;
+  // Scripts that touch keys they did not declare (commands/scripting_call.cc):
+  // the seam sets can_go_exclusive when it could run the command again
+  // holding every stripe; a handler that needs that sets want_exclusive
+  // and writes no reply; the seam then runs it again with exclusive set.
+  bool can_go_exclusive = false;
+  bool want_exclusive = false;
+  bool exclusive = false;
   // CLIENT NO-TOUCH is on and the command is not TOUCH: lookups do not bump.
   bool no_touch = false;
   // Lookups count keyspace hits/misses: read commands and reads_keys ones.

@@ -33,6 +33,22 @@ void EncodeKeys(CommandContext& ctx, ExecBuffers* buf) {
   }
 }
 
+// A script that found a key it did not declare busy before it wrote
+// anything runs again from the start holding every stripe (the cost: it
+// waits for every command in flight and holds up every other worker's key
+// access while it runs; docs/resp.md, "Scripting").
+void RunExclusive(CommandContext& ctx) {
+  ctx.want_exclusive = false;
+  ctx.can_go_exclusive = false;
+  ctx.engine->LockAllKeyStripes();
+  ctx.locked = true;
+  ctx.exclusive = true;
+  ctx.spec->fn(ctx);
+  ctx.exclusive = false;
+  ctx.locked = false;
+  ctx.engine->UnlockAllKeyStripes();
+}
+
 }  // namespace
 
 void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
@@ -55,19 +71,21 @@ void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
     return;
   }
   CommandTable::KeyIndexes(spec, ctx.argv, &buf->idx);
+  ctx.can_go_exclusive = (spec.flags & kCmdMovableKeys) != 0;  // EVAL, FCALL
   if (buf->idx.empty()) {
     spec.fn(ctx);
-    return;
-  }
-  EncodeKeys(ctx, buf);
-  engine::KeyLockSet lock(ctx.engine, buf->views);
-  ctx.locked = true;
-  if (ctx.notify == 0) {
-    spec.fn(ctx);  // the usual case: no notifications, no comparison
   } else {
-    RunRecordingChanges(ctx, buf->idx, buf->views, &buf->changes);
+    EncodeKeys(ctx, buf);
+    engine::KeyLockSet lock(ctx.engine, buf->views);
+    ctx.locked = true;
+    if (ctx.notify == 0) {
+      spec.fn(ctx);  // the usual case: no notifications, no comparison
+    } else {
+      RunRecordingChanges(ctx, buf->idx, buf->views, &buf->changes);
+    }
+    ctx.locked = false;
   }
-  ctx.locked = false;
+  if (ctx.want_exclusive) RunExclusive(ctx);
 }
 
 }  // namespace trove::resp

@@ -206,6 +206,11 @@ bool Engine::SetMemLimit(size_t bytes) {
 }
 size_t Engine::mem_limit() const { return impl_->mem_limit; }
 bool Engine::over_mem_limit() const { return false; }
+// The fake is single-threaded: every stripe is free, and taking all is a no-op.
+Engine::StripeTry Engine::TryLockKeyStripe(std::string_view) { return StripeTry::kHeld; }
+void Engine::UnlockKeyStripe(std::string_view) {}
+void Engine::LockAllKeyStripes() {}
+void Engine::UnlockAllKeyStripes() {}
 uint64_t Engine::EvictToLimit() { return 0; }  // the fake never evicts
 bool Engine::evict_to_free() const { return impl_->evict; }
 void Engine::SetEvictToFree(bool on) { impl_->evict = on; }

@@ -181,7 +181,11 @@ void CmdSelect(CommandContext& ctx) {
     ctx.Error("ERR DB index is out of range");
     return;
   }
-  ctx.conn->identity().SelectDb(static_cast<int>(n));
+  if (ctx.script_db != nullptr) {
+    *ctx.script_db = static_cast<int>(n);  // a script's SELECT is its own
+  } else {
+    ctx.conn->identity().SelectDb(static_cast<int>(n));
+  }
   ctx.w->Ok();
 }
 

@@ -107,9 +107,8 @@ bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::strin
     *err = "ERR This Redis command is not allowed from script";
     return false;
   }
-  // Keyspace walks suspend and slice across workers; SELECT would change
-  // the caller's database (ConnState is the caller's).
-  if ((spec.flags & kCmdGlobal) != 0 || std::string_view(spec.name) == "select") {
+  // Keyspace walks suspend and slice across workers.
+  if ((spec.flags & kCmdGlobal) != 0) {
     *err = "ERR this command is not supported inside scripts yet";
     return false;
   }
@@ -163,7 +162,7 @@ bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::strin
   std::vector<size_t> idx;
   CommandTable::KeyIndexes(spec, argv, &idx);
   for (size_t i : idx) {
-    const std::string k = ctx.EncodeKey(argv[i]);
+    const std::string k = EncodeDbKey(run.db >= 0 ? run.db : ctx.db(), argv[i]);
     if (std::binary_search(run.keys.begin(), run.keys.end(), k)) continue;
     if (!LockUndeclared(run, k, argv[i], err)) return false;
   }
@@ -191,6 +190,7 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
   ctx.would_block = &would_block;
   ctx.notify = outer.server->key_events().enabled();
   ctx.locked = true;  // the EVAL holds the declared keys' stripes (checked above)
+  ctx.script_db = &run.db;
   ExecBuffers buf;
   ExecuteCommand(ctx, &buf);
   const bool errored = rw.errors() != 0;
@@ -277,9 +277,43 @@ bool CallAndPush(lua_State* L, bool raise) {
   return false;
 }
 
+// redis.acl_check_cmd's answer for the arguments on L's stack: 1 allowed,
+// 0 denied, -1 no such command.
+int AclCheck(lua_State* L) {
+  const ScriptRun* run = CurrentRun(L);
+  const int argc = lua_gettop(L);
+  std::vector<std::string> args;
+  for (int i = 1; i <= argc; ++i) {
+    size_t n;
+    const char* s = lua_tolstring(L, i, &n);
+    if (s == nullptr) return -1;
+    args.emplace_back(s, n);
+  }
+  std::vector<std::string_view> argv(args.begin(), args.end());
+  const CommandSpec* spec = argv.empty() ? nullptr : CommandTable::Get().Find(argv[0]);
+  if (spec == nullptr) return -1;
+  if ((spec->arity > 0 && argc != spec->arity) || (spec->arity < 0 && argc < -spec->arity))
+    return -2;
+  if (run == nullptr) return 1;
+  const Identity& id = run->ctx->conn->identity();
+  if (id.unrestricted()) return 1;
+  const int slot = HistogramSlots::Get().SlotOf(*spec, argv);
+  size_t pos = 0;
+  return id.acl_user()->Check(*spec, slot, argv, &pos) == acl::Denied::kOk ? 1 : 0;
+}
+
 }  // namespace
 
 // No C++ object is alive when lua_error leaves these frames.
+int LuaAclCheckCmd(lua_State* L) {
+  if (lua_gettop(L) < 1) return luaL_error(L, "Please specify at least one argument for this redis lib call");
+  const int r = AclCheck(L);
+  if (r == -1) return luaL_error(L, "Invalid command passed to redis.acl_check_cmd()");
+  if (r == -2) return luaL_error(L, "Wrong number of args calling Redis command from script");
+  lua_pushboolean(L, r);
+  return 1;
+}
+
 int LuaRedisCall(lua_State* L) {
   if (CallAndPush(L, /*raise=*/true)) return lua_error(L);
   return 1;

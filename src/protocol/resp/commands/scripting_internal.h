@@ -31,6 +31,7 @@ struct ScriptRun {
   bool allow_oom = false;         // an allow-oom shebang: writes run over maxmemory
   int resp = 2;                   // redis.setresp: the protocol of redis.call's replies
   bool wrote = false;             // a write ran: later writes skip the OOM check
+  int db = -1;                    // the script's SELECT, -1: the caller's database
   // Undeclared keys: with exclusive, every stripe is held (the seam ran the
   // script again so); else the keys whose stripes the run try-locked, to
   // unlock at its end; want_exclusive once one was busy before any write
@@ -57,6 +58,7 @@ struct ScriptVm {
   // Scripts whose shebang says no-writes / allow-oom.
   std::unordered_map<std::string, bool> no_writes;
   std::unordered_map<std::string, bool> allow_oom;
+  std::unordered_map<std::string, bool> shebang;  // scripts that declare flags
   // The libraries (and their epoch) the VM's functions were built from,
   // and each function's flags by lower-cased name.
   const FunctionLibraries* functions_of = nullptr;
@@ -75,6 +77,11 @@ ScriptVm& VmOf(lua_State* L);
 
 // The run in progress on L's VM; null outside a script.
 ScriptRun* CurrentRun(lua_State* L);
+
+// The checks Redis 7 makes before a script that declares flags (a shebang
+// or any function) runs: *_RO needs no-writes, and one that may write is
+// refused over maxmemory unless allow-oom. False after replying the error.
+bool FlaggedScriptMayRun(CommandContext& ctx, bool read_only, bool no_writes, bool allow_oom);
 
 // Calls the function below the top nargs values of vm.L's stack as `run`
 // (errors named after `name`: a script's SHA-1 or a function's name) and
@@ -119,6 +126,8 @@ bool CompileScript(CommandContext& ctx, const std::string& sha, std::string_view
 // {err=...}); scripting_call.cc.
 int LuaRedisCall(lua_State* L);
 int LuaRedisPCall(lua_State* L);
+// redis.acl_check_cmd: may the script's user run this command?
+int LuaAclCheckCmd(lua_State* L);
 
 // {err=msg}, pushed.
 void PushErrTable(lua_State* L, std::string_view msg);

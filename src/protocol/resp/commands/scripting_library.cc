@@ -380,10 +380,9 @@ void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only) {
     return;
   }
   const FunctionInfo& f = it->second;
-  if (read_only && (f.flags & kFnNoWrites) == 0) {
-    ctx.Error("ERR Can not execute a script with write flag using *_ro command.");
+  if (!FlaggedScriptMayRun(ctx, read_only, (f.flags & kFnNoWrites) != 0,
+                           (f.flags & kFnAllowOom) != 0))
     return;
-  }
   ScriptRun run;
   run.ctx = &ctx;
   run.read_only = read_only || (f.flags & kFnNoWrites) != 0;

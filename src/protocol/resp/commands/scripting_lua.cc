@@ -156,6 +156,7 @@ void SetInt(lua_State* L, const char* name, lua_Integer v) {
 void OpenRedisTable(lua_State* L) {
   static const luaL_Reg kFns[] = {{"call", LuaRedisCall},
                                   {"pcall", LuaRedisPCall},
+                                  {"acl_check_cmd", LuaAclCheckCmd},
                                   {"error_reply", LuaErrorReply},
                                   {"status_reply", LuaStatusReply},
                                   {"sha1hex", LuaSha1Hex},
@@ -248,8 +249,10 @@ void PushCompiled(lua_State* L, const std::string& sha) {
 
 // Reads a "#!lua [flags=a,b]" first line: false with *err on another engine
 // or an unknown flag; the line is blanked in *src so line numbers stay.
-bool ReadShebang(std::string* src, bool* no_writes, bool* allow_oom, std::string* err) {
+bool ReadShebang(std::string* src, bool* flagged, bool* no_writes, bool* allow_oom,
+                 std::string* err) {
   if (src->compare(0, 2, "#!") != 0) return true;
+  *flagged = true;
   const size_t eol = std::min(src->find('\n'), src->size());
   const std::string line = src->substr(2, eol - 2);
   size_t sp = line.find(' ');
@@ -289,9 +292,10 @@ bool ReadShebang(std::string* src, bool* no_writes, bool* allow_oom, std::string
 
 bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::string* err) {
   std::string src(body);
+  bool flagged = false;
   bool no_writes = false;
   bool allow_oom = false;
-  if (!ReadShebang(&src, &no_writes, &allow_oom, err)) return false;
+  if (!ReadShebang(&src, &flagged, &no_writes, &allow_oom, err)) return false;
   lua_State* L = vm.L;
   if (luaL_loadbuffer(L, src.data(), src.size(), "@user_script") != LUA_OK) {
     *err = std::string("ERR Error compiling script (new function): ") +
@@ -305,6 +309,7 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
   lua_pop(L, 1);
   if (no_writes) vm.no_writes[sha] = true;
   if (allow_oom) vm.allow_oom[sha] = true;
+  if (flagged) vm.shebang[sha] = true;
   return true;
 }
 
@@ -325,6 +330,7 @@ ScriptVm& VmFor(const ScriptCache& cache) {
     lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
     vm.no_writes.clear();
     vm.allow_oom.clear();
+    vm.shebang.clear();
   }
   return vm;
 }
@@ -459,10 +465,14 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
     }
     if (body != nullptr) cache.Add(sha, *body);
   }
+  const bool no_writes = vm.no_writes.count(sha) != 0;
+  const bool allow_oom = vm.allow_oom.count(sha) != 0;
+  if (vm.shebang.count(sha) != 0 && !FlaggedScriptMayRun(ctx, read_only, no_writes, allow_oom))
+    return;
   ScriptRun run;
   run.ctx = &ctx;
-  run.read_only = read_only || vm.no_writes.count(sha) != 0;
-  run.allow_oom = vm.allow_oom.count(sha) != 0;
+  run.read_only = read_only || no_writes;
+  run.allow_oom = allow_oom;
   run.exclusive = ctx.exclusive;
   for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
   std::sort(run.keys.begin(), run.keys.end());
@@ -471,6 +481,18 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
   PushErrorHandler(L);
   PushCompiled(L, sha);
   InvokeScript(vm, run, 0, sha);
+}
+
+bool FlaggedScriptMayRun(CommandContext& ctx, bool read_only, bool no_writes, bool allow_oom) {
+  if (read_only && !no_writes) {
+    ctx.Error("ERR Can not execute a script with write flag using *_ro command.");
+    return false;
+  }
+  if (!no_writes && !allow_oom && ctx.engine->over_mem_limit()) {
+    ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+    return false;
+  }
+  return true;
 }
 
 void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& name) {

@@ -128,6 +128,9 @@ struct CommandContext {
   // holding every stripe; a handler that needs that sets want_exclusive
   // and writes no reply; the seam then runs it again with exclusive set.
   bool can_go_exclusive = false;
+  // Inside a script: the script's own SELECT (-1 until it selects), which
+  // keys use and SELECT sets, leaving the caller's database as it was.
+  int* script_db = nullptr;
   bool want_exclusive = false;
   bool exclusive = false;
   // CLIENT NO-TOUCH is on and the command is not TOUCH: lookups do not bump.
@@ -165,7 +168,9 @@ struct CommandContext {
             std::span<const std::string_view> args);
 
   size_t argc() const { return argv.size(); }
-  int db() const { return conn->identity().db(); }
+  int db() const {
+    return script_db != nullptr && *script_db >= 0 ? *script_db : conn->identity().db();
+  }
   // The engine key of argv[i] in the selected database.
   std::string Key(size_t i) const;
   std::string EncodeKey(std::string_view k) const;

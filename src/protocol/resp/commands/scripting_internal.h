@@ -99,6 +99,8 @@ std::string RunErrorText(lua_State* L, const std::string& name);
 void OpenLoadApi(lua_State* L);
 // luaopen for the `bit` library (scripting_bitlib.cc).
 int OpenBitLib(lua_State* L);
+// luaopen for the `cmsgpack` library (scripting_msgpack.cc).
+int OpenMsgpackLib(lua_State* L);
 // redis.log, shared by scripts and library loads.
 int LuaLog(lua_State* L);
 

@@ -16,6 +16,10 @@
 
 #include "common/sha1.h"
 #include "protocol/resp/commands/scripting_internal.h"
+
+extern "C" {
+#include <lua5.4/lua-cjson.h>  // Debian's lua-cjson: luaopen_cjson
+}
 #include "protocol/resp/commands/server_commands.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/services/script_cache.h"
@@ -64,7 +68,7 @@ local function readonly(t)
   guarded[p] = true
   return p
 end
-for _, name in ipairs({'redis', 'string', 'table', 'math', 'bit'}) do G0[name] = readonly(G0[name]) end
+for _, name in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack'}) do G0[name] = readonly(G0[name]) end
 local smt = getmetatable('')
 smt.__index = G0.string
 smt.__metatable = guard
@@ -191,6 +195,8 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
   luaL_requiref(L, LUA_MATHLIBNAME, luaopen_math, 1);
   luaL_requiref(L, "bit", OpenBitLib, 1);
+  luaL_requiref(L, "cjson", luaopen_cjson, 1);
+  luaL_requiref(L, "cmsgpack", OpenMsgpackLib, 1);
   lua_settop(L, 0);
   OpenRedisTable(L);
   OpenLoadApi(L);

@@ -514,3 +514,29 @@ def test_allow_oom_shebang_lets_writes_run_over_maxmemory(trove, make_server):
     assert c.eval("#!lua flags=allow-oom\n" + body, 1, "s") == 0
     c.config_set("maxmemory", 0)
     c.close()
+
+
+def test_errorstats_count_script_errors_once(rd):
+    """INFO errorstats counts error replies by code; a called command's error
+    counts where it arises, once, whether the script passes it on or not."""
+    rd.config_resetstat()
+    with pytest.raises(redis.exceptions.ResponseError, match="^MY_ERR_CODE custom msg$"):
+        rd.eval("return redis.error_reply('MY_ERR_CODE custom msg')", 0)
+    with pytest.raises(redis.exceptions.ResponseError):
+        rd.eval("return redis.error_reply('')", 0)
+    rd.set("notnum", "x")
+    for body in ("return redis.call('incr', KEYS[1])", "return redis.pcall('incr', KEYS[1])",
+                 "local t = redis.pcall('incr', KEYS[1]); return 1"):
+        try:
+            rd.eval(body, 1, "notnum")
+        except redis.exceptions.ResponseError:
+            pass
+    with pytest.raises(redis.exceptions.ResponseError):
+        rd.execute_command("NOSUCHCOMMAND")
+    stats = rd.info("errorstats")
+    assert stats == {"errorstat_MY_ERR_CODE": {"count": 1}, "errorstat_ERR": {"count": 5}} or \
+        stats == {"errorstat_MY_ERR_CODE": "count=1", "errorstat_ERR": "count=5"}
+    assert rd.info("stats")["total_error_replies"] == 6
+    rd.config_resetstat()
+    assert rd.info("errorstats") == {}
+    assert rd.info("stats")["total_error_replies"] == 0

@@ -175,6 +175,7 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
   CommandContext& outer = *run.ctx;
   net::OutputBuffer out;
   RespWriter rw(&out, run.resp);
+  rw.set_error_sink(outer.w->error_sink());  // a called command's error counts where it arises
   std::vector<ScratchEntry> scratch;
   bool write_failed = false;
   bool would_block = false;
@@ -214,8 +215,12 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
 }
 
 // Checks and runs the call whose arguments are on L's stack; false with the
-// error's text (a refusal or the command's error reply).
-bool Call(lua_State* L, std::string* out) {
+// error's text (a refusal or the command's error reply), *counted when the
+// error was counted in errorstats already (a refusal or the command's own
+// error reply; not the script's mistakes, which count once as the script's
+// reply if it fails with them), as Redis counts them.
+bool Call(lua_State* L, std::string* out, bool* counted) {
+  *counted = false;
   ScriptRun* run = CurrentRun(L);
   const int argc = lua_gettop(L);
   if (run == nullptr) {
@@ -253,9 +258,19 @@ bool Call(lua_State* L, std::string* out) {
     *out = "ERR the script runs again holding every key";
     return false;
   }
-  if (!Allowed(*run, *spec, argv, out)) return false;
+  if (!Allowed(*run, *spec, argv, out)) {
+    if (!run->want_exclusive) {
+      if (ErrorSink* sink = run->ctx->w->error_sink()) sink->CountError(*out);
+      if (run->ctx->stats != nullptr)
+        run->ctx->stats->cmds[static_cast<size_t>(spec->id)].rejected.fetch_add(
+            1, std::memory_order_relaxed);
+      *counted = true;
+    }
+    return false;
+  }
   Run(*run, *spec, argv, out);
   if (!out->empty() && (*out)[0] == '-') {
+    *counted = true;
     const size_t eol = out->find('\r');
     *out = out->substr(1, eol == std::string::npos ? std::string::npos : eol - 1);
     return false;
@@ -267,8 +282,13 @@ bool Call(lua_State* L, std::string* out) {
 // when the run is void and must unwind, even from redis.pcall).
 bool CallAndPush(lua_State* L, bool raise) {
   std::string out;
-  if (!Call(L, &out)) {
+  bool counted;
+  if (!Call(L, &out, &counted)) {
     PushErrTable(L, out);
+    if (counted) {  // Redis's marker: the script's reply does not count it again
+      lua_pushboolean(L, 1);
+      lua_setfield(L, -2, "ignore_error_stats_update");
+    }
     const ScriptRun* run = CurrentRun(L);
     return raise || (run != nullptr && run->want_exclusive);
   }

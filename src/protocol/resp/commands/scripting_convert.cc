@@ -191,8 +191,19 @@ void ReplyFromLua(lua_State* L, int idx, RespWriter* w, int resp, int depth) {
       w->Null();
       return;
   }
+  idx = lua_absindex(L, idx);
   if (Field(L, idx, "err", LUA_TSTRING)) {
-    w->Error(lua_tostring(L, -1));
+    // A called command's error passed on: counted in errorstats already.
+    bool counted = false;
+    if (Field(L, idx, "ignore_error_stats_update", LUA_TBOOLEAN)) {
+      counted = lua_toboolean(L, -1) != 0;
+      lua_pop(L, 1);
+    }
+    if (counted) {
+      w->ErrorCounted(lua_tostring(L, -1));
+    } else {
+      w->Error(lua_tostring(L, -1));
+    }
     lua_pop(L, 1);
     return;
   }

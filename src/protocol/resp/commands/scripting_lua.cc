@@ -512,7 +512,19 @@ void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& na
   if (run.want_exclusive) {
     run.ctx->want_exclusive = true;  // no reply: the seam runs the script again
   } else if (rc != LUA_OK) {
-    run.ctx->Error(RunErrorText(L, name));
+    bool counted = false;  // a called command's error, counted where it arose
+    if (lua_istable(L, -1)) {
+      lua_pushliteral(L, "ignore_error_stats_update");
+      lua_rawget(L, -2);
+      counted = lua_toboolean(L, -1) != 0;
+      lua_pop(L, 1);
+    }
+    const std::string msg = RunErrorText(L, name);
+    if (counted) {
+      run.ctx->w->ErrorCounted(msg);
+    } else {
+      run.ctx->Error(msg);
+    }
   } else {
     ReplyFromLua(L, -1, run.ctx->w, run.resp, 0);
   }

@@ -70,6 +70,7 @@ bool Session::EnforceOutputLimit(net::OutputBuffer& out) {
 
 size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   RespWriter w(&out, conn_.identity().proto());
+  w.set_error_sink(stats_);
   size_t used = 0;
   prefetch_.Reset();
   cmd_clock_ns_ = server_->engine()->clock()->MonoNanos();
@@ -107,6 +108,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
         Execute(argv, &w);
       } else {
         RespWriter dw(&dropped_, id.proto());
+        dw.set_error_sink(stats_);
         w.set_proto(id.proto());
         push_w_ = &w;
         Execute(argv, &dw);

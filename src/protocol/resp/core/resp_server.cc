@@ -1,6 +1,8 @@
 // RespServer: shared RESP state; any worker thread.
 #include "protocol/resp/core/resp_server.h"
 
+#include <cstring>
+
 #include <string_view>
 
 #include "common/sha256.h"
@@ -125,6 +127,30 @@ void RespServer::ForEachWorkerStats(const std::function<void(const WorkerStats&)
     if (s) fn(*s);
 }
 
+void ErrorCodes::Count(std::string_view code) {
+  const size_t have = n.load(std::memory_order_relaxed);  // the owner is the only writer
+  for (size_t i = 0; i < have; ++i) {
+    if (slots[i].name() == code) {
+      slots[i].count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  if (have == kMax || code.size() > kCodeMax) return;
+  Slot& s = slots[have];
+  std::memcpy(s.code, code.data(), code.size());
+  s.len = static_cast<uint8_t>(code.size());
+  s.count.store(1, std::memory_order_relaxed);
+  n.store(have + 1, std::memory_order_release);
+}
+
+void WorkerStats::CountError(std::string_view msg) {
+  error_replies.fetch_add(1, std::memory_order_relaxed);
+  // Redis's rule: the code is the text before the first space within the
+  // first 32 bytes; "ERR" when there is none.
+  const size_t sp = msg.substr(0, ErrorCodes::kCodeMax).find(' ');
+  error_codes.Count(sp == std::string_view::npos ? std::string_view("ERR") : msg.substr(0, sp));
+}
+
 void RespServer::ResetStats() {
   MutexLock l(&mu_);
   for (auto& s : stats_) {
@@ -142,6 +168,9 @@ void RespServer::ResetStats() {
     s->total_commands.store(0, std::memory_order_relaxed);
     s->expired_keys.store(0, std::memory_order_relaxed);
     s->error_replies.store(0, std::memory_order_relaxed);
+    const size_t codes = s->error_codes.n.load(std::memory_order_acquire);
+    for (size_t i = 0; i < codes; ++i)
+      s->error_codes.slots[i].count.store(0, std::memory_order_relaxed);
   }
   expired_keys_base.store(engine_->ExpiredTotal(), std::memory_order_relaxed);
 }

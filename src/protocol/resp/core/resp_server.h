@@ -2,6 +2,7 @@
 // command statistics, the engine and server services). Any worker thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -43,8 +44,27 @@ struct CommandCounters {
   std::atomic<uint64_t> failed{0};
 };
 
+// INFO errorstats: error replies by code (the reply's first word), at most
+// kMax codes (later new codes go uncounted here, total_error_replies still
+// counts them). Written by the owning worker only: a new code's slot is
+// filled, then published by n's release store; any thread reads slots
+// [0, n) after an acquire load of n. CONFIG RESETSTAT zeroes the counts.
+struct ErrorCodes {
+  static constexpr size_t kMax = 128;
+  static constexpr size_t kCodeMax = 32;
+  struct Slot {
+    std::atomic<uint64_t> count{0};
+    char code[kCodeMax] = {};
+    uint8_t len = 0;
+    std::string_view name() const { return {code, len}; }
+  };
+  void Count(std::string_view code);
+  std::array<Slot, kMax> slots;
+  std::atomic<size_t> n{0};
+};
+
 // Per-worker statistics; written by that worker, summed by INFO on any worker.
-struct WorkerStats {
+struct WorkerStats final : ErrorSink {
   WorkerStats(size_t ncmds, size_t nslots) : cmds(ncmds), latency(nslots) {}
   std::vector<CommandCounters> cmds;
   // LATENCY HISTOGRAM, indexed by HistogramSlots slot.
@@ -57,10 +77,14 @@ struct WorkerStats {
   std::atomic<int64_t> pubsub_clients{0};  // connections with a subscription
   std::atomic<uint64_t> expired_keys{0};
   std::atomic<uint64_t> error_replies{0};
+  ErrorCodes error_codes;
   std::atomic<uint64_t> net_input_bytes{0};
   // Changes to the keyspace made by this worker's commands (Redis's
   // server.dirty; CommandContext::dirty). Never reset: Trove never saves.
   std::atomic<uint64_t> dirty{0};
+
+  // Counts an error reply (RespWriter::Error): total and by code.
+  void CountError(std::string_view msg) override;
 };
 
 // Thread safety: the engine and services are thread-safe; config values are

@@ -35,6 +35,12 @@ void RespWriter::Simple(std::string_view s) { OneLine('+', s); }
 
 void RespWriter::Error(std::string_view msg) {
   ++errors_;
+  if (sink_ != nullptr) sink_->CountError(msg);
+  OneLine('-', msg);
+}
+
+void RespWriter::ErrorCounted(std::string_view msg) {
+  ++errors_;
   OneLine('-', msg);
 }
 

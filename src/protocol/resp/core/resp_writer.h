@@ -13,6 +13,16 @@
 
 namespace trove::resp {
 
+// Where a writer counts its error replies (INFO errorstats and
+// total_error_replies): the worker's WorkerStats.
+class ErrorSink {
+ public:
+  virtual void CountError(std::string_view msg) = 0;
+
+ protected:
+  ~ErrorSink() = default;
+};
+
 // Appends replies for one connection in its negotiated protocol (2 or 3).
 // RESP3-only types degrade to their RESP2 forms as Redis does: map -> flat
 // array, set -> array, double -> bulk string, null -> $-1 / *-1,
@@ -33,8 +43,14 @@ class RespWriter {
   void Ok() { Simple("OK"); }
   // msg is "CODE text" ("ERR syntax error", "WRONGTYPE ..."); CR/LF become spaces.
   void Error(std::string_view msg);
+  // An error reply already counted where it arose (a script passing on the
+  // error of a command it called), or one that is never counted.
+  void ErrorCounted(std::string_view msg);
   // Error replies written so far (a command failed if this moved while it ran).
   uint64_t errors() const { return errors_; }
+  // Where Error counts; null (scratch writers): not counted.
+  void set_error_sink(ErrorSink* s) { sink_ = s; }
+  ErrorSink* error_sink() const { return sink_; }
   void Integer(int64_t v);
   void Bulk(std::string_view s);
   // Sends an item's value straight from item memory (the reference moves into
@@ -63,6 +79,7 @@ class RespWriter {
   net::OutputBuffer* out_;
   int proto_;
   uint64_t errors_ = 0;
+  ErrorSink* sink_ = nullptr;
 };
 
 // Redis 7.0's reply form of a double ("%.17g", "inf", "-inf").

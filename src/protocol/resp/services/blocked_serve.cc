@@ -56,6 +56,7 @@ void CountServedDirty(WorkerStats* stats, const CommandContext& ctx, bool write_
 bool ServeOne(const BlockServer& bs, Effects* fx, const Waiter& w, std::string* reply) {
   net::OutputBuffer out;
   RespWriter rw(&out, w.proto);
+  rw.set_error_sink(bs.stats);
   ConnState cs;
   cs.identity().SelectDb(w.db);
   cs.identity().SetProto(w.proto);

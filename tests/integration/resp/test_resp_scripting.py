@@ -544,3 +544,25 @@ def test_errorstats_count_script_errors_once(rd):
     rd.config_resetstat()
     assert rd.info("errorstats") == {}
     assert rd.info("stats")["total_error_replies"] == 0
+
+
+def test_commandstats_failed_and_rejected_calls(rd):
+    """Redis 7's failed_calls (ran, replied an error) and rejected_calls
+    (refused before running), also for commands a script calls."""
+    rd.config_resetstat()
+    rd.set("nn", "x")
+    with pytest.raises(redis.exceptions.ResponseError):
+        rd.execute_command("INCR", "nn")  # (redis-py's incr sends INCRBY)
+    with pytest.raises(redis.exceptions.ResponseError):
+        rd.eval("return redis.call('incr', KEYS[1])", 1, "nn")
+    rd.config_set("maxmemory", 1)
+    try:
+        with pytest.raises(redis.exceptions.ResponseError, match="^OOM"):
+            rd.eval("return redis.call('set', KEYS[1], 'y')", 1, "nn")
+    finally:
+        rd.config_set("maxmemory", 0)
+    stats = rd.info("commandstats")
+    assert stats["cmdstat_incr"]["calls"] == 2
+    assert stats["cmdstat_incr"]["failed_calls"] == 2
+    assert stats["cmdstat_set"]["rejected_calls"] == 1
+    assert stats["cmdstat_eval"]["failed_calls"] == 2

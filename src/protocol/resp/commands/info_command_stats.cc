@@ -21,7 +21,7 @@ namespace trove::resp {
 
 void CommandstatsSection(CommandContext& ctx, std::string* s) {
   struct Totals {
-    uint64_t calls = 0, usec = 0, rejected = 0;
+    uint64_t calls = 0, usec = 0, rejected = 0, failed = 0;
   };
   // Reused per thread: INFO allocates nothing here once warm.
   thread_local std::vector<Totals> totals;
@@ -32,6 +32,7 @@ void CommandstatsSection(CommandContext& ctx, std::string* s) {
       totals[i].calls += w.cmds[i].calls.load(std::memory_order_relaxed);
       totals[i].usec += w.cmds[i].usec.load(std::memory_order_relaxed);
       totals[i].rejected += w.cmds[i].rejected.load(std::memory_order_relaxed);
+      totals[i].failed += w.cmds[i].failed.load(std::memory_order_relaxed);
     }
   });
   *s += "# Commandstats\r\n";
@@ -50,7 +51,9 @@ void CommandstatsSection(CommandContext& ctx, std::string* s) {
     *s += buf;
     *s += ",rejected_calls=";
     AppendU64(*s, t.rejected);
-    *s += ",failed_calls=0\r\n";
+    *s += ",failed_calls=";
+    AppendU64(*s, t.failed);
+    *s += "\r\n";
   }
 }
 

@@ -204,7 +204,9 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
   }
   if ((spec.flags & kCmdWrite) != 0) run.wrote = true;
   if (outer.stats != nullptr) {
-    outer.stats->cmds[static_cast<size_t>(spec.id)].calls.fetch_add(1, std::memory_order_relaxed);
+    CommandCounters& c = outer.stats->cmds[static_cast<size_t>(spec.id)];
+    c.calls.fetch_add(1, std::memory_order_relaxed);
+    if (errored || write_failed) c.failed.fetch_add(1, std::memory_order_relaxed);
     uint64_t dirty = 0;
     if (ctx.dirty != CommandContext::kDirtyUnknown)
       dirty = static_cast<uint64_t>(ctx.dirty);

@@ -288,6 +288,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   if (stage) {
     staged.emplace();
     staged_writer.emplace(&*staged, w->proto());
+    staged_writer->set_error_sink(w->error_sink());
     ctx.w = &*staged_writer;
   }
   const uint64_t errors_before = ctx.w->errors();
@@ -337,6 +338,9 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];
   c.calls.fetch_add(1, std::memory_order_relaxed);
   c.usec.fetch_add(static_cast<uint64_t>((t1 - t0) / 1000), std::memory_order_relaxed);
+  // Redis's failed_calls: the command ran and replied with an error.
+  if (write_failed || ctx.w->errors() != errors_before)
+    c.failed.fetch_add(1, std::memory_order_relaxed);
   stats_->total_commands.fetch_add(1, std::memory_order_relaxed);
   // Redis's dirty counter: the handler's count, else 1 for a write that
   // replied without an error; nothing when the reply became -OOM (a command

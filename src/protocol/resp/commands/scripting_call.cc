@@ -43,20 +43,20 @@ bool NoScript(std::string_view name) {
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
-std::string TakeBytes(net::OutputBuffer& out) {
-  std::string s;
+// Moves out's bytes to *s (replacing it), leaving out empty.
+void TakeBytes(net::OutputBuffer& out, std::string* s) {
+  s->clear();
   iovec iov[64];
   for (;;) {
     const int n = out.PendingIov(iov, 64);
     if (n <= 0) break;
     size_t total = 0;
     for (int i = 0; i < n; ++i) {
-      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+      s->append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
       total += iov[i].iov_len;
     }
     out.Advance(total);
   }
-  return s;
 }
 
 // How long a script that already wrote waits for the stripe of a key it did
@@ -96,7 +96,7 @@ bool LockUndeclared(ScriptRun& run, const std::string& k, std::string_view name,
 
 // The checks of one call, in Redis's order; false with the error's text.
 bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_view> argv,
-             std::string* err) {
+             std::vector<size_t>* key_idx, std::string* err) {
   CommandContext& ctx = *run.ctx;
   const int argc = static_cast<int>(argv.size());
   if ((spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity)) {
@@ -159,7 +159,7 @@ bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::strin
     return false;
   }
   if (run.exclusive) return true;
-  std::vector<size_t> idx;
+  std::vector<size_t>& idx = *key_idx;
   CommandTable::KeyIndexes(spec, argv, &idx);
   for (size_t i : idx) {
     const std::string k = EncodeDbKey(run.db >= 0 ? run.db : ctx.db(), argv[i]);
@@ -169,14 +169,13 @@ bool Allowed(ScriptRun& run, const CommandSpec& spec, std::span<const std::strin
   return true;
 }
 
-// Runs a checked call through the seam; its reply's bytes in *reply.
+// Runs a checked call through the seam; its reply's bytes in cs.reply.
 void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_view> argv,
-         std::string* reply) {
+         ScriptVm::CallScratch& cs) {
   CommandContext& outer = *run.ctx;
-  net::OutputBuffer out;
-  RespWriter rw(&out, run.resp);
+  RespWriter rw(&cs.out, run.resp);
   rw.set_error_sink(outer.w->error_sink());  // a called command's error counts where it arises
-  std::vector<ScratchEntry> scratch;
+  std::vector<ScratchEntry> scratch;  // allocates only if the command decodes a collection
   bool write_failed = false;
   bool would_block = false;
   CommandContext ctx;
@@ -192,15 +191,14 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
   ctx.notify = outer.server->key_events().enabled();
   ctx.locked = true;  // the EVAL holds the declared keys' stripes (checked above)
   ctx.script_db = &run.db;
-  ExecBuffers buf;
+  ExecBuffers buf;  // used only when notifications are on (the stripes are held)
   ExecuteCommand(ctx, &buf);
   const bool errored = rw.errors() != 0;
+  TakeBytes(cs.out, &cs.reply);  // always: the buffer starts empty at the next call
   if (write_failed) {
-    *reply = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+    cs.reply = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
   } else if (would_block) {
-    *reply = run.resp >= 3 ? "_\r\n" : "*-1\r\n";
-  } else {
-    *reply = TakeBytes(out);
+    cs.reply = run.resp >= 3 ? "_\r\n" : "*-1\r\n";
   }
   if ((spec.flags & kCmdWrite) != 0) run.wrote = true;
   if (outer.stats != nullptr) {
@@ -216,53 +214,58 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
   }
 }
 
-// Checks and runs the call whose arguments are on L's stack; false with the
-// error's text (a refusal or the command's error reply), *counted when the
-// error was counted in errorstats already (a refusal or the command's own
-// error reply; not the script's mistakes, which count once as the script's
-// reply if it fails with them), as Redis counts them.
-bool Call(lua_State* L, std::string* out, bool* counted) {
+// Checks and runs the call whose arguments are on L's stack; true with the
+// reply's bytes in cs.reply, false with the error's text there (a refusal
+// or the command's error reply), *counted when the error was counted in
+// errorstats already (a refusal or the command's own error reply; not the
+// script's mistakes, which count once as the script's reply if it fails
+// with them), as Redis counts them. The arguments are viewed where Lua
+// keeps them (integers converted in place, as Redis does); floats are
+// formatted as Redis formats them ("%.17g").
+bool Call(lua_State* L, ScriptVm::CallScratch& cs, bool* counted) {
   *counted = false;
   ScriptRun* run = CurrentRun(L);
   const int argc = lua_gettop(L);
   if (run == nullptr) {
-    *out = "ERR redis.call can only run inside a script";
+    cs.reply = "ERR redis.call can only run inside a script";
     return false;
   }
   if (argc == 0) {
-    *out = "ERR Please specify at least one argument for this redis lib call";
+    cs.reply = "ERR Please specify at least one argument for this redis lib call";
     return false;
   }
-  std::vector<std::string> args;
-  args.reserve(static_cast<size_t>(argc));
+  cs.argv.clear();
+  cs.numbers.clear();
+  cs.numbers.reserve(static_cast<size_t>(argc));  // views into it stay valid
   for (int i = 1; i <= argc; ++i) {
     const int t = lua_type(L, i);
     if (t == LUA_TNUMBER && !lua_isinteger(L, i)) {
       char num[64];
       const int n = std::snprintf(num, sizeof num, "%.17g", lua_tonumber(L, i));
-      args.emplace_back(num, static_cast<size_t>(n));
+      cs.numbers.emplace_back(num, static_cast<size_t>(n));
+      cs.argv.push_back(cs.numbers.back());
     } else if (t == LUA_TNUMBER || t == LUA_TSTRING) {
       size_t n;
-      const char* s = lua_tolstring(L, i, &n);
-      args.emplace_back(s, n);
+      const char* s = lua_tolstring(L, i, &n);  // stays on the stack for the call
+      cs.argv.emplace_back(s, n);
     } else {
-      *out = "ERR Lua redis lib command arguments must be strings or integers";
+      cs.reply = "ERR Lua redis lib command arguments must be strings or integers";
       return false;
     }
   }
-  std::vector<std::string_view> argv(args.begin(), args.end());
+  const std::span<const std::string_view> argv(cs.argv);
   const CommandSpec* spec = CommandTable::Get().Find(argv[0]);
   if (spec == nullptr) {
-    *out = "ERR Unknown Redis command called from script";
+    cs.reply = "ERR Unknown Redis command called from script";
     return false;
   }
   if (run->want_exclusive) {  // the run is void: it runs again from the start
-    *out = "ERR the script runs again holding every key";
+    cs.reply = "ERR the script runs again holding every key";
     return false;
   }
-  if (!Allowed(*run, *spec, argv, out)) {
+  if (!Allowed(*run, *spec, argv, &cs.key_idx, &cs.reply)) {
     if (!run->want_exclusive) {
-      if (ErrorSink* sink = run->ctx->w->error_sink()) sink->CountError(*out);
+      if (ErrorSink* sink = run->ctx->w->error_sink()) sink->CountError(cs.reply);
       if (run->ctx->stats != nullptr)
         run->ctx->stats->cmds[static_cast<size_t>(spec->id)].rejected.fetch_add(
             1, std::memory_order_relaxed);
@@ -270,11 +273,12 @@ bool Call(lua_State* L, std::string* out, bool* counted) {
     }
     return false;
   }
-  Run(*run, *spec, argv, out);
-  if (!out->empty() && (*out)[0] == '-') {
+  Run(*run, *spec, argv, cs);
+  if (!cs.reply.empty() && cs.reply[0] == '-') {
     *counted = true;
-    const size_t eol = out->find('\r');
-    *out = out->substr(1, eol == std::string::npos ? std::string::npos : eol - 1);
+    const size_t eol = cs.reply.find('\r');
+    cs.reply.erase(eol == std::string::npos ? cs.reply.size() : eol);
+    cs.reply.erase(0, 1);
     return false;
   }
   return true;
@@ -283,10 +287,10 @@ bool Call(lua_State* L, std::string* out, bool* counted) {
 // Pushes the call's result; true when it is an error to raise (always
 // when the run is void and must unwind, even from redis.pcall).
 bool CallAndPush(lua_State* L, bool raise) {
-  std::string out;
+  ScriptVm::CallScratch& cs = VmOf(L).call;
   bool counted;
-  if (!Call(L, &out, &counted)) {
-    PushErrTable(L, out);
+  if (!Call(L, cs, &counted)) {
+    PushErrTable(L, cs.reply);
     if (counted) {  // Redis's marker: the script's reply does not count it again
       lua_pushboolean(L, 1);
       lua_setfield(L, -2, "ignore_error_stats_update");
@@ -295,7 +299,7 @@ bool CallAndPush(lua_State* L, bool raise) {
     return raise || (run != nullptr && run->want_exclusive);
   }
   size_t pos = 0;
-  PushReply(L, out, &pos);
+  PushReply(L, cs.reply, &pos);
   return false;
 }
 

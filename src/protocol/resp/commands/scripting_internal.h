@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "net/io_buffer.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/services/function_library.h"
 #include "protocol/resp/services/script_cache.h"
@@ -55,15 +56,23 @@ struct ScriptVm {
   // The epoch of each port's ScriptCache when this VM last saw it: a newer
   // one (SCRIPT FLUSH) drops every compiled script.
   std::unordered_map<const ScriptCache*, uint64_t> epochs;
-  // Scripts whose shebang says no-writes / allow-oom.
-  std::unordered_map<std::string, bool> no_writes;
-  std::unordered_map<std::string, bool> allow_oom;
-  std::unordered_map<std::string, bool> shebang;  // scripts that declare flags
+  // The flags (FunctionFlag bits) of the scripts that have a shebang, by
+  // SHA-1; a script without one has no entry (one lookup a run).
+  std::unordered_map<std::string, uint32_t> shebang_flags;
   // The libraries (and their epoch) the VM's functions were built from,
   // and each function's flags by lower-cased name.
   const FunctionLibraries* functions_of = nullptr;
   uint64_t functions_epoch = 0;
   std::unordered_map<std::string, FunctionInfo> functions;
+  // Reused by every redis.call of this VM (calls never nest: a script
+  // cannot call EVAL or FCALL), so a call allocates nothing once warm.
+  struct CallScratch {
+    std::vector<std::string_view> argv;
+    std::vector<std::string> numbers;  // float arguments, formatted (reserved per call)
+    std::vector<size_t> key_idx;
+    net::OutputBuffer out;  // the called command's reply, drained after each call
+    std::string reply;      // its bytes (or the refusal's text)
+  } call;
   ScriptVm() = default;
   ScriptVm(const ScriptVm&) = delete;
   ScriptVm& operator=(const ScriptVm&) = delete;

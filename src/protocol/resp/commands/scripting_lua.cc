@@ -313,9 +313,8 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
   lua_insert(L, -2);
   lua_setfield(L, -2, sha.c_str());
   lua_pop(L, 1);
-  if (no_writes) vm.no_writes[sha] = true;
-  if (allow_oom) vm.allow_oom[sha] = true;
-  if (flagged) vm.shebang[sha] = true;
+  if (flagged)
+    vm.shebang_flags[sha] = (no_writes ? kFnNoWrites : 0u) | (allow_oom ? kFnAllowOom : 0u);
   return true;
 }
 
@@ -334,9 +333,7 @@ ScriptVm& VmFor(const ScriptCache& cache) {
     it->second = epoch;
     lua_newtable(vm.L);
     lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
-    vm.no_writes.clear();
-    vm.allow_oom.clear();
-    vm.shebang.clear();
+    vm.shebang_flags.clear();
   }
   return vm;
 }
@@ -471,10 +468,11 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
     }
     if (body != nullptr) cache.Add(sha, *body);
   }
-  const bool no_writes = vm.no_writes.count(sha) != 0;
-  const bool allow_oom = vm.allow_oom.count(sha) != 0;
-  if (vm.shebang.count(sha) != 0 && !FlaggedScriptMayRun(ctx, read_only, no_writes, allow_oom))
-    return;
+  auto flags = vm.shebang_flags.find(sha);
+  const bool flagged = flags != vm.shebang_flags.end();
+  const bool no_writes = flagged && (flags->second & kFnNoWrites) != 0;
+  const bool allow_oom = flagged && (flags->second & kFnAllowOom) != 0;
+  if (flagged && !FlaggedScriptMayRun(ctx, read_only, no_writes, allow_oom)) return;
   ScriptRun run;
   run.ctx = &ctx;
   run.read_only = read_only || no_writes;

@@ -47,7 +47,9 @@ void Eval(CommandContext& ctx, bool read_only) {
 void EvalSha(CommandContext& ctx, bool read_only) {
   size_t nk;
   if (!NumKeys(ctx, &nk)) return;
-  std::string sha(ctx.argv[1]);
+  // Reused: EVALSHA cannot nest (scripts may not call it).
+  thread_local std::string sha;
+  sha.assign(ctx.argv[1]);
   if (sha.size() != 40) {
     ctx.Error("NOSCRIPT No matching script. Please use EVAL.");
     return;

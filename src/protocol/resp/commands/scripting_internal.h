@@ -56,9 +56,16 @@ struct ScriptVm {
   // The epoch of each port's ScriptCache when this VM last saw it: a newer
   // one (SCRIPT FLUSH) drops every compiled script.
   std::unordered_map<const ScriptCache*, uint64_t> epochs;
-  // The flags (FunctionFlag bits) of the scripts that have a shebang, by
-  // SHA-1; a script without one has no entry (one lookup a run).
-  std::unordered_map<std::string, uint32_t> shebang_flags;
+  // The scripts compiled into this VM, by SHA-1 (one lookup a run): the
+  // function's reference in the registry's scripts table, whether it has a
+  // shebang and the flags (FunctionFlag bits) it declares.
+  struct Compiled {
+    int ref = 0;
+    bool flagged = false;
+    uint32_t flags = 0;
+  };
+  std::unordered_map<std::string, Compiled> compiled;
+  std::vector<std::string> keys_buf;  // a run's declared keys, reused
   // The libraries (and their epoch) the VM's functions were built from,
   // and each function's flags by lower-cased name.
   const FunctionLibraries* functions_of = nullptr;

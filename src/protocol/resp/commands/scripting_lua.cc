@@ -27,7 +27,7 @@ extern "C" {
 namespace trove::resp {
 namespace {
 
-constexpr char kScriptsKey[] = "trove.scripts";  // registry: sha -> compiled function
+constexpr char kScriptsKey[] = "trove.scripts";  // registry: ref -> compiled function
 
 thread_local ScriptVm tls_vm;
 
@@ -246,10 +246,10 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   return L;
 }
 
-// Pushes the compiled function of sha (or nil).
-void PushCompiled(lua_State* L, const std::string& sha) {
+// Pushes the compiled function c.
+void PushCompiled(lua_State* L, const ScriptVm::Compiled& c) {
   lua_getfield(L, LUA_REGISTRYINDEX, kScriptsKey);
-  lua_getfield(L, -1, sha.c_str());
+  lua_rawgeti(L, -1, c.ref);
   lua_remove(L, -2);
 }
 
@@ -311,10 +311,12 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
   }
   lua_getfield(L, LUA_REGISTRYINDEX, kScriptsKey);
   lua_insert(L, -2);
-  lua_setfield(L, -2, sha.c_str());
+  ScriptVm::Compiled c;
+  c.ref = luaL_ref(L, -2);
   lua_pop(L, 1);
-  if (flagged)
-    vm.shebang_flags[sha] = (no_writes ? kFnNoWrites : 0u) | (allow_oom ? kFnAllowOom : 0u);
+  c.flagged = flagged;
+  c.flags = (no_writes ? kFnNoWrites : 0u) | (allow_oom ? kFnAllowOom : 0u);
+  vm.compiled[sha] = c;
   return true;
 }
 
@@ -333,7 +335,7 @@ ScriptVm& VmFor(const ScriptCache& cache) {
     it->second = epoch;
     lua_newtable(vm.L);
     lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
-    vm.shebang_flags.clear();
+    vm.compiled.clear();
   }
   return vm;
 }
@@ -441,6 +443,7 @@ ScriptRun* CurrentRun(lua_State* L) { return VmOf(L).run; }
 bool CompileScript(CommandContext& ctx, const std::string& sha, std::string_view body,
                    std::string* err) {
   ScriptVm& vm = VmFor(ctx.server->scripts());
+  if (vm.compiled.count(sha) != 0) return true;  // the same body: compiled already
   lua_settop(vm.L, 0);
   return Compile(vm, sha, body, err);
 }
@@ -451,10 +454,8 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
   ScriptVm& vm = VmFor(cache);
   lua_State* L = vm.L;
   lua_settop(L, 0);
-  PushCompiled(L, sha);
-  const bool compiled = !lua_isnil(L, -1);
-  lua_pop(L, 1);
-  if (!compiled) {
+  auto it = vm.compiled.find(sha);
+  if (it == vm.compiled.end()) {
     std::string src, err;
     if (body != nullptr) {
       src = *body;
@@ -467,24 +468,27 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
       return;
     }
     if (body != nullptr) cache.Add(sha, *body);
+    it = vm.compiled.find(sha);
   }
-  auto flags = vm.shebang_flags.find(sha);
-  const bool flagged = flags != vm.shebang_flags.end();
-  const bool no_writes = flagged && (flags->second & kFnNoWrites) != 0;
-  const bool allow_oom = flagged && (flags->second & kFnAllowOom) != 0;
-  if (flagged && !FlaggedScriptMayRun(ctx, read_only, no_writes, allow_oom)) return;
+  const ScriptVm::Compiled script = it->second;
+  const bool no_writes = (script.flags & kFnNoWrites) != 0;
+  const bool allow_oom = (script.flags & kFnAllowOom) != 0;
+  if (script.flagged && !FlaggedScriptMayRun(ctx, read_only, no_writes, allow_oom)) return;
   ScriptRun run;
   run.ctx = &ctx;
   run.read_only = read_only || no_writes;
   run.allow_oom = allow_oom;
   run.exclusive = ctx.exclusive;
+  run.keys = std::move(vm.keys_buf);  // its capacity, reused
+  run.keys.clear();
   for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
   std::sort(run.keys.begin(), run.keys.end());
   SetArgs(L, "KEYS", ctx.argv.subspan(3, numkeys));
   SetArgs(L, "ARGV", ctx.argv.subspan(3 + numkeys));
   PushErrorHandler(L);
-  PushCompiled(L, sha);
+  PushCompiled(L, script);
   InvokeScript(vm, run, 0, sha);
+  vm.keys_buf = std::move(run.keys);
 }
 
 bool FlaggedScriptMayRun(CommandContext& ctx, bool read_only, bool no_writes, bool allow_oom) {

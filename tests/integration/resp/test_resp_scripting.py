@@ -566,3 +566,32 @@ def test_commandstats_failed_and_rejected_calls(rd):
     assert stats["cmdstat_incr"]["failed_calls"] == 2
     assert stats["cmdstat_set"]["rejected_calls"] == 1
     assert stats["cmdstat_eval"]["failed_calls"] == 2
+
+
+def test_eval_scripts_are_bounded_script_load_ones_are_not(rd, trove):
+    """Redis 7.4's bound: the 500 most recent EVAL bodies stay cached, older
+    ones are evicted (INFO evicted_scripts); SCRIPT LOAD bodies stay."""
+    rd.script_flush()
+    kept = rd.script_load("return 'kept'")
+    before = rd.info("stats")["evicted_scripts"]
+    for i in range(520):
+        assert rd.eval("return %d" % i, 0) == i
+    assert rd.info("stats")["evicted_scripts"] - before == 20
+    assert rd.info("memory")["number_of_cached_scripts"] == 501
+    assert rd.evalsha(kept, 0) == "kept"
+    with pytest.raises(redis.exceptions.NoScriptError):
+        rd.evalsha(sha1("return 0"), 0)  # the oldest EVAL body: evicted
+    assert rd.evalsha(sha1("return 519"), 0) == 519
+    rd.script_flush()
+
+
+def test_info_memory_reports_vm_and_functions(rd, trove):
+    rd.function_flush()
+    rd.function_load("#!lua name=infolib\nredis.register_function('i1', function() return 1 end)")
+    assert rd.fcall("i1", 0) == 1
+    m = rd.info("memory")
+    assert m["number_of_functions"] == 1 and m["number_of_libraries"] == 1
+    assert m["used_memory_functions"] > 0
+    assert m["used_memory_vm_eval"] > 10000  # a worker's VM with its libraries
+    assert m["used_memory_vm_total"] == m["used_memory_vm_eval"]
+    rd.function_flush()

@@ -20,6 +20,7 @@
 #include "common/str_append.h"
 #include "net/worker.h"
 #include "protocol/resp/commands/info_internal.h"
+#include "protocol/resp/commands/scripting_internal.h"
 #include "protocol/resp/commands/server_commands.h"
 #include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
@@ -129,8 +130,21 @@ void MemorySection(CommandContext& ctx, std::string* s) {
   // Trove's own: the client-tracking table's estimated bytes.
   AddU64(s, "mem_tracking_table", ctx.server->tracking().memory_bytes());
   // The cached script bodies (EVAL, SCRIPT LOAD): their count and bytes.
+  // One Lua VM a worker serves scripts and functions alike: its memory is
+  // reported once, as used_memory_vm_eval (used_memory_lua, Redis's older
+  // name), and used_memory_vm_functions is 0.
+  const int64_t vm = ScriptVmBytes();
+  AddU64(s, "used_memory_lua", static_cast<uint64_t>(vm));
+  AddU64(s, "used_memory_vm_eval", static_cast<uint64_t>(vm));
+  AddU64(s, "used_memory_scripts_eval", ctx.server->scripts().bytes());
   AddU64(s, "number_of_cached_scripts", ctx.server->scripts().count());
-  AddU64(s, "used_memory_scripts", ctx.server->scripts().bytes());
+  AddU64(s, "number_of_functions", ctx.server->functions().function_count());
+  AddU64(s, "number_of_libraries", ctx.server->functions().library_count());
+  AddU64(s, "used_memory_vm_functions", 0);
+  AddU64(s, "used_memory_vm_total", static_cast<uint64_t>(vm));
+  AddU64(s, "used_memory_functions", ctx.server->functions().bytes());
+  AddU64(s, "used_memory_scripts",
+         ctx.server->scripts().bytes() + ctx.server->functions().bytes());
   AddU64(s, "maxmemory", ctx.engine->mem_limit());
   AddField(s, "maxmemory_policy", ctx.engine->evict_to_free() ? "allkeys-lru" : "noeviction");
   char buf[32];
@@ -179,6 +193,7 @@ void StatsSection(CommandContext& ctx, std::string* s) {
   AddU64(
       s, "expired_keys",
       ctx.engine->ExpiredTotal() - ctx.server->expired_keys_base.load(std::memory_order_relaxed));
+  AddU64(s, "evicted_scripts", ctx.server->scripts().evicted());
   const acl::AclStore& acl = ctx.server->acl();
   AddU64(s, "acl_access_denied_auth", acl.denied(acl::Denied::kAuth));
   AddU64(s, "acl_access_denied_cmd", acl.denied(acl::Denied::kCmd));

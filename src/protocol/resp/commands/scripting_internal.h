@@ -66,6 +66,7 @@ struct ScriptVm {
   };
   std::unordered_map<std::string, Compiled> compiled;
   std::vector<std::string> keys_buf;  // a run's declared keys, reused
+  int64_t reported_bytes = 0;         // this VM's share of ScriptVmBytes()
   // The libraries (and their epoch) the VM's functions were built from,
   // and each function's flags by lower-cased name.
   const FunctionLibraries* functions_of = nullptr;
@@ -85,6 +86,10 @@ struct ScriptVm {
   ScriptVm& operator=(const ScriptVm&) = delete;
   ~ScriptVm();
 };
+
+// The memory of every worker's Lua VM (INFO memory), as each VM last
+// reported it after a script, a function or a library load.
+int64_t ScriptVmBytes();
 
 // This worker's VM, its compiled scripts dropped if `cache` was flushed
 // since it last looked.

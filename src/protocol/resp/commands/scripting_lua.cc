@@ -5,6 +5,7 @@
 // worker. Lua errors longjmp: no C++ object with a
 // destructor lives in a frame that lua_error or luaL_error leaves.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +31,18 @@ namespace {
 constexpr char kScriptsKey[] = "trove.scripts";  // registry: ref -> compiled function
 
 thread_local ScriptVm tls_vm;
+
+// The sum of every VM's reported_bytes; relaxed: a statistic.
+std::atomic<int64_t> g_vm_bytes{0};
+
+// Brings vm's share of g_vm_bytes up to date (one atomic add when it moved).
+void ReportVmBytes(ScriptVm& vm) {
+  const int64_t now = static_cast<int64_t>(lua_gc(vm.L, LUA_GCCOUNT, 0)) * 1024 +
+                      lua_gc(vm.L, LUA_GCCOUNTB, 0);
+  if (now == vm.reported_bytes) return;
+  g_vm_bytes.fetch_add(now - vm.reported_bytes, std::memory_order_relaxed);
+  vm.reported_bytes = now;
+}
 
 // Lua setup run once per VM, before the globals are protected: Lua 5.1
 // names scripts written for Redis use, and load restricted to source text.
@@ -323,12 +336,19 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
 }  // namespace
 
 ScriptVm::~ScriptVm() {
-  if (L != nullptr) lua_close(L);
+  if (L == nullptr) return;
+  g_vm_bytes.fetch_sub(reported_bytes, std::memory_order_relaxed);
+  lua_close(L);
 }
+
+int64_t ScriptVmBytes() { return g_vm_bytes.load(std::memory_order_relaxed); }
 
 ScriptVm& VmFor(const ScriptCache& cache) {
   ScriptVm& vm = tls_vm;
-  if (vm.L == nullptr) vm.L = NewScriptVm(&vm);
+  if (vm.L == nullptr) {
+    vm.L = NewScriptVm(&vm);
+    ReportVmBytes(vm);
+  }
   const uint64_t epoch = cache.epoch();
   auto [it, added] = vm.epochs.try_emplace(&cache, epoch);
   if (!added && it->second != epoch) {
@@ -336,6 +356,8 @@ ScriptVm& VmFor(const ScriptCache& cache) {
     lua_newtable(vm.L);
     lua_setfield(vm.L, LUA_REGISTRYINDEX, kScriptsKey);
     vm.compiled.clear();
+    lua_gc(vm.L, LUA_GCCOLLECT, 0);  // the dropped functions' memory, now
+    ReportVmBytes(vm);
   }
   return vm;
 }
@@ -467,7 +489,7 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
       ctx.Error(err);
       return;
     }
-    if (body != nullptr) cache.Add(sha, *body);
+    if (body != nullptr) cache.Add(sha, *body, ScriptCache::Origin::kEval);
     it = vm.compiled.find(sha);
   }
   const ScriptVm::Compiled script = it->second;
@@ -509,6 +531,7 @@ void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& na
   vm.run = &run;
   const int rc = lua_pcall(L, nargs, 1, handler);
   vm.run = nullptr;
+  ReportVmBytes(vm);
   for (const std::string& k : run.extra_locked) run.ctx->engine->UnlockKeyStripe(k);
   run.extra_locked.clear();
   if (run.want_exclusive) {

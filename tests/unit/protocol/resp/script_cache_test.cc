@@ -39,6 +39,30 @@ TEST(ScriptCacheTest, FlushEmptiesAndRaisesTheEpoch) {
   EXPECT_FALSE(c.Get(Sha1Hex("a"), &got));
 }
 
+TEST(ScriptCacheTest, EvictsTheOldestEvalBodiesOnly) {
+  using Origin = ScriptCache::Origin;
+  ScriptCache c;
+  c.Add(Sha1Hex("loaded"), "loaded", Origin::kLoad);
+  c.Add(Sha1Hex("b0"), "b0", Origin::kEval);
+  c.Add(Sha1Hex("b0"), "b0", Origin::kLoad);  // SCRIPT LOAD makes it permanent
+  const uint64_t e = c.epoch();
+  for (size_t i = 1; i <= ScriptCache::kMaxEvalScripts + 3; ++i) {
+    const std::string body = "b" + std::to_string(i);
+    c.Add(Sha1Hex(body), body, Origin::kEval);
+    if (i == 10) c.Add(Sha1Hex("b1"), "b1", Origin::kEval);  // refreshed: b2..b9 are older
+  }
+  EXPECT_EQ(c.evicted(), 3u);
+  EXPECT_GT(c.epoch(), e);
+  EXPECT_TRUE(c.Exists(Sha1Hex("loaded")));
+  EXPECT_TRUE(c.Exists(Sha1Hex("b0")));
+  EXPECT_TRUE(c.Exists(Sha1Hex("b1")));
+  EXPECT_FALSE(c.Exists(Sha1Hex("b2")));
+  EXPECT_FALSE(c.Exists(Sha1Hex("b3")));
+  EXPECT_FALSE(c.Exists(Sha1Hex("b4")));
+  EXPECT_TRUE(c.Exists(Sha1Hex("b5")));
+  EXPECT_EQ(c.count(), ScriptCache::kMaxEvalScripts + 2);
+}
+
 TEST(ScriptCacheTest, WorkersAddAndReadConcurrently) {
   ScriptCache c;
   std::vector<std::thread> ts;

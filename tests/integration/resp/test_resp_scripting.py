@@ -11,6 +11,7 @@ stays atomic (see test_undeclared_keys_stay_atomic_under_contention).
 
 import hashlib
 import os
+import socket
 import time
 
 import pytest
@@ -595,3 +596,58 @@ def test_info_memory_reports_vm_and_functions(rd, trove):
     assert m["used_memory_vm_eval"] > 10000  # a worker's VM with its libraries
     assert m["used_memory_vm_total"] == m["used_memory_vm_eval"]
     rd.function_flush()
+
+
+def test_struct_library(rd):
+    assert rd.eval(
+        "local s = struct.pack('>I2i4c3sd', 258, -2, 'abcdef', 'zz', 1.5)\n"
+        "local a, b, c, d, e, nxt = struct.unpack('>I2i4c3sd', s)\n"
+        "return {#s, a, b, c, d, tostring(e), nxt, struct.size('>I2i4c3d'), "
+        "struct.size('!4bi'), struct.pack('<h', 1) == '\\1\\0'}", 0) == \
+        [20, 258, -2, "abc", "zz", "1.5", 21, 17, 8, 1]
+    with pytest.raises(redis.exceptions.ResponseError, match="invalid format option 'y'"):
+        rd.eval("return struct.pack('y', 1)", 0)
+    with pytest.raises(redis.exceptions.ResponseError, match="data string too short"):
+        rd.eval("return struct.unpack('i4', 'ab')", 0)
+
+
+def test_monitor_shows_script_commands_after_the_script(resp_port, rd):
+    m = socket.create_connection(("127.0.0.1", resp_port), timeout=5)
+    try:
+        m.sendall(b"MONITOR\r\n")
+        assert m.recv(100).startswith(b"+OK")
+        rd.eval("redis.call('set', KEYS[1], ARGV[1])", 1, "monkey", "bar")
+        seen = b""
+        deadline = time.time() + 5
+        while seen.count(b"\r\n") < 2 and time.time() < deadline:
+            seen += m.recv(4096)
+        lines = seen.split(b"\r\n")
+        assert b"eval" in lines[0].lower()
+        assert b'[0 lua] "set" "monkey" "bar"' in lines[1]
+    finally:
+        m.close()
+
+
+def test_tracking_remembers_declared_keys_of_reading_scripts(resp_port, rd):
+    """Redis's rule: a script that called a read-only command tracks its
+    declared keys; one that only wrote or pinged tracks nothing."""
+    c = socket.create_connection(("127.0.0.1", resp_port), timeout=5)
+    try:
+        c.sendall(b"HELLO 3\r\nCLIENT TRACKING on\r\n")
+        time.sleep(0.2)
+        c.recv(65536)
+        c.sendall(b"EVAL \"redis.call('set', 'tk3', 'x')\" 2 tk1 tk2\r\n")
+        time.sleep(0.1)
+        c.recv(1000)
+        rd.mset({"tk1": 1, "tk2": 1})
+        c.sendall(b"EVAL \"redis.call('get', 'tk3')\" 2 tk1 tk2\r\n")
+        time.sleep(0.1)
+        assert c.recv(1000) == b"_\r\n"  # no invalidation before this reply
+        rd.mset({"tk2": 2, "tk1": 2})
+        got = b""
+        deadline = time.time() + 5
+        while got.count(b"invalidate") < 2 and time.time() < deadline:
+            got += c.recv(4096)
+        assert b"tk1" in got and b"tk2" in got
+    finally:
+        c.close()

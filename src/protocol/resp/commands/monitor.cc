@@ -81,13 +81,18 @@ void CmdMonitor(CommandContext& ctx) {
 
 void RespServer::FeedMonitors(const CommandSpec& spec, std::span<const std::string_view> argv,
                               const Identity& who) {
+  FeedMonitorLine(spec, argv, who.db(), who.addr());
+}
+
+void RespServer::FeedMonitorLine(const CommandSpec& spec, std::span<const std::string_view> argv,
+                                 int db, std::string_view addr) {
   if ((spec.flags & kCmdAdmin) != 0 || AdminSubcommand(spec, argv)) return;
   thread_local std::string line;
   line.clear();
   char head[32];
-  const int n = std::snprintf(head, sizeof(head), "[%d ", who.db());
+  const int n = std::snprintf(head, sizeof(head), "[%d ", db);
   line.append(head, static_cast<size_t>(n));
-  line.append(who.addr());
+  line.append(addr);
   line.append("] ");
   for (size_t i = 0; i < argv.size(); ++i) {
     if (i > 0) line.push_back(' ');

@@ -201,6 +201,10 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
     cs.reply = run.resp >= 3 ? "_\r\n" : "*-1\r\n";
   }
   if ((spec.flags & kCmdWrite) != 0) run.wrote = true;
+  if ((spec.flags & kCmdReadonly) != 0) run.read_called = true;
+  // MONITOR shows a script's commands after the script's own line, from
+  // the client "lua", as Redis does.
+  outer.server->FeedMonitorsAs(spec, argv, ctx.db(), "lua");
   if (outer.stats != nullptr) {
     CommandCounters& c = outer.stats->cmds[static_cast<size_t>(spec.id)];
     c.calls.fetch_add(1, std::memory_order_relaxed);

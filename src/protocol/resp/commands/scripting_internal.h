@@ -33,6 +33,7 @@ struct ScriptRun {
   int resp = 2;                   // redis.setresp: the protocol of redis.call's replies
   bool wrote = false;             // a write ran: later writes skip the OOM check
   int db = -1;                    // the script's SELECT, -1: the caller's database
+  bool read_called = false;       // a read-only command ran (client tracking)
   // Undeclared keys: with exclusive, every stripe is held (the seam ran the
   // script again so); else the keys whose stripes the run try-locked, to
   // unlock at its end; want_exclusive once one was busy before any write
@@ -67,6 +68,7 @@ struct ScriptVm {
   std::unordered_map<std::string, Compiled> compiled;
   std::vector<std::string> keys_buf;  // a run's declared keys, reused
   int64_t reported_bytes = 0;         // this VM's share of ScriptVmBytes()
+  int runs_since_gc_step = 0;         // InvokeScript: a GC step every kGcStepPeriod runs
   // The libraries (and their epoch) the VM's functions were built from,
   // and each function's flags by lower-cased name.
   const FunctionLibraries* functions_of = nullptr;
@@ -122,6 +124,8 @@ void OpenLoadApi(lua_State* L);
 int OpenBitLib(lua_State* L);
 // luaopen for the `cmsgpack` library (scripting_msgpack.cc).
 int OpenMsgpackLib(lua_State* L);
+// luaopen for the `struct` library (scripting_structlib.cc).
+int OpenStructLib(lua_State* L);
 // redis.log, shared by scripts and library loads.
 int LuaLog(lua_State* L);
 

@@ -81,7 +81,7 @@ local function readonly(t)
   guarded[p] = true
   return p
 end
-for _, name in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack'}) do G0[name] = readonly(G0[name]) end
+for _, name in ipairs({'redis', 'string', 'table', 'math', 'bit', 'cjson', 'cmsgpack', 'struct'}) do G0[name] = readonly(G0[name]) end
 local smt = getmetatable('')
 smt.__index = G0.string
 smt.__metatable = guard
@@ -210,6 +210,7 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   luaL_requiref(L, "bit", OpenBitLib, 1);
   luaL_requiref(L, "cjson", luaopen_cjson, 1);
   luaL_requiref(L, "cmsgpack", OpenMsgpackLib, 1);
+  luaL_requiref(L, "struct", OpenStructLib, 1);
   lua_settop(L, 0);
   OpenRedisTable(L);
   OpenLoadApi(L);
@@ -531,7 +532,16 @@ void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& na
   vm.run = &run;
   const int rc = lua_pcall(L, nargs, 1, handler);
   vm.run = nullptr;
+  // As Redis: a small incremental GC step every 50 runs keeps the garbage
+  // of many short scripts (their KEYS/ARGV tables, strings) from piling up
+  // until a full cycle, which would add latency to one unlucky script.
+  constexpr int kGcStepPeriod = 50;
+  if (++vm.runs_since_gc_step == kGcStepPeriod) {
+    lua_gc(L, LUA_GCSTEP, kGcStepPeriod);
+    vm.runs_since_gc_step = 0;
+  }
   ReportVmBytes(vm);
+  run.ctx->script_read = run.read_called;
   for (const std::string& k : run.extra_locked) run.ctx->engine->UnlockKeyStripe(k);
   run.extra_locked.clear();
   if (run.want_exclusive) {

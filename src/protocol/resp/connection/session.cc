@@ -292,6 +292,9 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     ctx.w = &*staged_writer;
   }
   const uint64_t errors_before = ctx.w->errors();
+  // A script is shown to MONITOR before the commands it runs (Redis's order).
+  const bool script = (spec.flags & kCmdMovableKeys) != 0;
+  if (script) server_->FeedMonitorsIfWatched(spec, argv, conn_.identity());
   // One clock read per command: a command's start is the previous one's end
   // (or the start of the input batch), so parse time counts toward it.
   const Clock* clock = server_->engine()->clock();
@@ -315,7 +318,7 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
     else
       w->out()->AppendCopyOf(*staged);
   }
-  if (conn_.tracking().on) TrackAfterCommand(spec, argv, in_exec);
+  if (conn_.tracking().on) TrackAfterCommand(spec, argv, in_exec, script, ctx.script_read);
   // An EXEC's queued commands leave theirs for the EXEC's own Run to drain.
   if (!in_exec) {
     if (fx_.has_keyspace_effects()) DrainEffects(conn_.identity().id());  // no stripe held now
@@ -351,7 +354,8 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   else if ((spec.flags & kCmdWrite) != 0 && ctx.w->errors() == errors_before)
     dirty = 1;
   if (dirty > 0 && !write_failed) stats_->dirty.fetch_add(dirty, std::memory_order_relaxed);
-  server_->RecordCommand(stats_, spec, slot, argv, conn_.identity(), (t1 - t0) / 1000);
+  server_->RecordCommand(stats_, spec, slot, argv, conn_.identity(), (t1 - t0) / 1000,
+                         /*monitored=*/script);
 }
 
 }  // namespace trove::resp

@@ -179,9 +179,11 @@ class Session final : public net::ProtocolHandler, public Client {
   }
   // After a read-only command: remembers its keys in default mode (OPTIN and
   // OPTOUT as CLIENT CACHING says); then forgets CLIENT CACHING unless this
-  // command keeps it (CLIENT itself, or inside MULTI ... EXEC).
+  // command keeps it (CLIENT itself, or inside MULTI ... EXEC). A script
+  // (EVAL, FCALL) counts as a read when it called a read-only command
+  // (script_read): its declared keys are remembered, as Redis does.
   void TrackAfterCommand(const CommandSpec& spec, std::span<const std::string_view> argv,
-                         bool in_exec);
+                         bool in_exec, bool script = false, bool script_read = false);
   // Writes message m for this connection as a push (RESP3) or, when it is a
   // redirect target in RESP2 pub/sub mode, as a __redis__:invalidate message.
   void WriteInvalidation(net::Connection* c, const TrackingMessage& m, bool redirected);

@@ -11,9 +11,10 @@
 namespace trove::resp {
 
 void Session::TrackAfterCommand(const CommandSpec& spec, std::span<const std::string_view> argv,
-                                bool in_exec) {
+                                bool in_exec, bool script, bool script_read) {
   TrackingState& t = conn_.tracking();
-  if ((spec.flags & kCmdReadonly) != 0 && (spec.flags & kCmdPubsub) == 0 && !t.bcast &&
+  const bool reads = script ? script_read : (spec.flags & kCmdReadonly) != 0;
+  if (reads && (spec.flags & kCmdPubsub) == 0 && !t.bcast &&
       !((t.optin && !t.caching) || (t.optout && t.caching))) {
     std::vector<size_t> idx = std::move(exec_buf_.idx);
     CommandTable::KeyIndexes(spec, argv, &idx);

@@ -146,6 +146,11 @@ class RespServer final : public protocol::CommandLog {
                              const Identity& who) {
     if (log_ != nullptr && log_->Wants(net::kLogMonitor)) FeedMonitors(spec, argv, who);
   }
+  // The same for a command a script runs: database db, client addr ("lua").
+  void FeedMonitorsAs(const CommandSpec& spec, std::span<const std::string_view> argv, int db,
+                      std::string_view addr) {
+    if (log_ != nullptr && log_->Wants(net::kLogMonitor)) FeedMonitorLine(spec, argv, db, addr);
+  }
   // protocol::CommandLog: memcached-port commands into this server's
   // LATENCY HISTOGRAM (memcache|<cmd>) and SLOWLOG (client name "memcache").
   Sink* SinkFor(int worker_id) override EXCLUDES(mu_);
@@ -245,6 +250,8 @@ class RespServer final : public protocol::CommandLog {
   // admin commands left out, AUTH/HELLO passwords redacted.
   void FeedMonitors(const CommandSpec& spec, std::span<const std::string_view> argv,
                     const Identity& who);
+  void FeedMonitorLine(const CommandSpec& spec, std::span<const std::string_view> argv, int db,
+                       std::string_view addr);
   // RecordCommand's slow path: the slow log entry and the latency sample.
   void RecordSlow(const CommandSpec& spec, std::span<const std::string_view> argv,
                   const Identity& who, int64_t usec);

@@ -1,7 +1,9 @@
 // What the scripting family's files share (scripting.cc: EVAL and SCRIPT;
 // functions.cc: FUNCTION and FCALL; scripting_lua.cc: the worker's Lua VM
-// and a script's run; scripting_library.cc: a library's load run and the
-// VM's functions;
+// and a script's run; scripting_redis_api.cc: the `redis` table;
+// scripting_library.cc: a library's load run and the VM's functions;
+// scripting_bitlib.cc, scripting_msgpack.cc, scripting_structlib.cc: the
+// bit, cmsgpack and struct libraries;
 // scripting_call.cc: redis.call through the command seam;
 // scripting_convert.cc: RESP to Lua and back). Runs on the connection's
 // worker.
@@ -126,6 +128,8 @@ int OpenBitLib(lua_State* L);
 int OpenMsgpackLib(lua_State* L);
 // luaopen for the `struct` library (scripting_structlib.cc).
 int OpenStructLib(lua_State* L);
+// Sets the global `redis` table of a new VM (scripting_redis_api.cc).
+void OpenRedisTable(lua_State* L);
 // redis.log, shared by scripts and library loads.
 int LuaLog(lua_State* L);
 

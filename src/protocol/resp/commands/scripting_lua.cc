@@ -104,102 +104,6 @@ int GlobalIndex(lua_State* L) {
 
 int GlobalNewIndex(lua_State* L) { return luaL_error(L, "Attempt to modify a readonly table"); }
 
-// {err=<msg>}, <msg> given a code: "-CODE msg" and "msg" (ERR added when
-// it has no space) as Redis's redis.error_reply accepts.
-int LuaErrorReply(lua_State* L) {
-  if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
-    return luaL_error(L, "wrong number or type of arguments");
-  size_t n;
-  const char* s = lua_tolstring(L, 1, &n);
-  if (n > 0 && s[0] == '-') {
-    ++s;
-    --n;
-  }
-  lua_newtable(L);
-  if (std::memchr(s, ' ', n) == nullptr) {
-    lua_pushliteral(L, "ERR ");
-    lua_pushlstring(L, s, n);
-    lua_concat(L, 2);
-  } else {
-    lua_pushlstring(L, s, n);
-  }
-  lua_setfield(L, -2, "err");
-  return 1;
-}
-
-int LuaStatusReply(lua_State* L) {
-  if (lua_gettop(L) != 1 || lua_type(L, 1) != LUA_TSTRING)
-    return luaL_error(L, "wrong number or type of arguments");
-  lua_newtable(L);
-  lua_pushvalue(L, 1);
-  lua_setfield(L, -2, "ok");
-  return 1;
-}
-
-int LuaSha1Hex(lua_State* L) {
-  if (lua_gettop(L) != 1) return luaL_error(L, "wrong number of arguments");
-  size_t n;
-  const char* s = lua_tolstring(L, 1, &n);
-  if (s == nullptr) return luaL_error(L, "wrong number of arguments");
-  char hex[41];
-  {
-    const std::string h = Sha1Hex(std::string_view(s, n));
-    std::memcpy(hex, h.data(), 40);
-  }
-  lua_pushlstring(L, hex, 40);
-  return 1;
-}
-
-int LuaSetResp(lua_State* L) {
-  if (lua_gettop(L) != 1) return luaL_error(L, "redis.setresp() requires one argument.");
-  const lua_Integer v = lua_tointeger(L, 1);
-  if (v != 2 && v != 3) return luaL_error(L, "RESP version must be 2 or 3.");
-  if (ScriptRun* run = CurrentRun(L)) run->resp = static_cast<int>(v);
-  return 0;
-}
-
-int LuaSetRepl(lua_State*) { return 0; }  // no replication in Trove
-
-int LuaReplicateCommands(lua_State* L) {
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-void SetInt(lua_State* L, const char* name, lua_Integer v) {
-  lua_pushinteger(L, v);
-  lua_setfield(L, -2, name);
-}
-
-void OpenRedisTable(lua_State* L) {
-  static const luaL_Reg kFns[] = {{"call", LuaRedisCall},
-                                  {"pcall", LuaRedisPCall},
-                                  {"acl_check_cmd", LuaAclCheckCmd},
-                                  {"error_reply", LuaErrorReply},
-                                  {"status_reply", LuaStatusReply},
-                                  {"sha1hex", LuaSha1Hex},
-                                  {"log", LuaLog},
-                                  {"setresp", LuaSetResp},
-                                  {"set_repl", LuaSetRepl},
-                                  {"replicate_commands", LuaReplicateCommands},
-                                  {nullptr, nullptr}};
-  luaL_newlib(L, kFns);
-  SetInt(L, "LOG_DEBUG", 0);
-  SetInt(L, "LOG_VERBOSE", 1);
-  SetInt(L, "LOG_NOTICE", 2);
-  SetInt(L, "LOG_WARNING", 3);
-  SetInt(L, "REPL_NONE", 0);
-  SetInt(L, "REPL_AOF", 1);
-  SetInt(L, "REPL_SLAVE", 2);
-  SetInt(L, "REPL_REPLICA", 2);
-  SetInt(L, "REPL_ALL", 3);
-  lua_pushstring(L, kRedisVersion);
-  lua_setfield(L, -2, "REDIS_VERSION");
-  int major = 0, minor = 0, patch = 0;
-  std::sscanf(kRedisVersion, "%d.%d.%d", &major, &minor, &patch);
-  SetInt(L, "REDIS_VERSION_NUM", (major << 16) | (minor << 8) | patch);
-  lua_setglobal(L, "redis");
-}
-
 lua_State* NewScriptVm(ScriptVm* vm) {
   lua_State* L = luaL_newstate();
   *static_cast<ScriptVm**>(lua_getextraspace(L)) = vm;
@@ -365,18 +269,6 @@ ScriptVm& VmFor(const ScriptCache& cache) {
 
 ScriptVm& VmOf(lua_State* L) { return **static_cast<ScriptVm**>(lua_getextraspace(L)); }
 
-// redis.log: accepted and dropped (Trove has no server log for scripts yet).
-int LuaLog(lua_State* L) {
-  if (lua_gettop(L) < 2) return luaL_error(L, "redis.log() requires two arguments or more.");
-  if (!lua_isnumber(L, 1)) return luaL_error(L, "First argument must be a number (log level).");
-  const lua_Integer level = lua_tointeger(L, 1);
-  if (level < 0 || level > 3) return luaL_error(L, "Invalid debug level.");
-  return 0;
-}
-
-// The message handler of a script's pcall: the error as a table {err=,
-// source=, line=} naming the script's line (the caller of a C function
-// such as error or redis.call), as Redis reports it.
 namespace {
 
 int ErrorHandler(lua_State* L) {

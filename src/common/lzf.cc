@@ -8,6 +8,12 @@ namespace trove {
 
 bool LzfDecompress(std::string_view in, size_t expected, std::string* out) {
   out->clear();
+  // No stream expands more than kMaxRatio times (a 3-byte back reference
+  // gives at most 264 bytes): a longer claim is malformed, and is refused
+  // before anything is allocated for it (FUNCTION RESTORE's payloads are a
+  // client's bytes).
+  constexpr size_t kMaxRatio = 88;
+  if (expected > in.size() * kMaxRatio) return false;
   out->reserve(expected);
   size_t ip = 0;
   while (ip < in.size()) {

@@ -46,6 +46,10 @@ TEST(LzfTest, MalformedStreamsFail) {
   EXPECT_FALSE(LzfDecompress(std::string("\x02" "abc", 4), 4, &out)); // shorter than expected
   EXPECT_FALSE(LzfDecompress(std::string("\x02" "abc", 4), 2, &out)); // longer than expected
   EXPECT_FALSE(LzfDecompress(std::string("\xe0", 1), 9, &out));       // truncated reference
+  // A claimed length no stream this short can reach (the fuzzer's 4 GB
+  // claim in 9 bytes): refused before allocating.
+  EXPECT_FALSE(LzfDecompress(std::string("\x02" "abc\x80\x02", 6), 4161447012u, &out));
+  EXPECT_LT(out.capacity(), 1u << 20);
 }
 
 }  // namespace

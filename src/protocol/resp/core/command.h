@@ -128,14 +128,14 @@ struct CommandContext {
   // holding every stripe; a handler that needs that sets want_exclusive
   // and writes no reply; the seam then runs it again with exclusive set.
   bool can_go_exclusive = false;
+  bool want_exclusive = false;
+  bool exclusive = false;
   // Inside a script: the script's own SELECT (-1 until it selects), which
   // keys use and SELECT sets, leaving the caller's database as it was.
   int* script_db = nullptr;
   // Set by EVAL/FCALL when the script called a read-only command: a
   // tracking client then tracks the script's declared keys (Redis's rule).
   bool script_read = false;
-  bool want_exclusive = false;
-  bool exclusive = false;
   // CLIENT NO-TOUCH is on and the command is not TOUCH: lookups do not bump.
   bool no_touch = false;
   // Lookups count keyspace hits/misses: read commands and reads_keys ones.

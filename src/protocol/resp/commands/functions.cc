@@ -10,6 +10,7 @@
 
 #include "common/glob.h"
 #include "protocol/resp/commands/scripting_internal.h"
+#include "protocol/resp/commands/server_commands.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
@@ -25,29 +26,13 @@ constexpr uint8_t kRdbOpFunction2 = 245;
 constexpr uint8_t kRdbOpFunctionPreGa = 246;
 
 void Fcall(CommandContext& ctx, bool read_only) {
-  int64_t n;
-  if (!ParseStrictInt64(ctx.argv[2], &n)) {
-    ctx.Error("ERR Bad number of keys provided");
-    return;
-  }
-  if (n < 0) {
-    ctx.Error("ERR Number of keys can't be negative");
-    return;
-  }
-  if (static_cast<uint64_t>(n) > ctx.argc() - 3) {
-    ctx.Error("ERR Number of keys can't be greater than number of args");
-    return;
-  }
-  RunFunction(ctx, static_cast<size_t>(n), read_only);
+  size_t nk;
+  if (!ParseNumKeys(ctx, "ERR Bad number of keys provided", &nk)) return;
+  RunFunction(ctx, nk, read_only);
 }
 
 void CmdFcall(CommandContext& ctx) { Fcall(ctx, false); }
 void CmdFcallRo(CommandContext& ctx) { Fcall(ctx, true); }
-
-void SubcommandError(CommandContext& ctx) {
-  ctx.Error("ERR unknown subcommand or wrong number of arguments for '" +
-            std::string(ctx.argv[1]) + "'. Try FUNCTION HELP.");
-}
 
 bool OverMemory(CommandContext& ctx) {
   if (!ctx.engine->over_mem_limit()) return false;
@@ -230,7 +215,7 @@ void FunctionStats(CommandContext& ctx) {
 }
 
 void FunctionHelp(CommandContext& ctx) {
-  static constexpr const char* kLines[] = {
+  static constexpr std::string_view kLines[] = {
       "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
       "LOAD [REPLACE] <FUNCTION CODE>",
       "    Create a new library with the given library name and code.",
@@ -276,8 +261,7 @@ void FunctionHelp(CommandContext& ctx) {
       "      in case of functions name collision with another library).",
       "HELP",
       "    Prints this help."};
-  ctx.w->ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) ctx.w->Simple(l);
+  WriteHelp(ctx, kLines);
 }
 
 void CmdFunction(CommandContext& ctx) {
@@ -313,7 +297,7 @@ void CmdFunction(CommandContext& ctx) {
   } else if (sub == "help" && argc == 2) {
     FunctionHelp(ctx);
   } else {
-    SubcommandError(ctx);
+    SubcommandSyntaxError(ctx);
   }
 }
 

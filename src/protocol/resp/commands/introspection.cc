@@ -129,10 +129,7 @@ void CmdDebug(CommandContext& ctx) {
         "    Print this help."};
     WriteHelp(ctx, lines);
   } else {
-    std::string m = "ERR unknown subcommand or wrong number of arguments for '";
-    m.append(ctx.argv[1]);
-    m += "'. Try DEBUG HELP.";
-    ctx.Error(m);
+    SubcommandSyntaxError(ctx);
   }
 }
 

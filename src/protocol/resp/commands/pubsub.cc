@@ -4,6 +4,7 @@
 
 #include "common/glob.h"
 #include "net/worker.h"
+#include "protocol/resp/commands/server_commands.h"
 #include "protocol/resp/core/client.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/types/keyspace.h"
@@ -129,10 +130,7 @@ void CmdPubsub(CommandContext& ctx) {
   } else if (sub == "numpat" || sub == "help") {  // arity from Redis's subcommand table
     ctx.Error("ERR wrong number of arguments for 'pubsub|" + sub + "' command");
   } else if (sub == "channels" || sub == "shardchannels") {  // Redis checks these inline
-    std::string m = "ERR unknown subcommand or wrong number of arguments for '";
-    m.append(ctx.argv[1].substr(0, 128));
-    m += "'. Try PUBSUB HELP.";
-    ctx.Error(m);
+    SubcommandSyntaxError(ctx);
   } else {
     std::string m = "ERR unknown subcommand '";
     m.append(ctx.argv[1].substr(0, 128));

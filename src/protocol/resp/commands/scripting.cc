@@ -9,6 +9,7 @@
 
 #include "common/sha1.h"
 #include "protocol/resp/commands/scripting_internal.h"
+#include "protocol/resp/commands/server_commands.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
@@ -18,35 +19,16 @@
 namespace trove::resp {
 namespace {
 
-// numkeys at argv[2], checked against the arguments; false after an error.
-bool NumKeys(CommandContext& ctx, size_t* nk) {
-  int64_t n;
-  if (!ParseStrictInt64(ctx.argv[2], &n)) {
-    ctx.NotInteger();
-    return false;
-  }
-  if (n < 0) {
-    ctx.Error("ERR Number of keys can't be negative");
-    return false;
-  }
-  if (static_cast<uint64_t>(n) > ctx.argc() - 3) {
-    ctx.Error("ERR Number of keys can't be greater than number of args");
-    return false;
-  }
-  *nk = static_cast<size_t>(n);
-  return true;
-}
-
 void Eval(CommandContext& ctx, bool read_only) {
   size_t nk;
-  if (!NumKeys(ctx, &nk)) return;
+  if (!ParseNumKeys(ctx, "ERR value is not an integer or out of range", &nk)) return;
   const std::string body(ctx.argv[1]);
   RunScript(ctx, Sha1Hex(body), &body, nk, read_only);
 }
 
 void EvalSha(CommandContext& ctx, bool read_only) {
   size_t nk;
-  if (!NumKeys(ctx, &nk)) return;
+  if (!ParseNumKeys(ctx, "ERR value is not an integer or out of range", &nk)) return;
   // Reused: EVALSHA cannot nest (scripts may not call it).
   thread_local std::string sha;
   sha.assign(ctx.argv[1]);
@@ -64,7 +46,7 @@ void CmdEvalSha(CommandContext& ctx) { EvalSha(ctx, false); }
 void CmdEvalShaRo(CommandContext& ctx) { EvalSha(ctx, true); }
 
 void ScriptHelp(CommandContext& ctx) {
-  static constexpr const char* kLines[] = {
+  static constexpr std::string_view kLines[] = {
       "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
       "EXISTS <sha1> [<sha1> ...]",
       "    Return information about the existence of the scripts in the script cache.",
@@ -80,8 +62,7 @@ void ScriptHelp(CommandContext& ctx) {
       "    Load a script into the scripts cache without executing it.",
       "HELP",
       "    Prints this help."};
-  ctx.w->ArrayHeader(std::size(kLines));
-  for (const char* l : kLines) ctx.w->Simple(l);
+  WriteHelp(ctx, kLines);
 }
 
 void CmdScript(CommandContext& ctx) {
@@ -113,12 +94,29 @@ void CmdScript(CommandContext& ctx) {
   } else if (sub == "help" && ctx.argc() == 2) {
     ScriptHelp(ctx);
   } else {
-    ctx.Error("ERR unknown subcommand or wrong number of arguments for '" +
-              std::string(ctx.argv[1]) + "'. Try SCRIPT HELP.");
+    SubcommandSyntaxError(ctx);
   }
 }
 
 }  // namespace
+
+bool ParseNumKeys(CommandContext& ctx, std::string_view not_integer, size_t* nk) {
+  int64_t n;
+  if (!ParseStrictInt64(ctx.argv[2], &n)) {
+    ctx.Error(not_integer);
+    return false;
+  }
+  if (n < 0) {
+    ctx.Error("ERR Number of keys can't be negative");
+    return false;
+  }
+  if (static_cast<uint64_t>(n) > ctx.argc() - 3) {
+    ctx.Error("ERR Number of keys can't be greater than number of args");
+    return false;
+  }
+  *nk = static_cast<size_t>(n);
+  return true;
+}
 
 void RegisterScriptingCommands(std::vector<CommandSpec>* t) {
   const CommandAdder add{t, "scripting"};

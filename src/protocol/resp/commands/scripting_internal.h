@@ -103,10 +103,13 @@ ScriptVm& VmOf(lua_State* L);
 // The run in progress on L's VM; null outside a script.
 ScriptRun* CurrentRun(lua_State* L);
 
-// The checks Redis 7 makes before a script that declares flags (a shebang
-// or any function) runs: *_RO needs no-writes, and one that may write is
-// refused over maxmemory unless allow-oom. False after replying the error.
-bool FlaggedScriptMayRun(CommandContext& ctx, bool read_only, bool no_writes, bool allow_oom);
+// Fills *run for a script or function with `flags` (FunctionFlag bits) run
+// by ctx, its declared keys at argv[3 .. 3+numkeys). A script that declares
+// flags (a shebang, or any function) gets Redis 7's checks first: *_RO needs
+// no-writes, and one that may write is refused over maxmemory unless
+// allow-oom. False after replying the error.
+bool StartRun(ScriptVm& vm, CommandContext& ctx, size_t numkeys, bool read_only, bool flagged,
+              uint32_t flags, ScriptRun* run);
 
 // Calls the function below the top nargs values of vm.L's stack as `run`
 // (errors named after `name`: a script's SHA-1 or a function's name) and
@@ -140,6 +143,11 @@ bool LoadLibrary(CommandContext& ctx, std::string_view code, FunctionLibrary* li
 // FCALL and FCALL_RO: calls the function named argv[1] with the keys at
 // argv[3 .. 3+numkeys). REQUIRES: the keys' stripes held, numkeys checked.
 void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only);
+
+// EVAL's and FCALL's numkeys at argv[2], checked against the arguments
+// (Redis's words); false after replying the error, not_integer for one that
+// is no integer (EVAL and FCALL word it differently).
+bool ParseNumKeys(CommandContext& ctx, std::string_view not_integer, size_t* nk);
 
 // Runs the script named sha on this worker's VM for ctx (EVAL and EVALSHA),
 // its keys at argv[3 .. 3+numkeys) and arguments after them, and replies.

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <iterator>
@@ -25,6 +26,7 @@
 
 #include "protocol/resp/commands/scripting_internal.h"
 #include "protocol/resp/commands/server_commands.h"
+#include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 
@@ -89,19 +91,15 @@ bool ReadFlags(lua_State* L, int idx, uint32_t* flags) {
   const lua_Integer n = static_cast<lua_Integer>(lua_rawlen(L, idx));
   for (lua_Integer i = 1; i <= n; ++i) {
     lua_rawgeti(L, idx, i);
-    bool found = false;
+    uint32_t flag = 0;
     if (lua_type(L, -1) == LUA_TSTRING) {
       size_t len;
       const char* s = lua_tolstring(L, -1, &len);
-      for (size_t b = 0; b < std::size(kFunctionFlagNames); ++b) {
-        if (std::string_view(s, len) == kFunctionFlagNames[b]) {
-          *flags |= 1u << b;
-          found = true;
-        }
-      }
+      flag = FunctionFlagNamed(std::string_view(s, len));
     }
     lua_pop(L, 1);
-    if (!found) return false;
+    if (flag == 0) return false;
+    *flags |= flag;
   }
   return true;
 }
@@ -166,9 +164,9 @@ const char* ReadRegisterArgs(lua_State* L, FunctionInfo* f) {
 // error message or null.
 const char* Register(lua_State* L, LibraryLoad* load, FunctionInfo* f) {
   if (!ValidName(f->name)) return kBadName;
-  const std::string lower = LowerName(f->name);
+  const std::string lower = ToLower(f->name);
   for (const FunctionInfo& g : load->functions)
-    if (LowerName(g.name) == lower) return "Function already exists in the library";
+    if (ToLower(g.name) == lower) return "Function already exists in the library";
   lua_getfield(L, LUA_REGISTRYINDEX, kLoadingKey);
   lua_insert(L, -2);
   lua_setfield(L, -2, lower.c_str());
@@ -285,7 +283,7 @@ void SyncFunctions(ScriptVm& vm, const FunctionLibraries& libs) {
     lua_getfield(L, LUA_REGISTRYINDEX, kFunctionsKey);
     lua_getfield(L, LUA_REGISTRYINDEX, kLoadingKey);
     for (const FunctionInfo& f : lib.functions) {
-      const std::string lower = LowerName(f.name);
+      const std::string lower = ToLower(f.name);
       lua_getfield(L, -1, lower.c_str());
       lua_setfield(L, -3, lower.c_str());
       vm.functions[lower] = f;
@@ -373,23 +371,18 @@ bool LoadLibrary(CommandContext& ctx, std::string_view code, FunctionLibrary* li
 void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only) {
   ScriptVm& vm = VmFor(ctx.server->scripts());
   SyncFunctions(vm, ctx.server->functions());
-  const std::string lower = LowerName(ctx.argv[1]);
+  // Reused: FCALL cannot nest (scripts may not call it).
+  thread_local std::string lower;
+  lower.assign(ctx.argv[1]);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto it = vm.functions.find(lower);
   if (it == vm.functions.end()) {
     ctx.Error("ERR Function not found");
     return;
   }
   const FunctionInfo& f = it->second;
-  if (!FlaggedScriptMayRun(ctx, read_only, (f.flags & kFnNoWrites) != 0,
-                           (f.flags & kFnAllowOom) != 0))
-    return;
   ScriptRun run;
-  run.ctx = &ctx;
-  run.read_only = read_only || (f.flags & kFnNoWrites) != 0;
-  run.allow_oom = (f.flags & kFnAllowOom) != 0;
-  run.exclusive = ctx.exclusive;
-  for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
-  std::sort(run.keys.begin(), run.keys.end());
+  if (!StartRun(vm, ctx, numkeys, read_only, /*flagged=*/true, f.flags, &run)) return;
   lua_State* L = vm.L;
   lua_settop(L, 0);
   PushErrorHandler(L);

@@ -173,8 +173,7 @@ void PushCompiled(lua_State* L, const ScriptVm::Compiled& c) {
 
 // Reads a "#!lua [flags=a,b]" first line: false with *err on another engine
 // or an unknown flag; the line is blanked in *src so line numbers stay.
-bool ReadShebang(std::string* src, bool* flagged, bool* no_writes, bool* allow_oom,
-                 std::string* err) {
+bool ReadShebang(std::string* src, bool* flagged, uint32_t* flags, std::string* err) {
   if (src->compare(0, 2, "#!") != 0) return true;
   *flagged = true;
   const size_t eol = std::min(src->find('\n'), src->size());
@@ -198,15 +197,12 @@ bool ReadShebang(std::string* src, bool* flagged, bool* no_writes, bool* allow_o
     while (p < arg.size()) {
       size_t comma = std::min(arg.find(',', p), arg.size());
       const std::string flag = arg.substr(p, comma - p);
-      if (flag == "no-writes") {
-        *no_writes = true;
-      } else if (flag == "allow-oom") {
-        *allow_oom = true;
-      } else if (flag != "allow-stale" && flag != "no-cluster" &&
-                 flag != "allow-cross-slot-keys") {
+      const uint32_t bit = FunctionFlagNamed(flag);
+      if (bit == 0) {
         *err = "ERR Unexpected flag in script shebang: " + flag;
         return false;
       }
+      *flags |= bit;
       p = comma + 1;
     }
   }
@@ -217,9 +213,8 @@ bool ReadShebang(std::string* src, bool* flagged, bool* no_writes, bool* allow_o
 bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::string* err) {
   std::string src(body);
   bool flagged = false;
-  bool no_writes = false;
-  bool allow_oom = false;
-  if (!ReadShebang(&src, &flagged, &no_writes, &allow_oom, err)) return false;
+  uint32_t flags = 0;
+  if (!ReadShebang(&src, &flagged, &flags, err)) return false;
   lua_State* L = vm.L;
   if (luaL_loadbuffer(L, src.data(), src.size(), "@user_script") != LUA_OK) {
     *err = std::string("ERR Error compiling script (new function): ") +
@@ -233,7 +228,7 @@ bool Compile(ScriptVm& vm, const std::string& sha, std::string_view body, std::s
   c.ref = luaL_ref(L, -2);
   lua_pop(L, 1);
   c.flagged = flagged;
-  c.flags = (no_writes ? kFnNoWrites : 0u) | (allow_oom ? kFnAllowOom : 0u);
+  c.flags = flags;
   vm.compiled[sha] = c;
   return true;
 }
@@ -386,35 +381,37 @@ void RunScript(CommandContext& ctx, const std::string& sha, const std::string* b
     it = vm.compiled.find(sha);
   }
   const ScriptVm::Compiled script = it->second;
-  const bool no_writes = (script.flags & kFnNoWrites) != 0;
-  const bool allow_oom = (script.flags & kFnAllowOom) != 0;
-  if (script.flagged && !FlaggedScriptMayRun(ctx, read_only, no_writes, allow_oom)) return;
   ScriptRun run;
-  run.ctx = &ctx;
-  run.read_only = read_only || no_writes;
-  run.allow_oom = allow_oom;
-  run.exclusive = ctx.exclusive;
-  run.keys = std::move(vm.keys_buf);  // its capacity, reused
-  run.keys.clear();
-  for (size_t i = 0; i < numkeys; ++i) run.keys.push_back(ctx.Key(3 + i));
-  std::sort(run.keys.begin(), run.keys.end());
+  if (!StartRun(vm, ctx, numkeys, read_only, script.flagged, script.flags, &run)) return;
   SetArgs(L, "KEYS", ctx.argv.subspan(3, numkeys));
   SetArgs(L, "ARGV", ctx.argv.subspan(3 + numkeys));
   PushErrorHandler(L);
   PushCompiled(L, script);
   InvokeScript(vm, run, 0, sha);
-  vm.keys_buf = std::move(run.keys);
 }
 
-bool FlaggedScriptMayRun(CommandContext& ctx, bool read_only, bool no_writes, bool allow_oom) {
-  if (read_only && !no_writes) {
-    ctx.Error("ERR Can not execute a script with write flag using *_ro command.");
-    return false;
+bool StartRun(ScriptVm& vm, CommandContext& ctx, size_t numkeys, bool read_only, bool flagged,
+              uint32_t flags, ScriptRun* run) {
+  const bool no_writes = (flags & kFnNoWrites) != 0;
+  const bool allow_oom = (flags & kFnAllowOom) != 0;
+  if (flagged) {  // Redis 7's checks of a script that declares its flags
+    if (read_only && !no_writes) {
+      ctx.Error("ERR Can not execute a script with write flag using *_ro command.");
+      return false;
+    }
+    if (!no_writes && !allow_oom && ctx.engine->over_mem_limit()) {
+      ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
+      return false;
+    }
   }
-  if (!no_writes && !allow_oom && ctx.engine->over_mem_limit()) {
-    ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
-    return false;
-  }
+  run->ctx = &ctx;
+  run->read_only = read_only || no_writes;
+  run->allow_oom = allow_oom;
+  run->exclusive = ctx.exclusive;
+  run->keys = std::move(vm.keys_buf);  // its capacity, reused (InvokeScript gives it back)
+  run->keys.clear();
+  for (size_t i = 0; i < numkeys; ++i) run->keys.push_back(ctx.Key(3 + i));
+  std::sort(run->keys.begin(), run->keys.end());
   return true;
 }
 
@@ -456,6 +453,7 @@ void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& na
     ReplyFromLua(L, -1, run.ctx->w, run.resp, 0);
   }
   lua_settop(L, 0);
+  vm.keys_buf = std::move(run.keys);
 }
 
 }  // namespace trove::resp

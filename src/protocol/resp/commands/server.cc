@@ -29,8 +29,11 @@
 
 namespace trove::resp {
 
-void UnknownSubcommand(CommandContext& ctx) {
-  std::string m = "ERR unknown subcommand '";
+namespace {
+
+// "<prefix><sub, cut at 128 bytes>'. Try <CMD> HELP."
+void SubcommandError(CommandContext& ctx, std::string_view prefix) {
+  std::string m(prefix);
   m.append(ctx.argv[1].substr(0, 128));
   m += "'. Try ";
   for (const char* c = ctx.spec->name; *c; ++c) {
@@ -38,6 +41,14 @@ void UnknownSubcommand(CommandContext& ctx) {
   }
   m += " HELP.";
   ctx.Error(m);
+}
+
+}  // namespace
+
+void UnknownSubcommand(CommandContext& ctx) { SubcommandError(ctx, "ERR unknown subcommand '"); }
+
+void SubcommandSyntaxError(CommandContext& ctx) {
+  SubcommandError(ctx, "ERR unknown subcommand or wrong number of arguments for '");
 }
 
 void WriteHelp(CommandContext& ctx, std::span<const std::string_view> lines) {

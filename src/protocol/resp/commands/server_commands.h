@@ -22,6 +22,9 @@ inline constexpr const char* kRedisVersion = "7.0.15";
 
 // "ERR unknown subcommand '<sub>'. Try <CMD> HELP."
 void UnknownSubcommand(CommandContext& ctx);
+// "ERR unknown subcommand or wrong number of arguments for '<sub>'. Try <CMD>
+// HELP." (Redis's addReplySubcommandSyntaxError; <sub> cut at 128 bytes)
+void SubcommandSyntaxError(CommandContext& ctx);
 // "ERR wrong number of arguments for '<cmd>|<sub>' command"
 void SubArity(CommandContext& ctx);
 // A HELP reply: the lines as simple strings, in one array.

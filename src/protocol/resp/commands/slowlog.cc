@@ -45,10 +45,7 @@ void CmdSlowlog(CommandContext& ctx) {
   if (sub == "get") {
     if (ctx.argc() > 3) {
       // Redis's slowlog|get takes any count of arguments, then refuses.
-      std::string m = "ERR unknown subcommand or wrong number of arguments for '";
-      m.append(ctx.argv[1].substr(0, 128));
-      m += "'. Try SLOWLOG HELP.";
-      ctx.Error(m);
+      SubcommandSyntaxError(ctx);
       return;
     }
     int64_t count = 10;

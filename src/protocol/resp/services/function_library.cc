@@ -1,21 +1,23 @@
 // The server-wide function libraries (function_library.h). Any worker.
 #include "protocol/resp/services/function_library.h"
 
-#include <cctype>
+#include <iterator>
 #include <utility>
+
+#include "protocol/resp/core/command_table.h"
 
 namespace trove::resp {
 
-std::string LowerName(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+uint32_t FunctionFlagNamed(std::string_view name) {
+  for (size_t b = 0; b < std::size(kFunctionFlagNames); ++b)
+    if (name == kFunctionFlagNames[b]) return 1u << b;
+  return 0;
 }
 
 bool FunctionLibraries::FunctionsFree(const FunctionLibrary& lib, std::string_view except,
                                       std::string* err) const {
   for (const FunctionInfo& f : lib.functions) {
-    auto it = by_function_.find(LowerName(f.name));
+    auto it = by_function_.find(ToLower(f.name));
     if (it != by_function_.end() && it->second != except) {
       *err = "Function " + f.name + " already exists";
       return false;
@@ -25,13 +27,13 @@ bool FunctionLibraries::FunctionsFree(const FunctionLibrary& lib, std::string_vi
 }
 
 void FunctionLibraries::Insert(FunctionLibrary lib) {
-  for (const FunctionInfo& f : lib.functions) by_function_[LowerName(f.name)] = lib.name;
+  for (const FunctionInfo& f : lib.functions) by_function_[ToLower(f.name)] = lib.name;
   std::string name = lib.name;
   libraries_[std::move(name)] = std::move(lib);
 }
 
 void FunctionLibraries::Erase(std::map<std::string, FunctionLibrary, std::less<>>::iterator it) {
-  for (const FunctionInfo& f : it->second.functions) by_function_.erase(LowerName(f.name));
+  for (const FunctionInfo& f : it->second.functions) by_function_.erase(ToLower(f.name));
   libraries_.erase(it);
 }
 
@@ -57,7 +59,7 @@ bool FunctionLibraries::Restore(std::vector<FunctionLibrary> libs, RestorePolicy
   std::map<std::string, std::string, std::less<>> seen;
   for (const FunctionLibrary& lib : libs) {
     for (const FunctionInfo& f : lib.functions) {
-      if (!seen.emplace(LowerName(f.name), lib.name).second) {
+      if (!seen.emplace(ToLower(f.name), lib.name).second) {
         *err = "Function " + f.name + " already exists";
         return false;
       }
@@ -78,7 +80,7 @@ bool FunctionLibraries::Restore(std::vector<FunctionLibrary> libs, RestorePolicy
     // into a library the payload replaces as well).
     for (const FunctionLibrary& lib : libs) {
       for (const FunctionInfo& f : lib.functions) {
-        auto it = by_function_.find(LowerName(f.name));
+        auto it = by_function_.find(ToLower(f.name));
         if (it == by_function_.end() || it->second == lib.name) continue;
         bool replaced = false;
         for (const FunctionLibrary& other : libs) replaced |= other.name == it->second;
@@ -120,21 +122,6 @@ std::vector<FunctionLibrary> FunctionLibraries::Snapshot() const {
   out.reserve(libraries_.size());
   for (const auto& [name, lib] : libraries_) out.push_back(lib);
   return out;
-}
-
-bool FunctionLibraries::Find(std::string_view name, FunctionInfo* info) const {
-  const std::string key = LowerName(name);
-  MutexLock l(&mu_);
-  auto it = by_function_.find(key);
-  if (it == by_function_.end()) return false;
-  const FunctionLibrary& lib = libraries_.find(it->second)->second;
-  for (const FunctionInfo& f : lib.functions) {
-    if (LowerName(f.name) == key) {
-      *info = f;
-      return true;
-    }
-  }
-  return false;
 }
 
 size_t FunctionLibraries::library_count() const {

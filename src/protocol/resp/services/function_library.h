@@ -31,6 +31,10 @@ enum FunctionFlag : uint32_t {
 inline constexpr std::string_view kFunctionFlagNames[] = {"no-writes", "allow-oom", "allow-stale",
                                                           "no-cluster", "allow-cross-slot-keys"};
 
+// The FunctionFlag named (a script shebang's or register_function's flag),
+// 0 for an unknown name.
+uint32_t FunctionFlagNamed(std::string_view name);
+
 struct FunctionInfo {
   std::string name;                        // as registered
   std::optional<std::string> description;  // absent: FUNCTION LIST's null
@@ -65,8 +69,6 @@ class FunctionLibraries {
 
   // Every library, by name.
   std::vector<FunctionLibrary> Snapshot() const EXCLUDES(mu_);
-  // The function named (any case) and its library's name; false if none.
-  bool Find(std::string_view name, FunctionInfo* info) const EXCLUDES(mu_);
 
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   size_t library_count() const EXCLUDES(mu_);
@@ -87,7 +89,5 @@ class FunctionLibraries {
   std::map<std::string, std::string, std::less<>> by_function_ GUARDED_BY(mu_);
   std::atomic<uint64_t> epoch_{1};
 };
-
-std::string LowerName(std::string_view s);
 
 }  // namespace trove::resp

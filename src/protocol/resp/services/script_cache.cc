@@ -1,18 +1,9 @@
 // The server-wide script bodies (script_cache.h). Any worker.
 #include "protocol/resp/services/script_cache.h"
 
-#include <cctype>
+#include "protocol/resp/core/command_table.h"
 
 namespace trove::resp {
-namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
 
 void ScriptCache::Add(const std::string& sha, std::string_view body, Origin origin) {
   MutexLock l(&mu_);
@@ -42,7 +33,7 @@ void ScriptCache::Add(const std::string& sha, std::string_view body, Origin orig
 }
 
 bool ScriptCache::Get(std::string_view sha, std::string* body) const {
-  const std::string key = Lower(sha);
+  const std::string key = ToLower(sha);
   MutexLock l(&mu_);
   auto it = scripts_.find(key);
   if (it == scripts_.end()) return false;
@@ -51,7 +42,7 @@ bool ScriptCache::Get(std::string_view sha, std::string* body) const {
 }
 
 bool ScriptCache::Exists(std::string_view sha) const {
-  const std::string key = Lower(sha);
+  const std::string key = ToLower(sha);
   MutexLock l(&mu_);
   return scripts_.count(key) != 0;
 }

@@ -651,3 +651,33 @@ def test_tracking_remembers_declared_keys_of_reading_scripts(resp_port, rd):
         assert b"tk1" in got and b"tk2" in got
     finally:
         c.close()
+
+
+def test_undeclared_reader_never_sees_a_script_half_done(resp_port, rd):
+    """A long script holds its declared key between two writes; a script on
+    another connection reads that key without declaring it: it must wait
+    (its try-lock is busy, so it runs again holding every key) and see the
+    final value, never the intermediate one."""
+    import threading
+    writer_started = threading.Event()
+    result = {}
+
+    def writer():
+        c = redis.Redis(host="127.0.0.1", port=resp_port, socket_timeout=60,
+                        decode_responses=True)
+        writer_started.set()
+        result["writer"] = c.eval(
+            "redis.call('set', KEYS[1], 'half'); local x = 0\n"
+            "for i = 1, 20000000 do x = x + 1 end\n"
+            "redis.call('set', KEYS[1], 'done'); return x", 1, "held")
+    rd.set("held", "before")
+    t = threading.Thread(target=writer)
+    t.start()
+    writer_started.wait()
+    time.sleep(0.2)  # the writer is in its loop now
+    reader = redis.Redis(host="127.0.0.1", port=resp_port, socket_timeout=60,
+                         decode_responses=True)
+    seen = reader.eval("return redis.call('get', 'held')", 0)
+    t.join()
+    assert result["writer"] == 20000000
+    assert seen == "done"  # never "half": the writer was mid-run when the reader came

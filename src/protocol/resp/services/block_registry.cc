@@ -31,14 +31,17 @@ void BlockRegistry::Add(std::shared_ptr<Waiter> w) {
 std::shared_ptr<Waiter> BlockRegistry::ClaimHead(std::string_view ekey) {
   MutexLock l(&mu_);
   auto it = by_key_.find(std::string(ekey));
-  if (it == by_key_.end()) return nullptr;
-  for (const std::shared_ptr<Waiter>& w : it->second) {
-    if (w->state == Waiter::State::kWaiting) {
-      w->state = Waiter::State::kServing;
-      return w;
-    }
+  if (it == by_key_.end()) return nullptr;  // no empty queue is kept
+  const std::shared_ptr<Waiter>& w = it->second.front();
+  if (w->state == Waiter::State::kServing) {
+    // Skipping it would let a later client take the data first (and the
+    // first, finding none, block for ever): its server serves the key next.
+    if (std::find(w->recheck.begin(), w->recheck.end(), ekey) == w->recheck.end())
+      w->recheck.emplace_back(ekey);
+    return nullptr;
   }
-  return nullptr;
+  w->state = Waiter::State::kServing;
+  return w;
 }
 
 void BlockRegistry::RemoveLocked(const std::shared_ptr<Waiter>& w) {
@@ -56,9 +59,12 @@ void BlockRegistry::RemoveLocked(const std::shared_ptr<Waiter>& w) {
   if (w->timed) timed_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-Waiter::Cancel BlockRegistry::FinishServe(const std::shared_ptr<Waiter>& w, bool served) {
+Waiter::Cancel BlockRegistry::FinishServe(const std::shared_ptr<Waiter>& w, bool served,
+                                          std::vector<std::string>* recheck) {
   MutexLock l(&mu_);
   if (w->state != Waiter::State::kServing) return Waiter::Cancel::kGone;  // not ours
+  for (std::string& k : w->recheck) recheck->push_back(std::move(k));
+  w->recheck.clear();
   const Waiter::Cancel why = w->cancel;
   if (served) {
     RemoveLocked(w);

@@ -20,7 +20,11 @@
 //     are queued by arrival_ns, the kernel's receive time of their command,
 //     not by when their worker got to them), runs the waiter's command
 //     again through the command seam under the waiter's stripes, and
-//     reports the outcome (FinishServe). A served
+//     reports the outcome (FinishServe). Two workers may serve one key at
+//     once (two pushes, or a push and a client that queued behind the
+//     waiters): only the first client of a key's queue is ever claimed, so
+//     nobody takes data before the clients ahead of it; a serve that finds
+//     the first one claimed hands the key to that claim's server. A served
 //     waiter's reply is posted to its own worker; a BLMOVE's push queues its
 //     destination, so chained waiters are served in the same pass.
 //  3. Time-out (the waiter's worker), CLIENT UNBLOCK (any worker) and close
@@ -68,6 +72,9 @@ struct Waiter {
   // --- under BlockRegistry::mu_ ---
   State state = State::kWaiting;
   Cancel cancel = Cancel::kNone;
+  // Keys another worker found this waiter at the head of while it was being
+  // served (ClaimHead): its server serves them after it (FinishServe).
+  std::vector<std::string> recheck;
 };
 
 class BlockRegistry {
@@ -76,13 +83,19 @@ class BlockRegistry {
 
   // Registers w (its keys' stripes held by the caller).
   void Add(std::shared_ptr<Waiter> w) EXCLUDES(mu_);
-  // The waiting client on `ekey` that arrived first, now kServing; null if none.
+  // The client queued first on `ekey`, now kServing; null if the queue is
+  // empty, or if its first client is being served already (by another
+  // worker, for this key or another it waits on): nobody behind it may take
+  // the data before it has had its turn, so the key is left to that serve
+  // (Waiter::recheck) and this caller stops serving it.
   std::shared_ptr<Waiter> ClaimHead(std::string_view ekey) EXCLUDES(mu_);
   // After a serve attempt. served: the waiter is done (returns kNone, or kGone
   // if its client left meanwhile). Not served: it waits again, unless a
   // time-out or CLIENT UNBLOCK came meanwhile: then it is done and that reason
-  // is returned for the caller to answer.
-  Waiter::Cancel FinishServe(const std::shared_ptr<Waiter>& w, bool served) EXCLUDES(mu_);
+  // is returned for the caller to answer. Either way the keys other workers
+  // left to this serve are appended to *recheck, for the caller to serve.
+  Waiter::Cancel FinishServe(const std::shared_ptr<Waiter>& w, bool served,
+                             std::vector<std::string>* recheck) EXCLUDES(mu_);
   // Ends a block for `why` (time-out on the owner, close, CLIENT UNBLOCK):
   // kEnded if it was waiting (the caller answers), kDeferred if a serve is
   // running (FinishServe answers), kNotBlocked if it had already ended.

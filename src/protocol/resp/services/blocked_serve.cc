@@ -115,7 +115,9 @@ void ServeReadyKeys(const BlockServer& bs, Effects* fx) {
       if (!w) break;
       std::string reply;
       const bool served = ServeOne(bs, fx, *w, &reply);
-      const Waiter::Cancel why = reg.FinishServe(w, served);
+      // Keys whose queues found w first while it was served here are served
+      // after this one (ClaimHead): appended, so the outer loop reaches them.
+      const Waiter::Cancel why = reg.FinishServe(w, served, &fx->ready_keys);
       if (served) {
         if (why != Waiter::Cancel::kGone)
           PostBlockedReply(bs.group, w->conn_id, w->token, std::move(reply));

@@ -437,6 +437,8 @@ class Engine : NonCopyable {
   // no stripe (no KeyLockSet alive).
   void LockAllKeyStripes();
   void UnlockAllKeyStripes();
+  // The stripe index of key (which keys share a lock; no lock taken).
+  uint32_t KeyStripe(std::string_view key) const;
 
  private:
   explicit Engine(const EngineOptions& opts);

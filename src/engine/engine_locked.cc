@@ -109,6 +109,10 @@ void Engine::UnlockKeyStripe(std::string_view key) {
 }
 
 void Engine::LockAllKeyStripes() { impl_->locks.LockAll(); }
+
+uint32_t Engine::KeyStripe(std::string_view key) const {
+  return impl_->locks.StripeOf(HashKey(key));
+}
 void Engine::UnlockAllKeyStripes() { impl_->locks.UnlockAll(); }
 
 // --- KeyLockSet ---

@@ -96,6 +96,7 @@ class Connection final : public IoWatcher, public ConnControl {
   void CloseSoon() override;
   int64_t IdleNs() const override;
   int64_t ArrivalNs() const override { return arrival_ns; }
+  void ServeOthersWhileBusy() override;
 
   Worker* const worker;
   int fd = -1;

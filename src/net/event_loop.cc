@@ -178,6 +178,11 @@ void EventLoop::RunTasks() {
   in_tasks_ = false;
 }
 
+int EventLoop::PollNow(epoll_event* out, int max) {
+  const int n = ::epoll_wait(epoll_fd_, out, max, 0);
+  return n < 0 ? 0 : n;
+}
+
 void EventLoop::RunOnce(int max_wait_ms) {
   int timeout = max_wait_ms;
   if (!backlog_.empty()) timeout = 0;

@@ -146,6 +146,10 @@ class EventLoop : NonCopyable {
   // happens; 0: don't wait), shortened to the next timer; dispatches ready
   // I/O, then due timers, then the backlog and the inbox's tasks.
   void RunOnce(int max_wait_ms);
+  // The fds ready now (epoll_wait with no wait), not dispatched: for a
+  // caller that handles some of them itself (Worker::ServeWhileBusy);
+  // level-triggered, the others are reported again by the next RunOnce.
+  int PollNow(epoll_event* out, int max);
   int64_t NowNs() const { return clock_->MonoNanos(); }
   // When this turn's epoll_wait returned: no clock read, precise to a turn
   // (for per-request timing on hot paths; NowNs for deadlines).

@@ -54,6 +54,12 @@ class ConnControl {
   // SO_TIMESTAMPNS), on ports whose factory asks for arrival stamps; else 0.
   // Orders clients of different workers by arrival (RESP's blocked clients).
   virtual int64_t ArrivalNs() const { return 0; }
+  // From inside this connection's OnData, while a long call holds the
+  // worker (a RESP script past busy-reply-threshold): reads and answers the
+  // worker's other connections whose handler ServesWhileBusy, once, and
+  // writes their replies at once. Nothing else of the loop runs (timers,
+  // tasks, new connections, other protocols' input wait for the next turn).
+  virtual void ServeOthersWhileBusy() {}
 };
 
 // What a protocol may ask of the server (implemented in server/, thread-safe).
@@ -158,6 +164,10 @@ class ProtocolHandler {
   // replies to `out`. Returns the bytes consumed; unconsumed bytes are kept
   // and offered again with more data appended.
   virtual size_t OnData(const char* data, size_t len, OutputBuffer& out) = 0;
+  // May OnData run nested, inside another connection's OnData on the same
+  // worker (ConnControl::ServeOthersWhileBusy)? Such a handler must then
+  // answer without touching what the running call holds (RESP answers BUSY).
+  virtual bool ServesWhileBusy() const { return false; }
   // True once the connection should close after `out` is flushed (quit, or a
   // framing error after which memcached/Redis close).
   virtual bool WantsClose() const = 0;

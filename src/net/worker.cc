@@ -35,6 +35,7 @@ constexpr int64_t kNanosPerSec = 1000000000;
 
 void Connection::OnIoEvent(uint32_t events) { worker->OnEvent(this, events); }
 int Connection::worker_id() const { return worker->id(); }
+void Connection::ServeOthersWhileBusy() { worker->ServeWhileBusy(this); }
 EventLoop& Connection::loop() { return worker->loop(); }
 WorkerGroup& Connection::group() { return worker->group(); }
 

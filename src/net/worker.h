@@ -139,6 +139,15 @@ class Worker : NonCopyable {
   void Serve(Connection* c, bool from_socket);
   // Parses and executes c's buffered input; output is queued for FlushQueued.
   void Parse(Connection* c, bool from_socket);
+  // One read into c->in (false: c was closed, or nothing was read).
+  bool ReadOnce(Connection* c);
+  // ConnControl::ServeOthersWhileBusy for `self`, nested in its OnData: one
+  // non-blocking poll; the ready connections other than self whose handler
+  // ServesWhileBusy are read, parsed and flushed at once. Safe nested: a
+  // connection closed here stays allocated until the next turn (invariant
+  // 2), the outer turn's lists (arrived_, ready_, flush_) are only appended
+  // to, and self is never touched.
+  void ServeWhileBusy(Connection* self);
   // The turn's reads from connections with arrival stamps, parsed in the
   // order their data reached the kernel.
   void ParseArrived();

@@ -68,32 +68,78 @@ ssize_t Worker::RecvStamped(Connection* c) {
   return n;
 }
 
+bool Worker::ReadOnce(Connection* c) {
+  size_t have = c->in.size();
+  size_t need = have < limits::kReadChunk ? limits::kReadChunk - have : 0;
+  size_t wanted = c->handler->BytesWanted();
+  if (wanted > have && wanted - have > need) need = wanted - have;  // a large value
+  if (need < 1024) need = 1024;
+  c->in.Reserve(need);
+  if (c->stamps_flag != nullptr && c->stamps_flag->load(std::memory_order_relaxed))
+    StartStamps(c);
+  ssize_t n = c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
+  if (n == 0) {
+    Close(c);  // EOF: the client is gone; what it did not read is dropped
+    return false;
+  }
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+    c->close_reason = Connection::CloseReason::kError;
+    Close(c);
+    return false;
+  }
+  c->in.Commit(static_cast<size_t>(n));
+  c->last_active_ns = TurnNow();
+  bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
+                    std::memory_order_relaxed);
+  return true;
+}
+
+// Nested in self's OnData (worker.h): no timers, tasks or fences run, and
+// only handlers that ServesWhileBusy are read; the others stay ready in
+// epoll (level-triggered) for the next turn.
+void Worker::ServeWhileBusy(Connection* self) {
+  // Replies this turn made before the long call began would wait for its
+  // end: they go out now (the outer FlushQueued then finds them written).
+  for (Connection* c : flush_) {
+    if (c != self && !c->closed && !c->out.empty() && !c->write_blocked)
+      AfterFlush(c, FlushOut(c), Connection::CloseReason::kError);
+  }
+  epoll_event events[64];
+  const int n = loop_.PollNow(events, 64);
+  for (int i = 0; i < n; ++i) {
+    auto* c = dynamic_cast<Connection*>(static_cast<IoWatcher*>(events[i].data.ptr));
+    if (c == nullptr || c == self || c->closed || !c->handler || !c->handler->ServesWhileBusy())
+      continue;
+    const uint32_t ev = events[i].events;
+    if (ev & EPOLLERR) {
+      c->close_reason = Connection::CloseReason::kError;
+      Close(c);
+      continue;
+    }
+    if (ev & EPOLLOUT) {
+      c->write_blocked = false;
+      AfterFlush(c, FlushOut(c), Connection::CloseReason::kError);
+      if (c->closed) continue;
+    }
+    if ((ev & (EPOLLIN | EPOLLHUP)) == 0) continue;
+    if (c->read_paused || c->closing || c->close_requested || c->suspended()) {
+      if ((ev & EPOLLHUP) && !c->read_paused && !c->suspended()) Close(c);
+      continue;
+    }
+    if (!ReadOnce(c)) continue;
+    Parse(c, /*from_socket=*/true);
+    // The outer turn flushes much later: its replies go out now (c stays
+    // on flush_ if queued; FlushQueued then finds nothing to write).
+    if (!c->closed && !c->out.empty() && !c->write_blocked)
+      AfterFlush(c, FlushOut(c), Connection::CloseReason::kError);
+  }
+}
+
 void Worker::Serve(Connection* c, bool from_socket) {
   if (c->closed || c->closing || c->read_paused || c->close_requested) return;
   if (from_socket) {
-    size_t have = c->in.size();
-    size_t need = have < limits::kReadChunk ? limits::kReadChunk - have : 0;
-    size_t wanted = c->handler->BytesWanted();
-    if (wanted > have && wanted - have > need) need = wanted - have;  // a large value
-    if (need < 1024) need = 1024;
-    c->in.Reserve(need);
-    if (c->stamps_flag != nullptr && c->stamps_flag->load(std::memory_order_relaxed))
-      StartStamps(c);
-    ssize_t n = c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
-    if (n == 0) {
-      Close(c);  // EOF: the client is gone; what it did not read is dropped
-      return;
-    }
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      c->close_reason = Connection::CloseReason::kError;
-      Close(c);
-      return;
-    }
-    c->in.Commit(static_cast<size_t>(n));
-    c->last_active_ns = TurnNow();
-    bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
-                      std::memory_order_relaxed);
+    if (!ReadOnce(c)) return;
     if (c->rx_stamps) {  // parsed after this turn's reads, in arrival order
       arrived_.push_back(c);
       return;

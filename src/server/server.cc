@@ -386,6 +386,7 @@ void Server::Shutdown() {
   stopped_ = true;
   if (proxy_) proxy_->Stop();  // its config thread waits on the workers
   if (log_) log_->Stop();  // its collector posts to the workers
+  if (resp_factory_) resp::StopScripts(resp_factory_.get());  // a looping script ends
   if (net_) net_->Stop();
   proxy_.reset();
   if (engine_ && started_) engine_->Stop();

@@ -33,6 +33,8 @@ const ConfigParam kParamTable[] = {
     {"slowlog-log-slower-than", &RespServer::slowlog_log_slower_than, true, -1},
     {"slowlog-max-len", &RespServer::slowlog_max_len, true, 0},
     {"latency-monitor-threshold", &RespServer::latency_monitor_threshold, true, 0},
+    {"busy-reply-threshold", &RespServer::busy_reply_threshold, true, 0},
+    {"lua-time-limit", &RespServer::busy_reply_threshold, true, 0},
     {"latency-tracking", nullptr, true},
     {"hash-max-ziplist-entries", &RespServer::hash_max_listpack_entries, true},
     {"hash-max-ziplist-value", &RespServer::hash_max_listpack_value, true},

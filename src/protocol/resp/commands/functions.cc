@@ -203,7 +203,24 @@ void FunctionStats(CommandContext& ctx) {
   FunctionLibraries& libs = ctx.server->functions();
   ctx.w->MapHeader(2);
   ctx.w->Bulk("running_script");
-  ctx.w->Null();  // a function runs to its end inside its handler (no busy state yet)
+  // Redis shows the running function; here another client can only ask
+  // once it is busy (past busy-reply-threshold): before, it holds its
+  // worker, or runs on another worker for less than the threshold.
+  std::string name;
+  std::vector<std::string> command;
+  int64_t start_ns = 0;
+  if (ctx.server->busy_scripts().RunningFunction(&name, &command, &start_ns)) {
+    ctx.w->MapHeader(3);
+    ctx.w->Bulk("name");
+    ctx.w->Bulk(name);
+    ctx.w->Bulk("command");
+    ctx.w->ArrayHeader(command.size());
+    for (const std::string& a : command) ctx.w->Bulk(a);
+    ctx.w->Bulk("duration_ms");
+    ctx.w->Integer((ctx.engine->clock()->MonoNanos() - start_ns) / 1000000);
+  } else {
+    ctx.w->Null();
+  }
   ctx.w->Bulk("engines");
   ctx.w->MapHeader(1);
   ctx.w->Bulk("LUA");
@@ -293,7 +310,7 @@ void CmdFunction(CommandContext& ctx) {
   } else if (sub == "stats" && argc == 2) {
     FunctionStats(ctx);
   } else if (sub == "kill" && argc == 2) {
-    ctx.Error("NOTBUSY No scripts in execution right now.");
+    KillBusyScript(ctx, /*is_eval=*/false);
   } else if (sub == "help" && argc == 2) {
     FunctionHelp(ctx);
   } else {

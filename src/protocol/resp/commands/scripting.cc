@@ -89,8 +89,7 @@ void CmdScript(CommandContext& ctx) {
     cache.Flush();  // each worker's VM drops its compiled scripts at its next script
     ctx.w->Ok();
   } else if (sub == "kill" && ctx.argc() == 2) {
-    // A script runs to its end inside its handler (no busy timeout yet).
-    ctx.Error("NOTBUSY No scripts in execution right now.");
+    KillBusyScript(ctx, /*is_eval=*/true);
   } else if (sub == "help" && ctx.argc() == 2) {
     ScriptHelp(ctx);
   } else {
@@ -129,6 +128,29 @@ void RegisterScriptingCommands(std::vector<CommandSpec>* t) {
   add("evalsha_ro", -3, f | kCmdReadonly, 0, 0, CmdEvalShaRo,
       "Executes a read-only server-side Lua script by SHA1 digest.", "7.0.0", NumKeysAt2);
   add("script", -2, 0, CmdScript, "A container for Lua scripts management commands.", "2.6.0");
+}
+
+void KillBusyScript(CommandContext& ctx, bool is_eval) {
+  switch (ctx.server->busy_scripts().Kill(is_eval)) {
+    case BusyScripts::KillResult::kKilled:
+      ctx.w->Ok();
+      return;
+    case BusyScripts::KillResult::kNotBusy:
+      ctx.Error("NOTBUSY No scripts in execution right now.");
+      return;
+    case BusyScripts::KillResult::kUnkillable:
+      ctx.Error(
+          "UNKILLABLE Sorry the script already executed write commands against the dataset. You "
+          "can either wait the script termination or kill the server in a hard way using the "
+          "SHUTDOWN NOSAVE command.");
+      return;
+    case BusyScripts::KillResult::kBusyEval:
+      ctx.Error(BusyScripts::BusyError(true));
+      return;
+    case BusyScripts::KillResult::kBusyFunction:
+      ctx.Error(BusyScripts::BusyError(false));
+      return;
+  }
 }
 
 }  // namespace trove::resp

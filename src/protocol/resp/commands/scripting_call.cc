@@ -277,6 +277,14 @@ bool Call(lua_State* L, ScriptVm::CallScratch& cs, bool* counted) {
     }
     return false;
   }
+  // A busy run's first write: a kill granted before it wins (the write
+  // does not happen); after it the run cannot be killed (busy_scripts.h).
+  if ((spec->flags & kCmdWrite) != 0 && run->busy_worker >= 0 && !run->wrote &&
+      !run->ctx->server->busy_scripts().MayWrite(run->busy_worker)) {
+    run->killed = true;
+    cs.reply = kScriptKilledError;
+    return false;
+  }
   Run(*run, *spec, argv, cs);
   if (!cs.reply.empty() && cs.reply[0] == '-') {
     *counted = true;
@@ -300,7 +308,7 @@ bool CallAndPush(lua_State* L, bool raise) {
       lua_setfield(L, -2, "ignore_error_stats_update");
     }
     const ScriptRun* run = CurrentRun(L);
-    return raise || (run != nullptr && run->want_exclusive);
+    return raise || (run != nullptr && (run->want_exclusive || run->killed));
   }
   size_t pos = 0;
   PushReply(L, cs.reply, &pos);

@@ -43,7 +43,24 @@ struct ScriptRun {
   bool exclusive = false;
   std::vector<std::string> extra_locked;
   bool want_exclusive = false;
+  // The time limit (busy_scripts.h): when the run began, whether it is a
+  // function (FUNCTION KILL) and, past busy-reply-threshold, its worker's
+  // entry in BusyScripts (busy_worker >= 0; -1: not busy).
+  int64_t start_ns = 0;
+  bool is_function = false;
+  int busy_worker = -1;
+  bool killed = false;  // a kill came before its first write (redis.call raises)
 };
+
+// The count hook's period, in Lua instructions (Redis's): how often a run
+// checks its age, and once busy, serves its worker's other clients.
+inline constexpr int kHookInstructions = 100000;
+
+// Installs the time-limit hook on L (a new VM, or after a library load or
+// a killed run changed it).
+void SetTimeLimitHook(lua_State* L);
+// The error of a killed run (Redis's words, for scripts and functions).
+inline constexpr char kScriptKilledError[] = "ERR Script killed by user with SCRIPT KILL...";
 
 // Registry keys of a VM: the scripts' globals (read-only, behind _G).
 inline constexpr char kGlobalsKey[] = "trove.globals";
@@ -55,6 +72,7 @@ struct LibraryLoad;  // scripting_library.cc: a library's load run in progress
 struct ScriptVm {
   lua_State* L = nullptr;
   ScriptRun* run = nullptr;      // the script or function running, if any
+  const std::string* run_name = nullptr;  // its SHA-1 or function name
   LibraryLoad* load = nullptr;   // the library whose code is running, if any
   // The epoch of each port's ScriptCache when this VM last saw it: a newer
   // one (SCRIPT FLUSH) drops every compiled script.
@@ -148,6 +166,10 @@ void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only);
 // (Redis's words); false after replying the error, not_integer for one that
 // is no integer (EVAL and FCALL word it differently).
 bool ParseNumKeys(CommandContext& ctx, std::string_view not_integer, size_t* nk);
+
+// SCRIPT KILL (is_eval) and FUNCTION KILL: stops the busy script of its
+// kind, with Redis's replies (OK, NOTBUSY, UNKILLABLE, BUSY of the other kind).
+void KillBusyScript(CommandContext& ctx, bool is_eval);
 
 // Runs the script named sha on this worker's VM for ctx (EVAL and EVALSHA),
 // its keys at argv[3 .. 3+numkeys) and arguments after them, and replies.

@@ -245,7 +245,7 @@ bool LoadRun(ScriptVm& vm, std::string_view code, LibraryLoad* load, std::string
   load->start = std::chrono::steady_clock::now();
   lua_sethook(L, LoadHook, LUA_MASKCOUNT, 100000);
   const int rc = lua_pcall(L, 0, 0, 1);
-  lua_sethook(L, nullptr, 0, 0);
+  SetTimeLimitHook(L);  // the scripts' hook again
   vm.load = nullptr;
   SwapGlobals(L, false);
   if (rc != LUA_OK) {
@@ -383,6 +383,7 @@ void RunFunction(CommandContext& ctx, size_t numkeys, bool read_only) {
   const FunctionInfo& f = it->second;
   ScriptRun run;
   if (!StartRun(vm, ctx, numkeys, read_only, /*flagged=*/true, f.flags, &run)) return;
+  run.is_function = true;
   lua_State* L = vm.L;
   lua_settop(L, 0);
   PushErrorHandler(L);

@@ -118,6 +118,7 @@ lua_State* NewScriptVm(ScriptVm* vm) {
   lua_settop(L, 0);
   OpenRedisTable(L);
   OpenLoadApi(L);
+  SetTimeLimitHook(L);
   if (luaL_loadbuffer(L, kSetup, sizeof kSetup - 1, "=trove_setup") != LUA_OK ||
       lua_pcall(L, 0, 0, 0) != LUA_OK)
     lua_settop(L, 0);  // a bug here: the names stay unset
@@ -405,6 +406,7 @@ bool StartRun(ScriptVm& vm, CommandContext& ctx, size_t numkeys, bool read_only,
     }
   }
   run->ctx = &ctx;
+  run->start_ns = ctx.engine->clock()->MonoNanos();
   run->read_only = read_only || no_writes;
   run->allow_oom = allow_oom;
   run->exclusive = ctx.exclusive;
@@ -415,12 +417,85 @@ bool StartRun(ScriptVm& vm, CommandContext& ctx, size_t numkeys, bool read_only,
   return true;
 }
 
+namespace {
+
+// The message of a killed run (Redis's words for scripts and functions).
+void PushKilled(lua_State* L) { PushErrTable(L, kScriptKilledError); }
+
+// A run past busy-reply-threshold: its entry in BusyScripts (busy_scripts.h).
+void EnterBusy(ScriptRun& run, int worker, const std::string& name) {
+  CommandContext& ctx = *run.ctx;
+  BusyScripts::Entry e;
+  e.worker = worker;
+  e.is_eval = !run.is_function;
+  e.name = name;
+  e.command.assign(ctx.argv.begin(), ctx.argv.end());
+  e.start_ns = run.start_ns;
+  e.all_stripes = run.exclusive;
+  if (!run.exclusive) {
+    for (const std::string& k : run.keys) e.stripes.push_back(ctx.engine->KeyStripe(k));
+    for (const std::string& k : run.extra_locked) e.stripes.push_back(ctx.engine->KeyStripe(k));
+  }
+  e.wrote = run.wrote;
+  ctx.server->busy_scripts().Enter(std::move(e));
+  run.busy_worker = worker;
+  std::fprintf(stderr,
+               "Slow script detected: still in execution after %lld milliseconds. You can try "
+               "killing the script using the %s command. Script name is: %s.\n",
+               static_cast<long long>((ctx.engine->clock()->MonoNanos() - run.start_ns) / 1000000),
+               run.is_function ? "FUNCTION KILL" : "SCRIPT KILL", name.c_str());
+}
+
+// Every kHookInstructions: past the threshold, the run becomes busy; a busy
+// run serves its worker's other clients (BUSY for most) and stops when
+// killed, raising at every line from then on so that pcall cannot hold it.
+void TimeLimitHook(lua_State* L, lua_Debug*) {
+  ScriptVm& vm = VmOf(L);
+  ScriptRun* run = vm.run;
+  if (run == nullptr) return;
+  CommandContext& ctx = *run->ctx;
+  BusyScripts& busy = ctx.server->busy_scripts();
+  const bool stopping = busy.stopping();
+  if (run->busy_worker < 0 && !stopping) {
+    const int64_t limit_ms = ctx.server->busy_reply_threshold.load(std::memory_order_relaxed);
+    if (limit_ms <= 0 || ctx.client == nullptr || ctx.client->control() == nullptr) return;
+    if (ctx.engine->clock()->MonoNanos() - run->start_ns < limit_ms * 1000000) return;
+    EnterBusy(*run, ctx.client->control()->worker_id(), *vm.run_name);
+  }
+  if (run->busy_worker >= 0) {
+    BusyScripts::SetThisWorkerBusy(run->is_function ? 2 : 1);
+    ctx.client->control()->ServeOthersWhileBusy();
+    BusyScripts::SetThisWorkerBusy(0);
+  }
+  if (!stopping && !busy.KillRequested(run->busy_worker)) return;
+  lua_sethook(L, TimeLimitHook, LUA_MASKLINE, 0);
+  PushKilled(L);
+  lua_error(L);
+}
+
+}  // namespace
+
+void SetTimeLimitHook(lua_State* L) { lua_sethook(L, TimeLimitHook, LUA_MASKCOUNT, kHookInstructions); }
+
+namespace {
+
+// The end of a busy run: out of BusyScripts, the hook back to its period.
+void EndBusy(lua_State* L, ScriptRun& run) {
+  run.ctx->server->busy_scripts().Leave(run.busy_worker);
+  run.busy_worker = -1;
+  SetTimeLimitHook(L);
+}
+
+}  // namespace
+
 void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& name) {
   lua_State* L = vm.L;
   const int handler = lua_gettop(L) - nargs - 1;
+  vm.run_name = &name;
   vm.run = &run;
   const int rc = lua_pcall(L, nargs, 1, handler);
   vm.run = nullptr;
+  if (run.busy_worker >= 0) EndBusy(L, run);
   // As Redis: a small incremental GC step every 50 runs keeps the garbage
   // of many short scripts (their KEYS/ARGV tables, strings) from piling up
   // until a full cycle, which would add latency to one unlucky script.

@@ -55,6 +55,10 @@ net::AcceptGate* AcceptGateOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->protected_mode();
 }
 
+void StopScripts(net::ProtocolFactory* resp_factory) {
+  static_cast<RespFactory*>(resp_factory)->server()->busy_scripts().KillAll();
+}
+
 void SetBoundPort(net::ProtocolFactory* resp_factory, int port) {
   static_cast<RespFactory*>(resp_factory)->server()->set_bound_port(port);
 }

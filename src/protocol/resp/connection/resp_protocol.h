@@ -46,5 +46,8 @@ void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> sca
 // The RESP port actually bound (an ephemeral --resp-port 0 included), for
 // CONFIG GET port and INFO tcp_port. Before the workers start.
 void SetBoundPort(net::ProtocolFactory* resp_factory, int port);
+// Server stop: every running script stops at its next hook, killable or not
+// (as SHUTDOWN NOSAVE stops a busy script in Redis), so its worker can end.
+void StopScripts(net::ProtocolFactory* resp_factory);
 
 }  // namespace trove::resp

@@ -234,6 +234,10 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
     txn.MarkDirty();
     return;
   }
+  if (server_->busy_scripts().any() && RefusedWhileBusy(*spec, slot, argv, w)) {
+    txn.MarkDirty();
+    return;
+  }
   if (txn.active() && (spec->flags & kCmdNoQueue) == 0) {
     if (spec->flags & kCmdNoMulti) {
       w->Error("ERR Command not allowed inside a transaction");
@@ -246,6 +250,67 @@ void Session::Execute(std::span<const std::string_view> argv, RespWriter* w) {
     return;
   }
   Run(*spec, slot, argv, w, /*locked=*/false, /*in_exec=*/false);
+}
+
+namespace {
+
+// What a client on a busy script's own worker may still run (Redis's
+// allow-busy commands, less WATCH and RESET, which take key stripes the
+// script may hold on this very thread, and SHUTDOWN).
+bool AllowedWhileBusy(std::string_view name) {
+  static constexpr std::string_view kAllowed[] = {
+      "auth", "hello", "quit", "multi", "discard", "unwatch",
+      "script|kill", "function|kill", "function|stats"};
+  for (std::string_view a : kAllowed)
+    if (a == name) return true;
+  return false;
+}
+
+// The stripes of argv's keys (database db) into *out.
+void AddStripes(engine::Engine* engine, int db, const CommandSpec& spec,
+                std::span<const std::string_view> argv, std::vector<uint32_t>* out) {
+  std::vector<size_t> idx;
+  CommandTable::KeyIndexes(spec, argv, &idx);
+  for (size_t i : idx) out->push_back(engine->KeyStripe(EncodeDbKey(db, argv[i])));
+}
+
+}  // namespace
+
+bool Session::RefusedWhileBusy(const CommandSpec& spec, int slot,
+                               std::span<const std::string_view> argv, RespWriter* w) {
+  const std::string_view name =
+      slot >= 0 ? std::string_view(HistogramSlots::Get().name(static_cast<size_t>(slot)))
+                : std::string_view(spec.name);
+  const bool exec = name == "exec" && conn_.txn().active();
+  bool is_eval = true;
+  if (const int here = BusyScripts::ThisWorkerBusy(); here != 0) {
+    if (AllowedWhileBusy(name)) return false;
+    is_eval = here == 1;
+  } else {
+    if (control_ == nullptr) return false;
+    // Another worker's script: only a command that would wait for one of
+    // its stripes waits (a keyspace walk, for any).
+    std::vector<uint32_t> stripes;
+    const int db = conn_.identity().db();
+    const bool global = (spec.flags & kCmdGlobal) != 0;
+    if (exec) {
+      for (const std::vector<std::string>& q : conn_.txn().queued()) {
+        std::vector<std::string_view> qv(q.begin(), q.end());
+        const CommandSpec* qs = CommandTable::Get().Find(qv[0]);
+        if (qs != nullptr) AddStripes(server_->engine(), db, *qs, qv, &stripes);
+      }
+    } else if (!global) {
+      AddStripes(server_->engine(), db, spec, argv, &stripes);
+      if (stripes.empty()) return false;
+    }
+    if (!server_->busy_scripts().Holds(control_->worker_id(), stripes, global, &is_eval))
+      return false;
+  }
+  std::string m = exec ? "EXECABORT Transaction discarded because of: " : "";
+  m += BusyScripts::BusyError(is_eval);
+  w->Error(m);
+  if (exec) conn_.txn().End();
+  return true;
 }
 
 void Session::DrainEffects(uint64_t modifier) {

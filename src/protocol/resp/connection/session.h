@@ -44,6 +44,9 @@ class Session final : public net::ProtocolHandler, public Client {
 
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
   bool WantsClose() const override { return close_; }
+  // Answers nested while a script on this worker is busy (BUSY, bar the
+  // commands Redis allows then; services/busy_scripts.h).
+  bool ServesWhileBusy() const override { return true; }
   size_t BytesWanted() const override { return parser_.bytes_wanted(); }
   // CLIENT LIST's protocol fields (client_info.cc).
   void DescribeClient(net::ClientInfo* info) const override;
@@ -52,6 +55,12 @@ class Session final : public net::ProtocolHandler, public Client {
 
   // Runs one command (argv[0] is the name) writing its reply.
   void Execute(std::span<const std::string_view> argv, RespWriter* w);
+  // While a script is busy (busy_scripts.h): true after answering BUSY (or
+  // EXECABORT) to a command that must wait for it: every command but the
+  // few Redis allows on the script's own worker; on other workers, those
+  // that need a stripe the script holds.
+  bool RefusedWhileBusy(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
+                        RespWriter* w);
 
   ConnState& conn() { return conn_; }
   // ACL (session_acl.cc). Back to the default user (new connection, RESET).

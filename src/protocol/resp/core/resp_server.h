@@ -20,6 +20,7 @@
 #include "protocol/client_pause.h"
 #include "protocol/resp/services/acl_store.h"
 #include "protocol/resp/services/block_registry.h"
+#include "protocol/resp/services/busy_scripts.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/services/latency_histogram.h"
 #include "protocol/resp/services/keyspace_events.h"
@@ -231,6 +232,10 @@ class RespServer final : public protocol::CommandLog {
   // The server-side scripts' bodies (EVAL, SCRIPT LOAD), shared by the workers.
   ScriptCache& scripts() { return scripts_; }
   FunctionLibraries& functions() { return functions_; }
+  // Scripts past busy-reply-threshold (busy_scripts.h); thread-safe.
+  BusyScripts& busy_scripts() { return busy_scripts_; }
+  // busy-reply-threshold (alias lua-time-limit), ms; 0: a script is never busy.
+  std::atomic<int64_t> busy_reply_threshold{5000};
 
   // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
   protocol::ClientPause& pause() { return pause_; }
@@ -279,6 +284,7 @@ class RespServer final : public protocol::CommandLog {
   BlockRegistry blocks_;
   ScriptCache scripts_;
   FunctionLibraries functions_;
+  BusyScripts busy_scripts_;
   protocol::ClientPause pause_;
   const HistogramSlots* slots_;
   SlowLog slowlog_;

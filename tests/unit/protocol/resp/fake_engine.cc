@@ -4,6 +4,7 @@
 // live KeyLockSet on this thread, plain calls must not run under one, and one
 // KeyLockSet per thread at a time.
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -211,6 +212,9 @@ Engine::StripeTry Engine::TryLockKeyStripe(std::string_view) { return StripeTry:
 void Engine::UnlockKeyStripe(std::string_view) {}
 void Engine::LockAllKeyStripes() {}
 void Engine::UnlockAllKeyStripes() {}
+uint32_t Engine::KeyStripe(std::string_view key) const {
+  return static_cast<uint32_t>(std::hash<std::string_view>{}(key) & 1023);
+}
 uint64_t Engine::EvictToLimit() { return 0; }  // the fake never evicts
 bool Engine::evict_to_free() const { return impl_->evict; }
 void Engine::SetEvictToFree(bool on) { impl_->evict = on; }

@@ -252,3 +252,41 @@ def test_transactions_meeting_a_busy_script(raw, r, limit):
     wait_pong(b)
     assert r.get("xx") == b"1"
     assert b.cmd("PING", "asdf") == b"$4\r\nasdf\r\n"
+
+
+@trove_only
+def test_scope_all_answers_busy_on_every_worker(raw, r, limit):
+    """busy-reply-scope all: Redis's behaviour, BUSY on every worker (a
+    client of the other worker included), the allow-busy commands still run."""
+    assert r.config_get("busy-reply-scope") == {"busy-reply-scope": "worker"}
+    with pytest.raises(Exception, match="must be one of the following: worker, all"):
+        r.config_set("busy-reply-scope", "some")
+    r.config_set("busy-reply-scope", "all")
+    try:
+        a = on_worker(raw, 0)
+        b = on_worker(raw, 0)
+        c = on_worker(raw, 1)
+        a.send(command("EVAL", LOOP, "0"))
+        wait_busy(b)
+        assert c.cmd("PING") == BUSY_EVAL
+        assert c.cmd("GET", "any") == BUSY_EVAL
+        assert c.cmd("FUNCTION", "STATS").startswith(b"*4\r\n$14\r\nrunning_script\r\n$-1\r\n")
+        assert c.cmd("SCRIPT", "KILL") == b"+OK\r\n"
+        assert b"killed by user" in a.read_reply()
+        wait_pong(c)
+    finally:
+        r.config_set("busy-reply-scope", "worker")
+
+
+@trove_only
+def test_server_stop_ends_a_looping_script(make_server):
+    """A script that never ends (here below the threshold: never busy)
+    does not hold up the server's exit."""
+    from conftest import RawConn
+    srv = make_server("-t", "2", "--resp-port", "0")
+    c = RawConn(srv.resp_port)
+    c.send(command("EVAL", "redis.call('set', 'k', 'v') " + LOOP, "0"))
+    time.sleep(0.3)  # the script runs (and wrote: unkillable)
+    t0 = time.monotonic()
+    assert srv.stop() == 0
+    assert time.monotonic() - t0 < 5

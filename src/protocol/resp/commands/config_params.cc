@@ -35,6 +35,7 @@ const ConfigParam kParamTable[] = {
     {"latency-monitor-threshold", &RespServer::latency_monitor_threshold, true, 0},
     {"busy-reply-threshold", &RespServer::busy_reply_threshold, true, 0},
     {"lua-time-limit", &RespServer::busy_reply_threshold, true, 0},
+    {"busy-reply-scope", nullptr, true},
     {"latency-tracking", nullptr, true},
     {"hash-max-ziplist-entries", &RespServer::hash_max_listpack_entries, true},
     {"hash-max-ziplist-value", &RespServer::hash_max_listpack_value, true},
@@ -107,6 +108,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = ctx.server->acl().pubsub_default_all() ? "allchannels" : "resetchannels";
   else if (n == "protected-mode")
     v = ctx.server->protected_mode().enabled() ? "yes" : "no";
+  else if (n == "busy-reply-scope")
+    v = ctx.server->busy_reply_all.load(std::memory_order_relaxed) ? "all" : "worker";
   else if (n == "client-query-buffer-limit")
     AppendI64(v, ctx.server->client_query_buffer_limit.load(std::memory_order_relaxed));
   return v;
@@ -235,6 +238,16 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     } else {
       ctx.server->latency_tracking.store(on, std::memory_order_relaxed);
     }
+    return true;
+  }
+  if (name == "busy-reply-scope") {
+    // Trove's own: who gets BUSY while a script is busy (busy_scripts.h).
+    const std::string v = ToLower(value);
+    if (v != "worker" && v != "all") {
+      SetFailed(ctx, name, "argument(s) must be one of the following: worker, all");
+      return false;
+    }
+    ctx.server->busy_reply_all.store(v == "all", std::memory_order_relaxed);
     return true;
   }
   if (name == "acl-pubsub-default") {

@@ -286,6 +286,11 @@ bool Session::RefusedWhileBusy(const CommandSpec& spec, int slot,
   if (const int here = BusyScripts::ThisWorkerBusy(); here != 0) {
     if (AllowedWhileBusy(name)) return false;
     is_eval = here == 1;
+  } else if (server_->busy_reply_all.load(std::memory_order_relaxed)) {
+    // busy-reply-scope all: every worker answers as Redis does.
+    if (control_ == nullptr || AllowedWhileBusy(name) ||
+        !server_->busy_scripts().BusyElsewhere(control_->worker_id(), &is_eval))
+      return false;
   } else {
     if (control_ == nullptr) return false;
     // Another worker's script: only a command that would wait for one of

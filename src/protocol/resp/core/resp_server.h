@@ -236,6 +236,10 @@ class RespServer final : public protocol::CommandLog {
   BusyScripts& busy_scripts() { return busy_scripts_; }
   // busy-reply-threshold (alias lua-time-limit), ms; 0: a script is never busy.
   std::atomic<int64_t> busy_reply_threshold{5000};
+  // busy-reply-scope: false ("worker", the default) holds up only the busy
+  // script's own worker and the commands that need a stripe it holds; true
+  // ("all") answers BUSY on every worker, as Redis does.
+  std::atomic<bool> busy_reply_all{false};
 
   // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
   protocol::ClientPause& pause() { return pause_; }

@@ -99,6 +99,16 @@ bool BusyScripts::Holds(int asking, std::span<const uint32_t> stripes, bool all_
   return false;
 }
 
+bool BusyScripts::BusyElsewhere(int asking, bool* is_eval) const {
+  MutexLock l(&mu_);
+  for (const Entry& e : busy_) {
+    if (e.worker == asking) continue;
+    *is_eval = e.is_eval;
+    return true;
+  }
+  return false;
+}
+
 bool BusyScripts::RunningFunction(std::string* name, std::vector<std::string>* command,
                                   int64_t* start_ns) const {
   MutexLock l(&mu_);

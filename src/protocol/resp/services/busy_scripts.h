@@ -66,6 +66,8 @@ class BusyScripts {
   // stripes (every stripe, with all_stripes)? *is_eval: its kind.
   bool Holds(int asking, std::span<const uint32_t> stripes, bool all_stripes, bool* is_eval) const
       EXCLUDES(mu_);
+  // Is a script busy on another worker than `asking`? *is_eval: its kind.
+  bool BusyElsewhere(int asking, bool* is_eval) const EXCLUDES(mu_);
   // FUNCTION STATS' running_script: the busy function (any worker), if any.
   bool RunningFunction(std::string* name, std::vector<std::string>* command,
                        int64_t* start_ns) const EXCLUDES(mu_);

@@ -90,7 +90,12 @@ bool LockUndeclared(ScriptRun& run, const std::string& k, std::string_view name,
            "in KEYS";
     return false;
   }
-  if (t == Try::kLocked) run.extra_locked.push_back(k);
+  if (t == Try::kLocked) {
+    run.extra_locked.push_back(k);
+    // A busy run's new stripe: other workers answer BUSY for it too.
+    if (run.busy_worker >= 0)
+      run.ctx->server->busy_scripts().AddStripe(run.busy_worker, e->KeyStripe(k));
+  }
   return true;
 }
 

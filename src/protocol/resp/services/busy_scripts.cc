@@ -39,6 +39,15 @@ void BusyScripts::Leave(int worker) {
   }
 }
 
+void BusyScripts::AddStripe(int worker, uint32_t stripe) {
+  MutexLock l(&mu_);
+  for (Entry& e : busy_) {
+    if (e.worker != worker) continue;
+    e.stripes.insert(std::upper_bound(e.stripes.begin(), e.stripes.end(), stripe), stripe);
+    return;
+  }
+}
+
 bool BusyScripts::KillRequested(int worker) const {
   MutexLock l(&mu_);
   for (const Entry& e : busy_)

@@ -52,6 +52,8 @@ class BusyScripts {
   // The script's worker, once past the threshold / at its end.
   void Enter(Entry e) EXCLUDES(mu_);
   void Leave(int worker) EXCLUDES(mu_);
+  // A stripe the busy script of `worker` locked after it entered.
+  void AddStripe(int worker, uint32_t stripe) EXCLUDES(mu_);
   // Was a kill granted for the script of `worker` (or is the server stopping)?
   bool KillRequested(int worker) const EXCLUDES(mu_);
   // Before a busy script's first write: false if a kill came first (the

@@ -178,6 +178,24 @@ def test_resp3_to_lua(raw):
     assert ev(c, body, "h") == b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"
 
 
+def test_redis_log_writes_notice_and_warning(raw, trove):
+    """redis.log: LOG_WARNING and LOG_NOTICE lines reach the server's log
+    (stderr), arguments joined with spaces, non-strings skipped; LOG_DEBUG
+    and LOG_VERBOSE are dropped (Redis's default loglevel, notice)."""
+    c = raw()
+    assert ev(c, "redis.log(redis.LOG_WARNING, 'trove-log-w', 42) "
+                 "redis.log(redis.LOG_NOTICE, 'trove-log-n', {}, 'end') "
+                 "redis.log(redis.LOG_DEBUG, 'trove-log-d') "
+                 "redis.log(redis.LOG_VERBOSE, 'trove-log-v') return 1") == b":1\r\n"
+    deadline = time.monotonic() + 5
+    while "trove-log-n" not in trove.log() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    log = trove.log()
+    assert "# trove-log-w 42\n" in log
+    assert "* trove-log-n  end\n" in log
+    assert "trove-log-d" not in log and "trove-log-v" not in log
+
+
 def test_lua_environment(raw):
     c = raw()
     assert ev(c, "return {unpack({1, 2})}") == b"*2\r\n:1\r\n:2\r\n"

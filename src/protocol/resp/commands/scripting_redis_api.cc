@@ -120,6 +120,27 @@ int LuaLog(lua_State* L) {
   if (!lua_isnumber(L, 1)) return luaL_error(L, "First argument must be a number (log level).");
   const lua_Integer level = lua_tointeger(L, 1);
   if (level < 0 || level > 3) return luaL_error(L, "Invalid debug level.");
+  // Redis's default loglevel, notice: LOG_NOTICE and LOG_WARNING are
+  // written (to stderr, Trove's log), LOG_DEBUG and LOG_VERBOSE are not.
+  // The arguments are joined with spaces, as Redis does.
+  if (level < 2) return 0;
+  const int n = lua_gettop(L);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, level == 3 ? "# " : "* ");
+  for (int i = 2; i <= n; ++i) {
+    if (i > 2) luaL_addchar(&b, ' ');
+    const int t = lua_type(L, i);
+    if (t != LUA_TSTRING && t != LUA_TNUMBER) continue;  // skipped, as Redis does
+    lua_pushvalue(L, i);
+    luaL_addvalue(&b);  // a number is converted
+  }
+  luaL_addchar(&b, '\n');
+  luaL_pushresult(&b);
+  size_t len;
+  const char* line = lua_tolstring(L, -1, &len);
+  std::fwrite(line, 1, len, stderr);
+  lua_pop(L, 1);
   return 0;
 }
 

@@ -290,3 +290,22 @@ def test_server_stop_ends_a_looping_script(make_server):
     t0 = time.monotonic()
     assert srv.stop() == 0
     assert time.monotonic() - t0 < 5
+
+
+@trove_only
+def test_shutdown_from_the_busy_worker_ends_an_unkillable_script(make_server):
+    """Redis's 'SHUTDOWN NOSAVE can kill a timedout script anyway': SHUTDOWN
+    is allowed while busy (with -A), and the stop ends the script even
+    though it wrote."""
+    from conftest import RawConn
+    srv = make_server("-t", "2", "--resp-port", "0", "-A")
+    conns = [RawConn(srv.resp_port) for _ in range(4)]
+    mine = [c for c in conns if client_id(c) % WORKERS == 0]
+    assert len(mine) >= 2
+    a, b = mine[0], mine[1]
+    assert b.cmd("CONFIG", "SET", "busy-reply-threshold", "10") == b"+OK\r\n"
+    a.send(command("EVAL", "redis.call('set', 'k', 'v') " + LOOP, "0"))
+    wait_busy(b)
+    assert b.cmd("SCRIPT", "KILL").startswith(b"-UNKILLABLE")
+    b.send(command("SHUTDOWN", "NOSAVE"))
+    assert srv.wait_exit(timeout=10) == 0

@@ -256,11 +256,12 @@ namespace {
 
 // What a client on a busy script's own worker may still run (Redis's
 // allow-busy commands, less WATCH and RESET, which take key stripes the
-// script may hold on this very thread, and SHUTDOWN).
+// script may hold on this very thread). SHUTDOWN only wakes the main
+// thread, whose stop kills the script (resp_protocol.h, StopScripts).
 bool AllowedWhileBusy(std::string_view name) {
   static constexpr std::string_view kAllowed[] = {
       "auth", "hello", "quit", "multi", "discard", "unwatch",
-      "script|kill", "function|kill", "function|stats"};
+      "script|kill", "function|kill", "function|stats", "shutdown"};
   for (std::string_view a : kAllowed)
     if (a == name) return true;
   return false;

@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [build|test|bench]   (each level includes the previous)
 set -euo pipefail
 level="${1:-build}"
-pkgs=(cmake ninja-build g++ googletest libgtest-dev libbenchmark-dev liblua5.4-dev lua-cjson-dev libxxhash-dev)
+pkgs=(cmake ninja-build g++ googletest libgtest-dev libbenchmark-dev liblua5.4-dev lua-cjson-dev libxxhash-dev libssl-dev)
 if [[ "$level" == test || "$level" == bench ]]; then
   pkgs+=(python3-pytest python3-pymemcache python3-redis memcached redis-server redis-tools
          libmemcached-tools clang libclang-rt-14-dev)

@@ -1,0 +1,157 @@
+// TlsContext and TlsContextHolder (tls_context.h).
+#include "net/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "common/clock.h"
+
+
+namespace trove::net {
+namespace {
+
+// The oldest queued OpenSSL error, as text; the queue is emptied.
+std::string OpenSslError() {
+  const unsigned long e = ERR_get_error();  // NOLINT(runtime/int): OpenSSL's type
+  std::string s;
+  if (e != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    s = buf;
+  }
+  ERR_clear_error();
+  return s;
+}
+
+int VerifyFlags(int mode) {
+  switch (mode) {
+    case 1:
+      return SSL_VERIFY_PEER;
+    case 2:
+      return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    case 3:
+      return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT | SSL_VERIFY_CLIENT_ONCE;
+    default:
+      return SSL_VERIFY_NONE;
+  }
+}
+
+int VersionOf(int min_version) {
+  switch (min_version) {
+    case 0:
+      return TLS1_VERSION;
+    case 1:
+      return TLS1_1_VERSION;
+    case 3:
+      return TLS1_3_VERSION;
+    default:
+      return TLS1_2_VERSION;
+  }
+}
+
+// Loads chain, key, key check and CA into ctx, in memcached's order and words.
+bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
+  if (SSL_CTX_use_certificate_chain_file(ctx, s.chain_cert.c_str()) != 1) {
+    *err = "Error loading the certificate chain: " + s.chain_cert + " : " + OpenSslError();
+    return false;
+  }
+  const std::string& key = s.key.empty() ? s.chain_cert : s.key;
+  if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), s.keyformat) != 1) {
+    *err = "Error loading the key: " + key + " : " + OpenSslError();
+    return false;
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    *err = "Error validating the certificate: " + OpenSslError();
+    return false;
+  }
+  if (!s.ca_cert.empty()) {
+    if (SSL_CTX_load_verify_locations(ctx, s.ca_cert.c_str(), nullptr) != 1) {
+      *err = "Error loading the CA certificate: " + s.ca_cert + " : " + OpenSslError();
+      return false;
+    }
+    SSL_CTX_set_client_CA_list(ctx, SSL_load_client_CA_file(s.ca_cert.c_str()));
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* TlsVersionName(int min_version) {
+  switch (min_version) {
+    case 0:
+      return "tlsv1.0";
+    case 1:
+      return "tlsv1.1";
+    case 2:
+      return "tlsv1.2";
+    case 3:
+      return "tlsv1.3";
+    default:
+      return "unknown";
+  }
+}
+
+std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::string* err) {
+  if (s.verify_mode < 0 || s.verify_mode > 3) {
+    *err = "Invalid ssl_verify_mode";
+    return nullptr;
+  }
+  if (s.min_version < 0 || s.min_version > 3) {
+    *err = "Invalid ssl_min_version";
+    return nullptr;
+  }
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) {
+    *err = "Error creating the TLS context: " + OpenSslError();
+    return nullptr;
+  }
+  bool ok = SSL_CTX_set_min_proto_version(ctx, VersionOf(s.min_version)) == 1;
+  if (!ok) *err = "Error setting the minimum TLS version: " + OpenSslError();
+  if (ok && !s.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, s.ciphers.c_str()) != 1) {
+    *err = "Error setting the cipher list: " + s.ciphers + " : " + OpenSslError();
+    ok = false;
+  }
+  ok = ok && LoadCertificates(ctx, s, err);
+  if (!ok) {
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  SSL_CTX_set_verify(ctx, VerifyFlags(s.verify_mode), nullptr);
+  if (s.session_cache) {
+    static const unsigned char kId[] = "trove";
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+    SSL_CTX_set_session_id_context(ctx, kId, sizeof kId - 1);
+  } else {
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  }
+  uint64_t opts = SSL_OP_NO_RENEGOTIATION;
+  if (s.kernel_tls) opts |= SSL_OP_ENABLE_KTLS;
+  SSL_CTX_set_options(ctx, opts);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);  // idle connections hold no record buffers
+  return std::shared_ptr<const TlsContext>(new TlsContext(ctx, s));
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
+
+std::shared_ptr<const TlsContext> TlsContextHolder::current() const {
+  MutexLock l(&mu_);
+  return current_;
+}
+
+bool TlsContextHolder::Reload(const TlsSettings& s, std::string* err) {
+  std::shared_ptr<const TlsContext> next = TlsContext::Build(s, err);  // outside the lock
+  if (!next) return false;
+  const int64_t now_s = SystemClock::Default()->MonoNanos() / 1000000000;
+  MutexLock l(&mu_);
+  current_ = std::move(next);
+  loaded_at_ = now_s;
+  return true;
+}
+
+int64_t TlsContextHolder::loaded_at() const {
+  MutexLock l(&mu_);
+  return loaded_at_;
+}
+
+}  // namespace trove::net

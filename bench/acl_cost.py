@@ -59,14 +59,9 @@ def main():
     # Starts, one prefill each, runs x 2 servers x 2 modes x (warm-up + duration + overhead).
     planned = (len(servers) * (lib.START_EST_S + lib.PREFILL_EST_S) +
                a.runs * len(servers) * 2 * (a.warmup + a.duration + lib.RUN_OVERHEAD_S))
-    limit = a.time_limit or lib.default_time_limit(planned)
-    lib.PROCS.set_time_limit(limit)
-    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
+    if not lib.start_servers(servers, planned, a.time_limit):
+        return 1
     results = {}
-    for s in servers:
-        if not s.start():
-            lib.say(f"{s.name} did not start: {s.last_error}")
-            return 1
     try:
         for s in servers:
             runner.prefill(s.port_for("resp"), "resp", "key:", 32)

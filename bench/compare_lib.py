@@ -483,6 +483,20 @@ def run_tool(name, main):
     return code
 
 
+def start_servers(servers, planned_s, time_limit=None):
+    """Sets the run's wall-clock limit (time_limit, or one derived from
+    planned_s), says both, and starts every server; False (having said which
+    and why) when one did not start. The caller stops them (PROCS)."""
+    limit = time_limit or default_time_limit(planned_s)
+    PROCS.set_time_limit(limit)
+    say(f"planned {planned_s:.0f} s on an idle machine; time limit {limit:.0f} s")
+    for s in servers:
+        if not s.start():
+            say(f"{s.name} did not start: {s.last_error}")
+            return False
+    return True
+
+
 def git_commit(root):
     r = PROCS.probe(["git", "-C", root, "rev-parse", "--short", "HEAD"])
     d = PROCS.probe(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])

@@ -23,10 +23,11 @@ Every process has a wall-clock limit and all are stopped on exit, error, Ctrl-C 
 import argparse
 import os
 import re
-import socket
 import statistics
 import sys
 import time
+
+import redis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_lib as lib  # noqa: E402
@@ -36,23 +37,6 @@ SCRIPT = ("local n = redis.call('INCR', KEYS[1])\n"
           "if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end\n"
           "if n > tonumber(ARGV[1]) then return 0 end\n"
           "return 1\n")
-
-
-def resp_command(port, *args):
-    """One command on a fresh connection; the reply's first line."""
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        a = a.encode() if isinstance(a, str) else a
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(out)
-        data = b""
-        while data.count(b"\r\n") < (2 if data[:1] == b"$" else 1):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return data
 
 
 def main():
@@ -71,19 +55,13 @@ def main():
     pipelines = (1, 16)
     per_run_s = 30.0  # an upper estimate for one redis-benchmark run at pipeline 1
     planned = len(servers) * lib.START_EST_S + a.runs * len(servers) * len(pipelines) * 8.0
-    limit = a.time_limit or lib.default_time_limit(planned)
-    lib.PROCS.set_time_limit(limit)
-    lib.say(f"planned {planned:.0f} s on an idle machine; time limit {limit:.0f} s")
+    if not lib.start_servers(servers, planned, a.time_limit):
+        return 1
     results = {}
-    for s in servers:
-        if not s.start():
-            lib.say(f"{s.name} did not start: {s.last_error}")
-            return 1
     try:
         shas = {}
         for s in servers:
-            reply = resp_command(s.port_for("resp"), "SCRIPT", "LOAD", SCRIPT)
-            shas[s.name] = reply.split(b"\r\n")[1].decode()
+            shas[s.name] = redis.Redis(port=s.port_for("resp")).script_load(SCRIPT)
         for run in range(a.runs):
             for pipe in pipelines:
                 for s in servers:

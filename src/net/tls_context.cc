@@ -23,31 +23,21 @@ std::string OpenSslError() {
   return s;
 }
 
-int VerifyFlags(int mode) {
-  switch (mode) {
-    case 1:
-      return SSL_VERIFY_PEER;
-    case 2:
-      return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
-    case 3:
-      return SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT | SSL_VERIFY_CLIENT_ONCE;
-    default:
-      return SSL_VERIFY_NONE;
-  }
-}
+// memcached's ssl_verify_mode 0-3 as OpenSSL's flags: none, request,
+// require, once.
+constexpr int kVerifyFlags[] = {
+    SSL_VERIFY_NONE, SSL_VERIFY_PEER, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+    SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT | SSL_VERIFY_CLIENT_ONCE};
 
-int VersionOf(int min_version) {
-  switch (min_version) {
-    case 0:
-      return TLS1_VERSION;
-    case 1:
-      return TLS1_1_VERSION;
-    case 3:
-      return TLS1_3_VERSION;
-    default:
-      return TLS1_2_VERSION;
-  }
-}
+// memcached's ssl_min_version 0-3: OpenSSL's version and the name stats print.
+struct TlsVersion {
+  int openssl;
+  const char* name;
+};
+constexpr TlsVersion kVersions[] = {{TLS1_VERSION, "tlsv1.0"},
+                                    {TLS1_1_VERSION, "tlsv1.1"},
+                                    {TLS1_2_VERSION, "tlsv1.2"},
+                                    {TLS1_3_VERSION, "tlsv1.3"}};
 
 // Loads chain, key, key check and CA into ctx, in memcached's order and words.
 bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
@@ -77,18 +67,7 @@ bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
 }  // namespace
 
 const char* TlsVersionName(int min_version) {
-  switch (min_version) {
-    case 0:
-      return "tlsv1.0";
-    case 1:
-      return "tlsv1.1";
-    case 2:
-      return "tlsv1.2";
-    case 3:
-      return "tlsv1.3";
-    default:
-      return "unknown";
-  }
+  return min_version >= 0 && min_version < 4 ? kVersions[min_version].name : "unknown";
 }
 
 std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::string* err) {
@@ -106,7 +85,7 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
     *err = "Error creating the TLS context: " + OpenSslError();
     return nullptr;
   }
-  bool ok = SSL_CTX_set_min_proto_version(ctx, VersionOf(s.min_version)) == 1;
+  bool ok = SSL_CTX_set_min_proto_version(ctx, kVersions[s.min_version].openssl) == 1;
   if (!ok) *err = "Error setting the minimum TLS version: " + OpenSslError();
   if (ok && !s.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, s.ciphers.c_str()) != 1) {
     *err = "Error setting the cipher list: " + s.ciphers + " : " + OpenSslError();
@@ -117,7 +96,7 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
     SSL_CTX_free(ctx);
     return nullptr;
   }
-  SSL_CTX_set_verify(ctx, VerifyFlags(s.verify_mode), nullptr);
+  SSL_CTX_set_verify(ctx, kVerifyFlags[s.verify_mode], nullptr);
   if (s.session_cache) {
     static const unsigned char kId[] = "trove";
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);

@@ -143,7 +143,8 @@ class Worker : NonCopyable {
   bool ReadOnce(Connection* c);
   // ConnControl::ServeOthersWhileBusy for `self`, nested in its OnData: one
   // non-blocking poll; the ready connections other than self whose handler
-  // ServesWhileBusy are read, parsed and flushed at once. Safe nested: a
+  // ServesWhileBusy get their event (OnEvent, parsed at once: nested_) and
+  // are flushed at once. Safe nested: a
   // connection closed here stays allocated until the next turn (invariant
   // 2), the outer turn's lists (arrived_, ready_, flush_) are only appended
   // to, and self is never touched.
@@ -205,6 +206,7 @@ class Worker : NonCopyable {
   Channel<NewConn> accept_ch_;
   MemberWatcher<Worker, &Worker::AcceptNew> accept_watcher_{this};
   MemberWatcher<Worker, &Worker::ParseArrived> parse_arrived_{this};  // the loop's after-I/O step
+  bool nested_ = false;  // inside ServeWhileBusy: reads are parsed at once
   Timer idle_timer_;
   Timer housekeeping_timer_;
 

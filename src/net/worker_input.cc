@@ -107,40 +107,25 @@ void Worker::ServeWhileBusy(Connection* self) {
   }
   epoll_event events[64];
   const int n = loop_.PollNow(events, 64);
+  nested_ = true;  // Serve parses at once (no arrival-order deferral)
   for (int i = 0; i < n; ++i) {
     auto* c = dynamic_cast<Connection*>(static_cast<IoWatcher*>(events[i].data.ptr));
     if (c == nullptr || c == self || c->closed || !c->handler || !c->handler->ServesWhileBusy())
       continue;
-    const uint32_t ev = events[i].events;
-    if (ev & EPOLLERR) {
-      c->close_reason = Connection::CloseReason::kError;
-      Close(c);
-      continue;
-    }
-    if (ev & EPOLLOUT) {
-      c->write_blocked = false;
-      AfterFlush(c, FlushOut(c), Connection::CloseReason::kError);
-      if (c->closed) continue;
-    }
-    if ((ev & (EPOLLIN | EPOLLHUP)) == 0) continue;
-    if (c->read_paused || c->closing || c->close_requested || c->suspended()) {
-      if ((ev & EPOLLHUP) && !c->read_paused && !c->suspended()) Close(c);
-      continue;
-    }
-    if (!ReadOnce(c)) continue;
-    Parse(c, /*from_socket=*/true);
-    // The outer turn flushes much later: its replies go out now (c stays
+    OnEvent(c, events[i].events);
+    // The outer turn flushes much later: the replies go out now (c stays
     // on flush_ if queued; FlushQueued then finds nothing to write).
     if (!c->closed && !c->out.empty() && !c->write_blocked)
       AfterFlush(c, FlushOut(c), Connection::CloseReason::kError);
   }
+  nested_ = false;
 }
 
 void Worker::Serve(Connection* c, bool from_socket) {
   if (c->closed || c->closing || c->read_paused || c->close_requested) return;
   if (from_socket) {
     if (!ReadOnce(c)) return;
-    if (c->rx_stamps) {  // parsed after this turn's reads, in arrival order
+    if (c->rx_stamps && !nested_) {  // parsed after this turn's reads, in arrival order
       arrived_.push_back(c);
       return;
     }

@@ -1,6 +1,7 @@
-"""Helpers shared by the blocking-command and CLIENT PAUSE tests: raw command
-frames, waiting for INFO blocked_clients, and checking that a connection has
-received nothing (yet)."""
+"""Helpers shared by the RESP tests that place clients on Trove's workers
+(blocking commands, CLIENT PAUSE, pub/sub, the script time limit): raw
+command frames, a connection on a chosen worker, waiting for INFO
+blocked_clients, and checking that a connection has received nothing (yet)."""
 
 import os
 import time
@@ -17,6 +18,24 @@ def command(*args):
             a = a.encode()
         out += b"$%d\r\n%s\r\n" % (len(a), a)
     return out
+
+
+def client_id(c):
+    """CLIENT ID of raw connection c."""
+    reply = c.cmd("CLIENT", "ID")
+    assert reply.startswith(b":"), reply
+    return int(reply[1:-2])
+
+
+def on_worker(raw, worker, workers, placed=True, limit=64):
+    """A raw connection owned by Trove worker `worker` (CLIENT ID % workers);
+    any connection when not placed (a server without Trove's workers)."""
+    for _ in range(limit):
+        c = raw()
+        if not placed or client_id(c) % workers == worker:
+            return c
+        c.close()
+    raise AssertionError("no connection landed on worker %d" % worker)
 
 
 def blocked(r):

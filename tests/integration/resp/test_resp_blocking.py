@@ -15,7 +15,8 @@ import time
 import pytest
 import redis
 
-from blocked_clients import blocked, command, silent, wait_blocked
+from blocked_clients import blocked, client_id, command, silent, wait_blocked
+from blocked_clients import on_worker as _on_worker
 
 
 WORKERS = 4
@@ -46,18 +47,8 @@ def bulks(*items):
                                                   for x in items))
 
 
-def client_id(c):
-    reply = c.cmd("CLIENT", "ID")
-    return int(reply[1:-2])
-
-
 def on_worker(raw, worker):
-    for _ in range(64):
-        c = raw()
-        if not IS_TROVE or client_id(c) % WORKERS == worker:
-            return c
-        c.close()
-    raise AssertionError("no connection landed on worker %d" % worker)
+    return _on_worker(raw, worker, WORKERS, placed=IS_TROVE)
 
 
 

@@ -18,6 +18,9 @@ import time
 
 import pytest
 
+from blocked_clients import client_id
+from blocked_clients import on_worker as _on_worker
+
 
 WORKERS = 4
 # TSan builds run several times slower: time bounds are scaled, and the PING
@@ -118,20 +121,9 @@ def replies(c, n):
     return [c.read_reply() for _ in range(n)]
 
 
-def client_id(c):
-    reply = c.cmd("CLIENT", "ID")
-    assert reply.startswith(b":"), reply
-    return int(reply[1:-2])
-
-
 def on_worker(raw, worker, limit=64):
     """A raw connection owned by Trove worker `worker` (CLIENT ID % 4)."""
-    for _ in range(limit):
-        c = raw()
-        if client_id(c) % WORKERS == worker:
-            return c
-        c.close()
-    raise AssertionError("no connection landed on worker %d" % worker)
+    return _on_worker(raw, worker, WORKERS, limit=limit)
 
 
 def wait_until(fn, timeout=5.0, interval=0.01):

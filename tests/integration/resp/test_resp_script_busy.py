@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from blocked_clients import SLOW, command
+from blocked_clients import SLOW, client_id, command
+from blocked_clients import on_worker as _on_worker
 
 
 WORKERS = 2
@@ -33,17 +34,8 @@ BUSY_FUNCTION = (b"-BUSY Redis is busy running a script. You can only call FUNCT
 LOOP = "while true do end"
 
 
-def client_id(c):
-    return int(c.cmd("CLIENT", "ID")[1:-2])
-
-
 def on_worker(raw, worker):
-    for _ in range(64):
-        c = raw()
-        if not IS_TROVE or client_id(c) % WORKERS == worker:
-            return c
-        c.close()
-    raise AssertionError("no connection landed on worker %d" % worker)
+    return _on_worker(raw, worker, WORKERS, placed=IS_TROVE)
 
 
 def wait_busy(c, timeout=5.0):
@@ -139,6 +131,37 @@ def test_a_key_the_busy_script_holds_is_busy_on_other_workers(raw, limit):
     assert a.read_reply().startswith(b"-ERR Script killed by user")
     assert c.cmd("EXEC").startswith(b"-EXECABORT Transaction discarded because of previous errors")
     assert c.cmd("GET", "held") == b"$1\r\nv\r\n"
+
+
+@trove_only
+def test_walks_exec_and_later_keys_of_a_busy_script_are_busy_elsewhere(raw, limit):
+    """On another worker: a keyspace walk (it would meet the script's
+    stripe), an EXEC whose queued command needs a held key, and a key the
+    script locked only after it became busy (undeclared) all answer BUSY;
+    the transaction is discarded."""
+    a = on_worker(raw, 0)
+    b = on_worker(raw, 0)
+    c = on_worker(raw, 1)
+    c.cmd("SET", "held2", "v")
+    c.cmd("SET", "late", "v")
+    assert c.cmd("MULTI") == b"+OK\r\n"
+    assert c.cmd("SET", "held2", "w") == b"+QUEUED\r\n"
+    body = ("redis.call('get', KEYS[1]) "
+            "local t0 = redis.call('time') "
+            "while redis.call('time')[1] - t0[1] < 2 do end "
+            "redis.call('get', 'late') " + LOOP)
+    a.send(command("EVAL", body, "1", "held2"))
+    wait_busy(b)
+    assert c.cmd("KEYS", "*") == BUSY_EVAL
+    assert c.cmd("EXEC") == b"-EXECABORT Transaction discarded because of: " + BUSY_EVAL[1:]
+    deadline = time.monotonic() + 10 * SLOW  # the script takes 'late' 1-2 s in
+    while c.cmd("GET", "late") != BUSY_EVAL:
+        assert time.monotonic() < deadline, "'late' never held"
+        time.sleep(0.05)
+    assert b.cmd("SCRIPT", "KILL") == b"+OK\r\n"
+    assert a.read_reply().startswith(b"-ERR Script killed by user")
+    assert c.cmd("GET", "held2") == b"$1\r\nv\r\n"
+    assert c.cmd("GET", "late") == b"$1\r\nv\r\n"
 
 
 def test_pcall_cannot_outlast_a_kill(raw, limit):

@@ -47,6 +47,7 @@ struct ScriptRun {
   // function (FUNCTION KILL) and, past busy-reply-threshold, its worker's
   // entry in BusyScripts (busy_worker >= 0; -1: not busy).
   int64_t start_ns = 0;
+  const std::string* name = nullptr;  // its SHA-1 or function name (InvokeScript)
   bool is_function = false;
   int busy_worker = -1;
   bool killed = false;  // a kill came before its first write (redis.call raises)
@@ -72,7 +73,6 @@ struct LibraryLoad;  // scripting_library.cc: a library's load run in progress
 struct ScriptVm {
   lua_State* L = nullptr;
   ScriptRun* run = nullptr;      // the script or function running, if any
-  const std::string* run_name = nullptr;  // its SHA-1 or function name
   LibraryLoad* load = nullptr;   // the library whose code is running, if any
   // The epoch of each port's ScriptCache when this VM last saw it: a newer
   // one (SCRIPT FLUSH) drops every compiled script.

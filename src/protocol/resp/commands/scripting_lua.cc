@@ -423,7 +423,8 @@ namespace {
 void PushKilled(lua_State* L) { PushErrTable(L, kScriptKilledError); }
 
 // A run past busy-reply-threshold: its entry in BusyScripts (busy_scripts.h).
-void EnterBusy(ScriptRun& run, int worker, const std::string& name) {
+void EnterBusy(ScriptRun& run, int worker) {
+  const std::string& name = *run.name;
   CommandContext& ctx = *run.ctx;
   BusyScripts::Entry e;
   e.worker = worker;
@@ -460,7 +461,7 @@ void TimeLimitHook(lua_State* L, lua_Debug*) {
     const int64_t limit_ms = ctx.server->busy_reply_threshold.load(std::memory_order_relaxed);
     if (limit_ms <= 0 || ctx.client == nullptr || ctx.client->control() == nullptr) return;
     if (ctx.engine->clock()->MonoNanos() - run->start_ns < limit_ms * 1000000) return;
-    EnterBusy(*run, ctx.client->control()->worker_id(), *vm.run_name);
+    EnterBusy(*run, ctx.client->control()->worker_id());
   }
   if (run->busy_worker >= 0) {
     BusyScripts::SetThisWorkerBusy(run->is_function ? 2 : 1);
@@ -491,7 +492,7 @@ void EndBusy(lua_State* L, ScriptRun& run) {
 void InvokeScript(ScriptVm& vm, ScriptRun& run, int nargs, const std::string& name) {
   lua_State* L = vm.L;
   const int handler = lua_gettop(L) - nargs - 1;
-  vm.run_name = &name;
+  run.name = &name;
   vm.run = &run;
   const int rc = lua_pcall(L, nargs, 1, handler);
   vm.run = nullptr;

@@ -23,7 +23,7 @@ const char* BusyScripts::BusyError(bool is_eval) {
 void BusyScripts::Enter(Entry e) {
   MutexLock l(&mu_);
   std::sort(e.stripes.begin(), e.stripes.end());
-  e.kill = stopping_;
+  e.kill = stop_.load(std::memory_order_relaxed);
   busy_.push_back(std::move(e));
   count_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -52,7 +52,7 @@ bool BusyScripts::KillRequested(int worker) const {
   MutexLock l(&mu_);
   for (const Entry& e : busy_)
     if (e.worker == worker) return e.kill;
-  return stopping_;
+  return stop_.load(std::memory_order_relaxed);
 }
 
 bool BusyScripts::MayWrite(int worker) {
@@ -86,7 +86,6 @@ BusyScripts::KillResult BusyScripts::Kill(bool is_eval) {
 
 void BusyScripts::KillAll() {
   MutexLock l(&mu_);
-  stopping_ = true;
   stop_.store(true, std::memory_order_relaxed);
   for (Entry& e : busy_) e.kill = true;
 }

@@ -89,8 +89,8 @@ class BusyScripts {
  private:
   mutable Mutex mu_{LockRank::kLeaf};
   std::vector<Entry> busy_ GUARDED_BY(mu_);
-  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<int> count_{0};
+  // Set under mu_ (so an Enter after KillAll sees it), read without it.
   std::atomic<bool> stop_{false};
 };
 

@@ -6,7 +6,7 @@ level="${1:-build}"
 pkgs=(cmake ninja-build g++ googletest libgtest-dev libbenchmark-dev liblua5.4-dev lua-cjson-dev libxxhash-dev libssl-dev)
 if [[ "$level" == test || "$level" == bench ]]; then
   pkgs+=(python3-pytest python3-pymemcache python3-redis memcached redis-server redis-tools
-         libmemcached-tools clang libclang-rt-14-dev)
+         libmemcached-tools clang libclang-rt-14-dev libio-socket-ssl-perl)
 fi
 if [[ "$level" == bench ]]; then
   pkgs+=(gnuplot-nox nutcracker)

@@ -210,6 +210,10 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
     c.peer = l.listener.is_unix ? l.listener.name.substr(5)
                                 : FormatSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
     c.listen_name = l.listener.name;
+    if (l.tls.holder != nullptr) {  // one lock per accept, none per request
+      c.tls = l.tls.holder->current();
+      c.tls_verify = l.tls.verify;
+    }
     Worker* w = opts_.workers[WorkerIndexFor(c.id, opts_.workers.size())];
     w->SendNewConn(std::move(c));
   }

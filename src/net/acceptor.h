@@ -19,6 +19,14 @@
 
 namespace trove::net {
 
+// A listener's TLS: the context holder its connections take their context
+// from at accept (it must outlive the server), and the verify override of
+// a btls:/mtls: listener.
+struct ListenerTls {
+  TlsContextHolder* holder = nullptr;
+  int verify = kTlsVerifyDefault;
+};
+
 // One listening socket and the protocol its connections speak.
 struct BoundListener {
   Listener listener;
@@ -28,6 +36,7 @@ struct BoundListener {
   std::string reject_reply;
   PortLimit* own_limit = nullptr;  // null: the server-wide limit (-c)
   AcceptGate* gate = nullptr;      // null: every peer is admitted
+  ListenerTls tls;                 // holder null: plain TCP
 };
 
 struct AcceptorOptions {

@@ -14,6 +14,7 @@
 #include "net/event_loop.h"
 #include "net/io_buffer.h"
 #include "net/protocol_handler.h"
+#include "net/tls_conn.h"
 
 namespace trove::net {
 
@@ -56,6 +57,10 @@ struct NewConn {
   std::string peer;         // "ip:port", "[v6]:port" or the unix path
   std::string listen_name;  // the listener's name, "tcp:0.0.0.0:11211"
   PortLimit* own_limit = nullptr;  // its port's own limit (else the server-wide one)
+  // A TLS listener's: the context current at accept, and the listener's
+  // verify override (kTlsVerifyDefault, or btls:/mtls:'s).
+  std::shared_ptr<const TlsContext> tls;
+  int tls_verify = kTlsVerifyDefault;
 };
 
 // One client connection. Owner: its worker thread, for the connection's whole
@@ -129,6 +134,12 @@ class Connection final : public IoWatcher, public ConnControl {
   const std::atomic<bool>* stamps_flag = nullptr;
   int64_t arrival_ns = 0;        // CLOCK_REALTIME ns when the last read's data arrived
   PortLimit* own_limit = nullptr;  // NewConn::own_limit: whose slot Close gives back
+  // TLS (docs/adr/0008-tls.md): set for a TLS listener's connection. While
+  // tls->handshaking() the connection has no handler yet (it is made from
+  // pending_factory once the handshake is done, knowing the peer's
+  // certificate) and only the handshake runs on its events.
+  std::unique_ptr<TlsConn> tls;
+  ProtocolFactory* pending_factory = nullptr;
 
  private:
   bool suspended_ = false;

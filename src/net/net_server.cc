@@ -18,7 +18,7 @@ NetServer::~NetServer() { Stop(); }
 
 void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
                              std::string reject_reply, PortLimit* own_limit,
-                             AcceptGate* gate) {
+                             AcceptGate* gate, ListenerTls tls) {
   for (Listener& l : ls) {
     ServerServices::ConnInfo li;
     li.id = 0;
@@ -33,6 +33,7 @@ void NetServer::AddListeners(std::vector<Listener> ls, ProtocolFactory* factory,
     b.reject_reply = reject_reply;
     b.own_limit = own_limit;
     b.gate = gate;
+    b.tls = tls;
     pending_listeners_.push_back(std::move(b));
   }
   if (std::find(factories_.begin(), factories_.end(), factory) == factories_.end()) {
@@ -56,6 +57,8 @@ Status NetServer::Start() {
     wo.factories = factories_;
     wo.group = &group_;
     wo.log = opts_.log;
+    wo.tls_handshake_timeout_ms = opts_.tls_handshake_timeout_ms;
+    wo.tls_wbuf_size = opts_.tls_wbuf_size;
     // acceptor_ is set below, before the acceptor thread exists: no
     // connection (and so no close) reaches a worker before then.
     wo.release_slot = [this] {

@@ -28,6 +28,8 @@ struct NetServerOptions {
   int verbosity = 0;              // -v count; SetVerbosity changes it later
   const Clock* clock = nullptr;   // nullptr = SystemClock::Default()
   LogHub* log = nullptr;          // connection events for watchers; may be null
+  int64_t tls_handshake_timeout_ms = 10000;  // WorkerOptions::tls_handshake_timeout_ms
+  size_t tls_wbuf_size = 16 * 1024;          // WorkerOptions::tls_wbuf_size
 };
 
 // Owns the listener thread and the workers.
@@ -52,7 +54,8 @@ class NetServer : NonCopyable {
   // server); null: the server-wide -c limit. gate: the port's admission
   // rule (it must outlive the server); null admits every peer.
   void AddListeners(std::vector<Listener> ls, ProtocolFactory* factory, std::string reject_reply,
-                    PortLimit* own_limit = nullptr, AcceptGate* gate = nullptr);
+                    PortLimit* own_limit = nullptr, AcceptGate* gate = nullptr,
+                    ListenerTls tls = {});
   Status Start();
   void Stop();
 

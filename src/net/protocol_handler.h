@@ -106,6 +106,13 @@ class ServerServices {
     (void)n;
     return false;
   }
+  // memcached's refresh_certs: reloads the memcached port's certificate,
+  // key and CA files for new connections; false with *err (memcached's
+  // words) when TLS is off or a file does not load.
+  virtual bool RefreshCerts(std::string* err) {
+    *err = "Error TLS not enabled";
+    return false;
+  }
 };
 
 // Per-connection facts a handler may read.
@@ -117,6 +124,11 @@ struct ConnInfoView {
   std::string peer;                // "ip:port" or unix path
   ConnControl* control = nullptr;  // the connection itself; see ConnControl
   bool privileged = false;         // accepted on the admin port (PortLimit::privileged)
+  // TLS: the connection is encrypted; the client certificate was verified
+  // and its subject CN (empty without a verified certificate).
+  bool tls = false;
+  bool tls_verified = false;
+  std::string tls_peer_cn;
 };
 
 // One connection as CLIENT LIST shows it (Redis 7.2's fields). net/ fills the

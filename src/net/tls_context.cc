@@ -3,6 +3,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "common/clock.h"
 
@@ -45,6 +46,13 @@ bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
     *err = "Error loading the certificate chain: " + s.chain_cert + " : " + OpenSslError();
     return false;
   }
+  // OpenSSL serves an expired certificate without a word; every client
+  // would then fail. Refused here, as a clear start-up or reload error.
+  X509* leaf = SSL_CTX_get0_certificate(ctx);
+  if (leaf != nullptr && X509_cmp_current_time(X509_get0_notAfter(leaf)) < 0) {
+    *err = "Error loading the certificate chain: " + s.chain_cert + " : the certificate has expired";
+    return false;
+  }
   const std::string& key = s.key.empty() ? s.chain_cert : s.key;
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), s.keyformat) != 1) {
     *err = "Error loading the key: " + key + " : " + OpenSslError();
@@ -65,6 +73,10 @@ bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
 }
 
 }  // namespace
+
+int TlsVerifyFlags(int verify_mode) {
+  return verify_mode >= 0 && verify_mode < 4 ? kVerifyFlags[verify_mode] : SSL_VERIFY_NONE;
+}
 
 const char* TlsVersionName(int min_version) {
   return min_version >= 0 && min_version < 4 ? kVersions[min_version].name : "unknown";
@@ -104,7 +116,9 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
   } else {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   }
-  uint64_t opts = SSL_OP_NO_RENEGOTIATION;
+  // A client that closes without close_notify (most do) is an EOF, not a
+  // TLS error: requests and replies are framed by the protocol above.
+  uint64_t opts = SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF;
   if (s.kernel_tls) opts |= SSL_OP_ENABLE_KTLS;
   SSL_CTX_set_options(ctx, opts);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);  // idle connections hold no record buffers

@@ -32,6 +32,8 @@ struct TlsSettings {
 
 // memcached's names for ssl_min_version 0-3 ("tlsv1.2"), "unknown" else.
 const char* TlsVersionName(int min_version);
+// OpenSSL's SSL_VERIFY_* flags for ssl_verify_mode 0-3 (0 for others).
+int TlsVerifyFlags(int verify_mode);
 
 class TlsContext {
  public:

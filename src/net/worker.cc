@@ -224,22 +224,20 @@ void Worker::AcceptNew() {
     c->own_limit = nc.own_limit;
     c->last_active_ns = TurnNow();
     c->created_ns = c->last_active_ns;
-    ConnInfoView view;
-    view.id = c->conn_id;
-    view.control = c.get();
-    view.worker_id = opts_.id;
-    view.fd = c->fd;
-    view.is_unix = c->is_unix;
-    view.peer = c->peer;
-    view.privileged = nc.own_limit != nullptr && nc.own_limit->privileged;
-    c->stamps_flag = nc.factory->ArrivalStampsFlag();
-    c->handler = nc.factory->Create(opts_.id, view);
-    if (!c->handler || !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
+    if (nc.tls) {
+      // The handshake first (on this thread, non-blocking: ContinueHandshake);
+      // the handler is made once it is done.
+      c->tls = TlsConn::Accept(std::move(nc.tls), c->fd, nc.tls_verify);
+      c->pending_factory = nc.factory;
+    }
+    if ((c->pending_factory != nullptr && c->tls == nullptr) ||  // SSL_new failed
+        !loop_.AddFd(c->fd, EPOLLIN, c.get()).ok()) {
       ::close(c->fd);
       ReleaseSlot(nc.own_limit);
       continue;
     }
     c->epoll_mask = EPOLLIN;
+    Connection* conn = c.get();
     if (opts_.log != nullptr && opts_.log->Wants(kLogConnevents)) LogConnEvent(*c, true);
     if (Verbose(2)) {
       std::fprintf(stderr, "<%llu new client connection from %s on %s\n",
@@ -249,8 +247,36 @@ void Worker::AcceptNew() {
     counters_->connection_structures.fetch_add(1, std::memory_order_relaxed);
     num_conns_.fetch_add(1, std::memory_order_relaxed);
     conns_.emplace(c->conn_id, std::move(c));
+    if (conn->tls == nullptr) Adopt(conn, nc.factory);
   }
   new_batch_.clear();
+}
+
+bool Worker::Adopt(Connection* c, ProtocolFactory* f) {
+  ConnInfoView view;
+  view.id = c->conn_id;
+  view.control = c;
+  view.worker_id = opts_.id;
+  view.fd = c->fd;
+  view.is_unix = c->is_unix;
+  view.peer = c->peer;
+  view.privileged = c->own_limit != nullptr && c->own_limit->privileged;
+  if (c->tls != nullptr) {
+    view.tls = true;
+    view.tls_verified = c->tls->peer_verified();
+    if (view.tls_verified) view.tls_peer_cn = c->tls->PeerCommonName();
+  } else {
+    // Arrival stamps need recvmsg on the socket; TLS reads go through OpenSSL.
+    c->stamps_flag = f->ArrivalStampsFlag();
+  }
+  c->pending_factory = nullptr;
+  c->handler = f->Create(opts_.id, view);
+  if (!c->handler) {
+    c->close_reason = Connection::CloseReason::kError;
+    Close(c);
+    return false;
+  }
+  return true;
 }
 
 void Worker::OnEvent(Connection* c, uint32_t events) {
@@ -258,6 +284,10 @@ void Worker::OnEvent(Connection* c, uint32_t events) {
   if (events & EPOLLERR) {
     c->close_reason = Connection::CloseReason::kError;
     Close(c);
+    return;
+  }
+  if (c->handler == nullptr) {  // a TLS handshake under way
+    ContinueHandshake(c);
     return;
   }
   if (events & EPOLLOUT) {
@@ -297,7 +327,7 @@ void Worker::FlushQueued() {
 }
 
 bool Worker::FlushOut(Connection* c) {
-  int64_t w = c->out.Flush(c->fd);
+  int64_t w = c->tls != nullptr ? FlushTls(c) : c->out.Flush(c->fd);
   if (w < 0) return false;
   c->write_blocked = !c->out.empty();
   if (!c->write_blocked && c->handler) c->handler->OnOutputDrained();
@@ -355,6 +385,7 @@ void Worker::Close(Connection* c) {
   // the connection gone everywhere (e.g. a tracking client redirecting to
   // it sees tracking-redir-broken, not a message lost in between).
   c->handler.reset();
+  c->tls.reset();
   ::close(c->fd);
   c->fd = -1;
   ReleaseSlot(c->own_limit);
@@ -445,8 +476,17 @@ void Worker::Housekeeping() {
   peak_out_[next].store(0, std::memory_order_relaxed);
   uint64_t in_max = peak_in_[slot].load(std::memory_order_relaxed);
   uint64_t out_max = peak_out_[slot].load(std::memory_order_relaxed);
+  const int64_t handshake_limit = opts_.tls_handshake_timeout_ms * 1000000;
   for (auto& [id, c] : conns_) {
     if (c->closed) continue;
+    if (c->handler == nullptr && c->tls != nullptr && !c->close_requested &&
+        now - c->created_ns > handshake_limit) {
+      // A stalled handshake (docs/adr/0008-tls.md): closed at the turn's end.
+      counters_->ssl_handshake_errors.fetch_add(1, std::memory_order_relaxed);
+      c->close_reason = Connection::CloseReason::kError;
+      c->CloseSoon();
+      continue;
+    }
     if (c->in.capacity() > in_max) in_max = c->in.capacity();
     if (c->out.pending_bytes() > out_max) out_max = c->out.pending_bytes();
     // Closes go through CloseSoon (deferred), so conns_ does not change here.

@@ -39,6 +39,11 @@ struct NetCounters {
   std::atomic<uint64_t> listen_disabled{0};        // times accepting paused (full, out of fds)
   std::atomic<uint64_t> listen_disabled_us{0};     // time spent paused, summed at each resume
   std::atomic<uint64_t> idle_kicks{0};             // closed by -o idle_timeout
+  // TLS (memcached's names): handshakes that failed or timed out, TLS
+  // errors after the handshake, full handshakes with the session cache on.
+  std::atomic<uint64_t> ssl_handshake_errors{0};
+  std::atomic<uint64_t> ssl_proto_errors{0};
+  std::atomic<uint64_t> ssl_new_sessions{0};
 };
 
 struct WorkerOptions {
@@ -56,6 +61,13 @@ struct WorkerOptions {
   // counters->curr_connections and re-arms a paused acceptor
   // (Acceptor::ReleaseSlot). Null: the worker only decrements.
   std::function<void()> release_slot;
+  // A TLS connection still handshaking after this long is closed (counted
+  // in ssl_handshake_errors), so a stalled client holds a descriptor for a
+  // bounded time and never the worker.
+  int64_t tls_handshake_timeout_ms = 10000;
+  // memcached's ssl_wbuf_size: the staging buffer small replies are
+  // gathered in before one TLS write (one per worker).
+  size_t tls_wbuf_size = 16 * 1024;
 };
 
 // One worker thread: an EventLoop over its connections, its new-connection
@@ -133,6 +145,14 @@ class Worker : NonCopyable {
   void Run();
   void AcceptNew();
   void OnEvent(Connection* c, uint32_t events);
+  // Gives c its protocol handler (after the TLS handshake for a TLS
+  // connection); false: c was closed.
+  bool Adopt(Connection* c, ProtocolFactory* f);
+  // One step of c's TLS handshake on an event; Adopt once done.
+  void ContinueHandshake(Connection* c);
+  // TLS's read and flush, for ReadOnce and FlushOut.
+  ssize_t RecvTls(Connection* c);
+  int64_t FlushTls(Connection* c);
   // Reads once (if from_socket) then parses and executes (a connection with
   // arrival stamps is parsed by ParseArrived, after the turn's reads); the
   // output is queued for FlushQueued.
@@ -224,6 +244,9 @@ class Worker : NonCopyable {
   std::vector<std::shared_ptr<Fence>> fences_armed_;  // answered at this turn's end
   int64_t turn_now_ns_ = 0;
   bool stop_ = false;
+  // FlushTls gathers small output pieces here into one TLS record (made
+  // at the first TLS write; its bytes never outlive one Write call).
+  std::unique_ptr<char[]> tls_stage_;
 
   std::atomic<size_t> num_conns_{0};  // relaxed: a gauge for stats and tests
   // Release/acquire: publishes what InitWorker did to the thread in Start().

@@ -77,7 +77,7 @@ bool Worker::ReadOnce(Connection* c) {
   c->in.Reserve(need);
   if (c->stamps_flag != nullptr && c->stamps_flag->load(std::memory_order_relaxed))
     StartStamps(c);
-  ssize_t n = c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
+  ssize_t n = c->tls != nullptr ? RecvTls(c) : c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
   if (n == 0) {
     Close(c);  // EOF: the client is gone; what it did not read is dropped
     return false;
@@ -88,7 +88,7 @@ bool Worker::ReadOnce(Connection* c) {
     Close(c);
     return false;
   }
-  c->in.Commit(static_cast<size_t>(n));
+  if (c->tls == nullptr) c->in.Commit(static_cast<size_t>(n));  // RecvTls commits its own
   c->last_active_ns = TurnNow();
   bytes_read_.store(bytes_read_.load(std::memory_order_relaxed) + static_cast<uint64_t>(n),
                     std::memory_order_relaxed);

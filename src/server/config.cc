@@ -25,6 +25,20 @@ using detail::kItemSizeMaxUpper;
 
 // Cross-option checks, after every flag is known (memcached's order).
 Status Validate(Config* c) {
+  if (c->ssl_options_set && !c->ssl_enabled) {
+    return Bad("-o ssl_* options need -Z (--enable-ssl) to take effect");
+  }
+  if (!c->ssl_enabled) {
+    for (const std::string& l : c->listen) {
+      ListenSpec spec;
+      std::string err;
+      if (ParseListenSpec(l, &spec, &err) && spec.tls != ListenSpec::Tls::kDefault) {
+        static constexpr const char* kNames[] = {"", "notls", "btls", "mtls"};
+        return Bad(std::string("'") + kNames[static_cast<int>(spec.tls)] +
+                   "' option is valid only when SSL is enabled");
+      }
+    }
+  }
   if (c->item_size_max < kItemSizeMaxLower) {
     return Bad("Item max size cannot be less than 1024 bytes.");
   }
@@ -280,7 +294,7 @@ Status ApplyOption(int opt, const char* arg_c, Config* c) {
       if (arg.empty()) return Bad("-e needs a file name");
       c->memory_file = a;
       break;
-    case 'Z': return Bad("TLS (-Z) is not supported by Trove yet");
+    case 'Z': c->ssl_enabled = true; break;
     case 'N': return Bad("napi ids (-N) are not supported by Trove");
     case 'o': return ApplyExtendedList(arg, c);
     case kOptRespPort:
@@ -431,11 +445,24 @@ net::NetServerOptions Config::ToNetOptions() const {
   o.maxconns_fast = maxconns_fast;
   o.idle_timeout_s = idle_timeout_s;
   o.verbosity = verbose;
+  o.tls_handshake_timeout_ms = ssl_handshake_timeout_s * 1000;
+  o.tls_wbuf_size = ssl_wbuf_size;
   return o;
 }
 
 bool ParseListenSpec(std::string_view s, ListenSpec* out, std::string* err) {
   *out = ListenSpec{};
+  // memcached matches the prefix's letters and skips one more byte (the ':').
+  static constexpr std::pair<std::string_view, ListenSpec::Tls> kTlsPrefixes[] = {
+      {"notls", ListenSpec::Tls::kNone}, {"btls", ListenSpec::Tls::kBasic},
+      {"mtls", ListenSpec::Tls::kMutual}};
+  for (const auto& [name, mode] : kTlsPrefixes) {
+    if (s.rfind(name, 0) == 0 && s.size() > name.size()) {
+      out->tls = mode;
+      s = s.substr(name.size() + 1);
+      break;
+    }
+  }
   if (s.rfind("proto[", 0) == 0) {
     const size_t e = s.find(']');
     if (e == std::string_view::npos) {
@@ -479,7 +506,10 @@ std::string HelpText() {
 -A, --enable-shutdown     enable the ascii "shutdown" command
 -l, --listen=<addr>       interfaces to listen on, comma separated (default: all);
                           IPv6 as [::1] or [::1]:port; with the proxy,
-                          tag[<name>]:<addr> or tag_<name>_:<addr> tags a listener
+                          tag[<name>]:<addr> or tag_<name>_:<addr> tags a listener;
+                          with -Z, a notls:, btls: or mtls: prefix (first) makes a
+                          listener plain, TLS without or with a verified client
+                          certificate (e.g. mtls:proto[ascii]:tag_tools_:127.0.0.1:11212)
 -d, --daemon              run as a daemon
 -r, --enable-coredumps    maximize core file limit
 -u, --user=<user>         assume the identity of <user> (only when run as root)
@@ -509,6 +539,7 @@ std::string HelpText() {
 -W, --disable-watch       disable the watch command (log streams)
 -Y, --auth-file=<file>    enable ASCII protocol authentication; format: user:pass
                           lines (a connection's first `set` carries "user pass")
+-Z, --enable-ssl          enable TLS/SSL on the memcached port (-o ssl_* below)
 -e, --memory-file=<file>  mmap a file for item memory (use a ram disk);
                           enables restartable cache (stop with SIGUSR1)
     --resp-port=<num>     Redis-protocol (RESP) port (default: 6379; 0 = off)
@@ -534,6 +565,13 @@ std::string HelpText() {
    slab_chunk_max=KB, no_chunked_items, read_buf_mem_limit=MB,
    watcher_logbuf_size=KB, worker_logbuf_size=KB, modern, no_modern,
    proxy_config=FILE[:FILE...] (memcached's Lua proxy), proxy_arg=STR
+   ssl_chain_cert=FILE (PEM certificate chain), ssl_key=FILE (private key),
+   ssl_keyformat=1|2 (PEM, DER; default: 1), ssl_verify_mode=0-3 (none,
+   request, require, once; default: 0), ssl_ca_cert=FILE (CAs for client
+   certificates), ssl_ciphers=LIST (TLS 1.2 and older), ssl_wbuf_size=KB
+   (default: 16), ssl_session_cache, ssl_kernel_tls, ssl_min_version=0-3
+   (tlsv1.0-tlsv1.3; default: 2), ssl_handshake_timeout=S (Trove's;
+   default: 10)
    (memcached's other -o names are refused, naming what Trove lacks)
 )";
   return h;

@@ -107,6 +107,15 @@ struct Config {
   int verbose = 0;                  // -v, -vv, -vvv
   std::string protocol = "auto";    // -B: ascii or auto
 
+  // --- TLS on the memcached port (-Z, -o ssl_*; docs/tls.md) ---
+  bool ssl_enabled = false;         // -Z / --enable-ssl
+  bool ssl_options_set = false;     // any -o ssl_* (refused without -Z)
+  net::TlsSettings ssl;             // -o ssl_chain_cert, ssl_key, ...
+  size_t ssl_wbuf_size = 16 * 1024; // -o ssl_wbuf_size (given in KiB)
+  // -o ssl_handshake_timeout (Trove's, seconds): a client still
+  // handshaking after this long is closed.
+  int64_t ssl_handshake_timeout_s = 10;
+
   // Options that were accepted but do nothing in Trove (printed with -vv).
   std::vector<std::string> warnings;
 
@@ -128,6 +137,10 @@ std::string HelpText();
 // `proto[ascii|proxy]:`, then `tag[name]:` or `tag_name_:` (1-8 bytes),
 // then host[:port]. False (and *err) for a malformed one.
 struct ListenSpec {
+  // notls: / btls: / mtls: (first, as memcached): plain on a -Z server,
+  // TLS that never verifies the client, TLS that requires a verified one.
+  enum class Tls { kDefault, kNone, kBasic, kMutual };
+  Tls tls = Tls::kDefault;
   std::string proto;  // "" = the default
   std::string tag;    // "" = untagged
   std::string addr;

@@ -9,8 +9,63 @@
 namespace trove::server::detail {
 namespace {
 
+Status ApplySsl(const std::string& n, std::string_view value, bool has_value, Config* c) {
+  // memcached's -o ssl_* options and its words for bad values; they take
+  // effect with -Z (Validate refuses them without it).
+  c->ssl_options_set = true;
+  net::TlsSettings& t = c->ssl;
+  const std::string v(value);
+  int64_t num = 0;
+  auto need_value = [&]() -> Status {
+    if (!has_value || value.empty()) return Bad("Missing " + n + " argument");
+    return Status::Ok();
+  };
+  auto int_arg = [&](int64_t lo, int64_t hi) -> Status {
+    Status s = need_value();
+    if (!s.ok()) return s;
+    if (!ParseInt(value, INT32_MIN, INT32_MAX, &num)) return Bad("could not parse argument to " + n);
+    if (num < lo || num > hi) return Bad("Invalid " + n + ". Use help to see valid options.");
+    return Status::Ok();
+  };
+  Status s;
+  if (n == "ssl_chain_cert" || n == "ssl_key" || n == "ssl_ciphers" || n == "ssl_ca_cert") {
+    s = need_value();
+    if (!s.ok()) return s;
+    (n == "ssl_chain_cert" ? t.chain_cert
+     : n == "ssl_key"      ? t.key
+     : n == "ssl_ciphers"  ? t.ciphers
+                           : t.ca_cert) = v;
+  } else if (n == "ssl_verify_mode") {
+    if (!(s = int_arg(0, 3)).ok()) return s;
+    t.verify_mode = static_cast<int>(num);
+  } else if (n == "ssl_keyformat") {
+    // OpenSSL's SSL_FILETYPE_PEM (1) and _ASN1 (2); memcached passes any
+    // number on, OpenSSL then refuses the key at start.
+    if (!(s = int_arg(INT32_MIN, INT32_MAX)).ok()) return s;
+    t.keyformat = static_cast<int>(num);
+  } else if (n == "ssl_min_version") {
+    if (!(s = int_arg(0, 3)).ok()) return s;
+    t.min_version = static_cast<int>(num);
+  } else if (n == "ssl_wbuf_size") {
+    // KiB; the per-worker buffer small replies are gathered in before one
+    // TLS write.
+    if (!(s = int_arg(1, 1 << 20)).ok()) return Bad("could not parse argument to " + n);
+    c->ssl_wbuf_size = static_cast<size_t>(num) * 1024;
+  } else if (n == "ssl_session_cache") {
+    t.session_cache = true;
+  } else if (n == "ssl_kernel_tls") {
+    t.kernel_tls = true;
+  } else if (n == "ssl_handshake_timeout") {
+    if (!(s = int_arg(1, 86400)).ok()) return s;
+    c->ssl_handshake_timeout_s = num;
+  } else {
+    return Bad("Illegal suboption \"" + n + "\"");
+  }
+  return Status::Ok();
+}
+
 // One -o name=value. Names are memcached 1.6's; the ones naming a feature
-// Trove lacks (extstore, TLS, the proxy's io_uring and memory profiler, ...)
+// Trove lacks (extstore, the proxy's io_uring and memory profiler, ...)
 // are refused with a message.
 Status ApplyExtended(std::string_view name, std::string_view value, bool has_value,
                      Config* c) {
@@ -182,7 +237,7 @@ Status ApplyExtended(std::string_view name, std::string_view value, bool has_val
   } else if (n.rfind("ext_", 0) == 0 || n == "no_ext_drop_unread") {
     return Bad("-o " + n + ": extstore is not supported by Trove (items live in memory only)");
   } else if (n.rfind("ssl_", 0) == 0) {
-    return Bad("-o " + n + ": TLS is not supported by Trove yet");
+    return ApplySsl(n, value, has_value, c);
   } else if (n == "proxy_config" || n == "proxy_arg") {
     Status s = need_value();
     if (!s.ok()) return s;

@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
   auto server = trove::server::Server::Create(cfg);
   if (!server.ok()) {
     std::fprintf(stderr, "%s\n", std::string(server.status().message()).c_str());
+    // A certificate or key that does not load is bad usage, as in memcached.
+    if (server.status().code() == trove::StatusCode::kFailedPrecondition) return trove::server::kExitUsage;
     return kExitOsErr;
   }
   if (!cfg.pid_file.empty() && !WritePidFile(cfg.pid_file)) return kExitOsErr;

@@ -88,6 +88,15 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
   s->net_->SetLog(s->log_.get());
   s->eviction_log_ = std::make_unique<memcache::EvictionLog>(s->log_.get());
   s->engine_->AddObserver(s->eviction_log_.get());
+  if (cfg.ssl_enabled) {
+    // memcached loads its certificates before it opens a socket.
+    if (!cfg.unix_socket.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "ERROR: You cannot enable SSL without a TCP port.");
+    }
+    std::string err;
+    if (!s->mc_tls_.Reload(cfg.ssl, &err)) return Status(StatusCode::kFailedPrecondition, err);
+  }
   s->resp_factory_ =
       resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions(), s->log_.get());
   if (!cfg.aclfile.empty()) {  // --aclfile: a broken file stops the start
@@ -157,6 +166,7 @@ Status Server::Bind() {
   // every interface.
   std::vector<net::ListenAddr> hosts;
   std::vector<std::string> tags;  // per host: its listener tag
+  std::vector<ListenSpec::Tls> tls_modes;  // per host: its notls:/btls:/mtls: prefix
   for (const std::string& l : cfg_.listen) {
     net::ListenAddr a;
     ListenSpec spec;
@@ -168,10 +178,12 @@ Status Server::Bind() {
     }
     hosts.push_back(a);
     tags.push_back(spec.tag);
+    tls_modes.push_back(spec.tls);
   }
   if (hosts.empty()) {
     hosts.push_back(net::ListenAddr{});
     tags.emplace_back();
+    tls_modes.push_back(ListenSpec::Tls::kDefault);
   }
 
   if (!cfg_.unix_socket.empty()) {
@@ -194,8 +206,19 @@ Status Server::Bind() {
                                std::string(ls.status().message()));
       }
       if (mc_port_ < 0) mc_port_ = ls.value()[0].port;
+      // -Z: every TCP listener speaks TLS but a notls: one; btls: never
+      // asks for a client certificate, mtls: requires a verified one.
+      net::ListenerTls tls;
+      if (cfg_.ssl_enabled && tls_modes[hi] != ListenSpec::Tls::kNone) {
+        tls.holder = &mc_tls_;
+        if (tls_modes[hi] == ListenSpec::Tls::kBasic) tls.verify = net::kTlsVerifyNone;
+        if (tls_modes[hi] == ListenSpec::Tls::kMutual) tls.verify = net::kTlsVerifyRequire;
+      }
+      // The refusal over -c is plaintext written before any handshake: a
+      // TLS client could not read it, so TLS listeners just close.
       net_->AddListeners(std::move(ls.value()), McFactoryFor(tags[hi]),
-                         "ERROR Too many open connections\r\n");
+                         tls.holder != nullptr ? "" : "ERROR Too many open connections\r\n",
+                         nullptr, nullptr, tls);
     }
   }
 
@@ -302,6 +325,16 @@ net::ProtocolFactory* Server::McFactoryFor(const std::string& tag) {
   return f.get();
 }
 
+bool Server::RefreshCerts(std::string* err) {
+  if (!cfg_.ssl_enabled) {
+    *err = "Error TLS not enabled";
+    return false;
+  }
+  // The same files again (memcached re-reads its paths); a file that does
+  // not load leaves the running context as it was.
+  return mc_tls_.Reload(cfg_.ssl, err);
+}
+
 bool Server::SubStats(std::string_view sub, std::vector<std::pair<std::string, std::string>>* out) {
   return proxy_ != nullptr && proxy_->SubStats(sub, out);
 }
@@ -363,8 +396,12 @@ void Server::WaitForShutdown() {
     if (sfd >= 0 && (p[1].revents & POLLIN)) {
       signalfd_siginfo si;
       if (::read(sfd, &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo == SIGHUP) {  // memcached: reload the proxy config
+        if (si.ssi_signo == SIGHUP) {  // memcached: reload the proxy config and certificates
           if (proxy_ != nullptr) proxy_->RequestReload();
+          std::string err;
+          if (cfg_.ssl_enabled && !RefreshCerts(&err)) {
+            std::fprintf(stderr, "Could not reload TLS certificates on SIGHUP: %s\n", err.c_str());
+          }
           continue;
         }
         if (si.ssi_signo == SIGUSR1) {
@@ -496,6 +533,15 @@ std::vector<std::pair<std::string, std::string>> Server::ServerStats() {
   s.emplace_back("auth_cmds", "0");    // no SASL / ascii auth
   s.emplace_back("auth_errors", "0");
   // memcached counts these for NAPI-ID worker selection, which Trove does not do.
+  if (cfg_.ssl_enabled) {  // memcached's TLS counters, only with -Z
+    if (cfg_.ssl.session_cache)
+      s.emplace_back("ssl_new_sessions", Num(c.ssl_new_sessions.load(std::memory_order_relaxed)));
+    s.emplace_back("ssl_handshake_errors", Num(c.ssl_handshake_errors.load(std::memory_order_relaxed)));
+    s.emplace_back("ssl_proto_errors", Num(c.ssl_proto_errors.load(std::memory_order_relaxed)));
+    const int64_t now_s = SystemClock::Default()->MonoNanos() / 1000000000;
+    s.emplace_back("time_since_server_cert_refresh",
+                   Num(static_cast<uint64_t>(std::max<int64_t>(0, now_s - mc_tls_.loaded_at()))));
+  }
   s.emplace_back("unexpected_napi_ids", "0");
   s.emplace_back("round_robin_fallback", "0");
   return s;
@@ -544,6 +590,19 @@ std::vector<std::pair<std::string, std::string>> Server::SettingsStats() {
   s.emplace_back("resp_port", Num(static_cast<uint64_t>(resp_port_ >= 0 ? resp_port_ : 0)));
   // on | off | off_default_port_in_use (the default port was taken at start).
   s.emplace_back("resp_status", resp_status_);
+  // memcached (a TLS build) prints its TLS settings with or without -Z.
+  auto or_null = [](const std::string& v, const char* none) { return v.empty() ? std::string(none) : v; };
+  s.emplace_back("ssl_enabled", yn(cfg_.ssl_enabled));
+  s.emplace_back("ssl_chain_cert", or_null(cfg_.ssl.chain_cert, "(null)"));
+  s.emplace_back("ssl_key", or_null(cfg_.ssl.key, "(null)"));
+  s.emplace_back("ssl_verify_mode", Num(static_cast<uint64_t>(net::TlsVerifyFlags(cfg_.ssl.verify_mode))));
+  s.emplace_back("ssl_keyformat", std::to_string(cfg_.ssl.keyformat));
+  s.emplace_back("ssl_ciphers", or_null(cfg_.ssl.ciphers, "NULL"));
+  s.emplace_back("ssl_ca_cert", or_null(cfg_.ssl.ca_cert, "NULL"));
+  s.emplace_back("ssl_wbuf_size", Num(cfg_.ssl_wbuf_size));
+  s.emplace_back("ssl_session_cache", yn(cfg_.ssl.session_cache));
+  s.emplace_back("ssl_kernel_tls", yn(cfg_.ssl.kernel_tls));
+  s.emplace_back("ssl_min_version", net::TlsVersionName(cfg_.ssl.min_version));
   // memcached (a proxy build) prints these just before memory_file;
   // Trove refuses -o proxy_uring.
   s.emplace_back("proxy_enabled", yn(proxy_ != nullptr));

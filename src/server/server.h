@@ -37,6 +37,8 @@ namespace trove::server {
 class Server final : public net::ServerServices {
  public:
   // Creates the engine and binds every listening socket (no threads yet).
+  // kFailedPrecondition: a TLS certificate or key could not be loaded (main
+  // exits with kExitUsage, as memcached does); other errors are the OS's.
   static Result<std::unique_ptr<Server>> Create(const Config& cfg);
   ~Server() override;
 
@@ -78,6 +80,7 @@ class Server final : public net::ServerServices {
   int64_t MaxConnections() const override;
   bool SetMaxConnections(int64_t n) override;
   bool SubStats(std::string_view sub, std::vector<std::pair<std::string, std::string>>* out) override;
+  bool RefreshCerts(std::string* err) override;
 
   int verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
 
@@ -113,6 +116,9 @@ class Server final : public net::ServerServices {
   std::string resp_status_ = "off";
   int admin_port_ = -1;  // -1 = no admin port
   net::PortLimit admin_limit_;  // no limit: the admin port is never refused
+  // -Z: the memcached port's TLS context, loaded in Create, swapped whole
+  // by refresh_certs and SIGHUP (a failed reload keeps the old one).
+  net::TlsContextHolder mc_tls_;
   int wake_fd_ = -1;     // eventfd: RequestShutdown -> WaitForShutdown
   std::atomic<bool> started_{false};  // read by `stats` on workers
   std::atomic<bool> stopped_{false};

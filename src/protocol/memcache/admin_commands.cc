@@ -54,6 +54,17 @@ size_t MemcacheHandler::Verbosity(const Request& r, ReplyWriter& w) {
   return r.line_len;
 }
 
+size_t MemcacheHandler::RefreshCerts(const Request& r, ReplyWriter& w) {
+  // memcached: OK, or the loader's error line as it is (no SERVER_ERROR).
+  std::string err = "Error TLS not enabled";
+  if (ctx_->services != nullptr && ctx_->services->RefreshCerts(&err)) {
+    w.Word("OK");
+  } else {
+    w.Word(err);
+  }
+  return r.line_len;
+}
+
 size_t MemcacheHandler::CacheMemlimit(const Request& r, ReplyWriter& w) {
   const ParsedLine& pl = *r.pl;
   if (pl.ntokens() != 3 && pl.ntokens() != 4) {

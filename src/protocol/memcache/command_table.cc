@@ -56,6 +56,7 @@ const McCommand* MemcacheHandler::FindCommand(std::string_view word) {
     t[cmd::kCmdQuit] = {&H::Quit, protocol::kMcOther, Access::kOpen};
     t[cmd::kCmdVerbosity] = admin(&H::Verbosity, 3, kNoreply);
     t[cmd::kCmdCacheMemlimit] = admin(&H::CacheMemlimit, 0, 0);
+    t[cmd::kCmdRefreshCerts] = admin(&H::RefreshCerts, 0, 0);
     t[cmd::kCmdShutdown] = admin(&H::Shutdown, 0, 0);
     t[cmd::kCmdSlabs] = admin(&H::Slabs, 0, 0);
     t[cmd::kCmdLruCrawler] = admin(&H::LruCrawler, 0, 0);

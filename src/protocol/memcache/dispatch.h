@@ -104,6 +104,7 @@ class MemcacheHandler final : public net::ProtocolHandler {
   // Admin (admin_commands.cc).
   size_t Verbosity(const Request& r, ReplyWriter& w);
   size_t CacheMemlimit(const Request& r, ReplyWriter& w);
+  size_t RefreshCerts(const Request& r, ReplyWriter& w);  // -Z: reload the certificates
   size_t Shutdown(const Request& r, ReplyWriter& w);
   size_t Slabs(const Request& r, ReplyWriter& w);
   size_t LruCrawler(const Request& r, ReplyWriter& w);

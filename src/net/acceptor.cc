@@ -180,7 +180,8 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
     if (std::string_view reply; l.gate != nullptr &&
                                 l.gate->Refuse(reinterpret_cast<sockaddr*>(&ss), len,
                                                l.listener.is_unix, &reply)) {
-      if (!reply.empty()) {
+      // A TLS client could not read a plaintext reply: it is just closed.
+      if (!reply.empty() && l.tls.holder == nullptr) {
         ssize_t w = ::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL);
         (void)w;
       }
@@ -212,7 +213,8 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
     c.listen_name = l.listener.name;
     if (l.tls.holder != nullptr) {  // one lock per accept, none per request
       c.tls = l.tls.holder->current();
-      c.tls_verify = l.tls.verify;
+      c.tls_verify = l.tls.verify_live != nullptr ? l.tls.verify_live->load(std::memory_order_relaxed)
+                                                   : l.tls.verify;
     }
     Worker* w = opts_.workers[WorkerIndexFor(c.id, opts_.workers.size())];
     w->SendNewConn(std::move(c));

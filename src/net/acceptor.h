@@ -25,6 +25,9 @@ namespace trove::net {
 struct ListenerTls {
   TlsContextHolder* holder = nullptr;
   int verify = kTlsVerifyDefault;
+  // When set, the verify mode read per accept instead (Redis's
+  // tls-auth-clients, changed by CONFIG SET); it must outlive the server.
+  const std::atomic<int>* verify_live = nullptr;
 };
 
 // One listening socket and the protocol its connections speak.

@@ -3,6 +3,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include "common/clock.h"
@@ -54,7 +55,12 @@ bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
     return false;
   }
   const std::string& key = s.key.empty() ? s.chain_cert : s.key;
-  if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), s.keyformat) != 1) {
+  // The passphrase is needed while the key loads only; OpenSSL keeps the
+  // pointer, so it is cleared again right after.
+  SSL_CTX_set_default_passwd_cb_userdata(ctx, const_cast<char*>(s.key_pass.c_str()));
+  const bool key_ok = SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), s.keyformat) == 1;
+  SSL_CTX_set_default_passwd_cb_userdata(ctx, nullptr);
+  if (!key_ok) {
     *err = "Error loading the key: " + key + " : " + OpenSslError();
     return false;
   }
@@ -62,12 +68,27 @@ bool LoadCertificates(SSL_CTX* ctx, const TlsSettings& s, std::string* err) {
     *err = "Error validating the certificate: " + OpenSslError();
     return false;
   }
-  if (!s.ca_cert.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, s.ca_cert.c_str(), nullptr) != 1) {
-      *err = "Error loading the CA certificate: " + s.ca_cert + " : " + OpenSslError();
+  if (!s.ca_cert.empty() || !s.ca_dir.empty()) {
+    if (SSL_CTX_load_verify_locations(ctx, s.ca_cert.empty() ? nullptr : s.ca_cert.c_str(),
+                                      s.ca_dir.empty() ? nullptr : s.ca_dir.c_str()) != 1) {
+      *err = "Error loading the CA certificate: " + (s.ca_cert.empty() ? s.ca_dir : s.ca_cert) +
+             " : " + OpenSslError();
       return false;
     }
-    SSL_CTX_set_client_CA_list(ctx, SSL_load_client_CA_file(s.ca_cert.c_str()));
+    if (s.send_ca_list && !s.ca_cert.empty())
+      SSL_CTX_set_client_CA_list(ctx, SSL_load_client_CA_file(s.ca_cert.c_str()));
+  }
+  if (!s.dh_params.empty()) {
+    BIO* bio = BIO_new_file(s.dh_params.c_str(), "r");
+    EVP_PKEY* dh = bio != nullptr ? PEM_read_bio_Parameters(bio, nullptr) : nullptr;
+    if (bio != nullptr) BIO_free(bio);
+    if (dh == nullptr || SSL_CTX_set0_tmp_dh_pkey(ctx, dh) != 1) {
+      if (dh != nullptr) EVP_PKEY_free(dh);
+      *err = "Error loading the DH parameters: " + s.dh_params + " : " + OpenSslError();
+      return false;
+    }
+  } else {
+    SSL_CTX_set_dh_auto(ctx, 1);
   }
   return true;
 }
@@ -99,6 +120,20 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
   }
   bool ok = SSL_CTX_set_min_proto_version(ctx, kVersions[s.min_version].openssl) == 1;
   if (!ok) *err = "Error setting the minimum TLS version: " + OpenSslError();
+  if (ok && s.protocols != 0) {
+    // Redis's tls-protocols: the versions not named are switched off.
+    constexpr uint64_t kNo[] = {SSL_OP_NO_TLSv1, SSL_OP_NO_TLSv1_1, SSL_OP_NO_TLSv1_2,
+                                SSL_OP_NO_TLSv1_3};
+    uint64_t off = 0;
+    for (int v = 0; v < 4; ++v)
+      if ((s.protocols & (1 << v)) == 0) off |= kNo[v];
+    SSL_CTX_set_min_proto_version(ctx, TLS1_VERSION);
+    SSL_CTX_set_options(ctx, off);
+  }
+  if (ok && !s.ciphersuites.empty() && SSL_CTX_set_ciphersuites(ctx, s.ciphersuites.c_str()) != 1) {
+    *err = "Error setting the cipher suites: " + s.ciphersuites + " : " + OpenSslError();
+    ok = false;
+  }
   if (ok && !s.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, s.ciphers.c_str()) != 1) {
     *err = "Error setting the cipher list: " + s.ciphers + " : " + OpenSslError();
     ok = false;
@@ -113,6 +148,8 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
     static const unsigned char kId[] = "trove";
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, kId, sizeof kId - 1);
+    if (s.session_cache_size >= 0) SSL_CTX_sess_set_cache_size(ctx, s.session_cache_size);
+    if (s.session_cache_timeout >= 0) SSL_CTX_set_timeout(ctx, s.session_cache_timeout);
   } else {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   }
@@ -120,6 +157,7 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
   // TLS error: requests and replies are framed by the protocol above.
   uint64_t opts = SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF;
   if (s.kernel_tls) opts |= SSL_OP_ENABLE_KTLS;
+  if (s.prefer_server_ciphers) opts |= SSL_OP_CIPHER_SERVER_PREFERENCE;
   SSL_CTX_set_options(ctx, opts);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);  // idle connections hold no record buffers
   return std::shared_ptr<const TlsContext>(new TlsContext(ctx, s));

@@ -28,6 +28,18 @@ struct TlsSettings {
   int min_version = 2;     // ssl_min_version: 0-3 = TLS 1.0-1.3
   bool session_cache = false;  // ssl_session_cache: server-side resumption
   bool kernel_tls = false;     // ssl_kernel_tls: SSL_OP_ENABLE_KTLS
+  // Redis's further settings (the defaults leave memcached's behaviour).
+  std::string key_pass;        // tls-key-file-pass: the key file's passphrase
+  std::string ca_dir;          // tls-ca-cert-dir: a hashed CA directory
+  // tls-protocols: bit v set = TLS 1.v allowed (bit 0 TLS 1.0); 0 = every
+  // version from min_version up.
+  int protocols = 0;
+  std::string ciphersuites;    // tls-ciphersuites (TLS 1.3)
+  bool prefer_server_ciphers = false;
+  int64_t session_cache_size = -1;     // -1: OpenSSL's (20480)
+  int64_t session_cache_timeout = -1;  // seconds; -1: OpenSSL's (300)
+  std::string dh_params;       // tls-dh-params-file (empty: OpenSSL's automatic groups)
+  bool send_ca_list = true;    // memcached names its CAs to clients; Redis does not
 };
 
 // memcached's names for ssl_min_version 0-3 ("tlsv1.2"), "unknown" else.

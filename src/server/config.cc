@@ -87,6 +87,7 @@ enum LongOnly : int {
   kOptAclFile,
   kOptProtectedMode,
   kOptMaxConnections,
+  kOptTls,  // every --tls-*: the name is the option's (long_index)
 };
 
 const option kLongOptions[] = {
@@ -131,6 +132,28 @@ const option kLongOptions[] = {
     {"port-file", required_argument, nullptr, kOptPortFile},
     {"admin-port", required_argument, nullptr, kOptAdminPort},
     {"admin-bind", required_argument, nullptr, kOptAdminBind},
+    // Redis's TLS settings of the RESP TLS port (RespTls names them).
+    {"tls-port", required_argument, nullptr, kOptTls},
+    {"tls-cert-file", required_argument, nullptr, kOptTls},
+    {"tls-key-file", required_argument, nullptr, kOptTls},
+    {"tls-key-file-pass", required_argument, nullptr, kOptTls},
+    {"tls-client-cert-file", required_argument, nullptr, kOptTls},
+    {"tls-client-key-file", required_argument, nullptr, kOptTls},
+    {"tls-client-key-file-pass", required_argument, nullptr, kOptTls},
+    {"tls-dh-params-file", required_argument, nullptr, kOptTls},
+    {"tls-ca-cert-file", required_argument, nullptr, kOptTls},
+    {"tls-ca-cert-dir", required_argument, nullptr, kOptTls},
+    {"tls-protocols", required_argument, nullptr, kOptTls},
+    {"tls-ciphers", required_argument, nullptr, kOptTls},
+    {"tls-ciphersuites", required_argument, nullptr, kOptTls},
+    {"tls-prefer-server-ciphers", required_argument, nullptr, kOptTls},
+    {"tls-session-caching", required_argument, nullptr, kOptTls},
+    {"tls-session-cache-size", required_argument, nullptr, kOptTls},
+    {"tls-session-cache-timeout", required_argument, nullptr, kOptTls},
+    {"tls-auth-clients", required_argument, nullptr, kOptTls},
+    {"tls-auth-clients-user", required_argument, nullptr, kOptTls},
+    {"tls-replication", required_argument, nullptr, kOptTls},
+    {"tls-cluster", required_argument, nullptr, kOptTls},
     {"aclfile", required_argument, nullptr, kOptAclFile},
     {"protected-mode", required_argument, nullptr, kOptProtectedMode},
     {nullptr, 0, nullptr, 0},
@@ -368,6 +391,11 @@ Result<Config> ParseArgs(const std::vector<std::string>& argv) {
                    static_cast<char>(optopt) + "'");
       }
       return Bad(std::string("option '") + prev + "' requires an argument");
+    }
+    if (opt == kOptTls) {  // checked by Server::Create (resp::RespTls::ParseOption)
+      c.resp_tls.emplace_back(kLongOptions[long_index].name, optarg != nullptr ? optarg : "");
+      long_index = -1;
+      continue;
     }
     Status s = ApplyOption(opt, optarg, &c);
     if (!s.ok()) return s;

@@ -41,6 +41,8 @@ struct Config {
   std::string admin_bind = "127.0.0.1";  // --admin-bind
   std::string aclfile;                   // --aclfile: Redis's ACL file
   bool protected_mode = true;            // --protected-mode yes|no (RESP ports)
+  // --tls-port, --tls-cert-file, ... (Redis's), as given: name, value.
+  std::vector<std::pair<std::string, std::string>> resp_tls;
   int backlog = 1024;               // -b
   size_t max_connections = 1024;    // -c
   bool maxconns_fast = true;        // -o maxconns_fast (reject with an error line)

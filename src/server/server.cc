@@ -24,6 +24,7 @@
 #include "protocol/resp/types/collection_codec.h"
 #include "protocol/resp/services/keyspace_events.h"
 #include "protocol/resp/services/acl_store.h"
+#include "protocol/resp/services/tls_settings.h"
 #include "protocol/resp/connection/resp_protocol.h"
 
 namespace trove::server {
@@ -97,8 +98,13 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
     std::string err;
     if (!s->mc_tls_.Reload(cfg.ssl, &err)) return Status(StatusCode::kFailedPrecondition, err);
   }
-  s->resp_factory_ =
-      resp::NewRespFactory(s->engine_.get(), s.get(), cfg.ToRespOptions(), s->log_.get());
+  resp::RespOptions ro = cfg.ToRespOptions();
+  for (const auto& [name, value] : cfg.resp_tls) {
+    std::string err;
+    if (!resp::RespTls::ParseOption(&ro.tls, name, value, &err))
+      return Status(StatusCode::kFailedPrecondition, "--" + name + ": " + err);
+  }
+  s->resp_factory_ = resp::NewRespFactory(s->engine_.get(), s.get(), ro, s->log_.get());
   if (!cfg.aclfile.empty()) {  // --aclfile: a broken file stops the start
     std::string err = resp::AclStoreOf(s->resp_factory_.get())->LoadFile();
     if (!err.empty()) return Status::Invalid(err);
@@ -303,6 +309,34 @@ Status Server::Bind() {
       resp_status_ = "on";
     }
   }
+  resp::RespTls* rtls = resp::TlsOf(resp_factory_.get());
+  if (const int tls_port = rtls->port(); tls_port > 0) {
+    // Redis's tls-port: RESP over TLS beside the plain port, on the same
+    // addresses and workers, sharing maxclients and protected mode.
+    std::string err;
+    if (!rtls->Start(&err)) {
+      return Status(StatusCode::kFailedPrecondition, "Failed to configure TLS: " + err);
+    }
+    std::vector<net::Listener> all;
+    std::vector<std::string> seen;
+    for (const net::ListenAddr& h : hosts) {
+      if (std::find(seen.begin(), seen.end(), h.host) != seen.end()) continue;
+      seen.push_back(h.host);
+      auto ls = net::ListenTcp(h.host, tls_port, cfg_.backlog);
+      if (!ls.ok()) {
+        for (net::Listener& l : all) ::close(l.fd);
+        return Status::Invalid("failed to listen on TLS port " + std::to_string(tls_port) +
+                               ": " + std::string(ls.status().message()));
+      }
+      for (net::Listener& l : ls.value()) all.push_back(std::move(l));
+    }
+    resp_tls_port_ = tls_port;
+    net::ListenerTls tls;
+    tls.holder = rtls->holder();
+    tls.verify_live = rtls->verify_mode();
+    net_->AddListeners(std::move(all), resp_factory_.get(), "", resp::PortLimitOf(resp_factory_.get()),
+                       resp::AcceptGateOf(resp_factory_.get()), tls);
+  }
   if (cfg_.admin_port >= 0) {
     if (!resp_on) return Status::Invalid("--admin-port needs the RESP port (--resp-port)");
     auto ls = net::ListenTcp(cfg_.admin_bind, cfg_.admin_port, cfg_.backlog);
@@ -345,6 +379,7 @@ Status Server::WritePortFile() const {
   if (mc_port_ >= 0) text += "memcache " + std::to_string(mc_port_) + "\n";
   if (resp_port_ >= 0) text += "resp " + std::to_string(resp_port_) + "\n";
   if (admin_port_ >= 0) text += "admin " + std::to_string(admin_port_) + "\n";
+  if (resp_tls_port_ >= 0) text += "resp-tls " + std::to_string(resp_tls_port_) + "\n";
   // Written whole and renamed into place, so a reader never sees half a file.
   std::string tmp = cfg_.port_file + ".tmp";
   FILE* f = std::fopen(tmp.c_str(), "w");

@@ -115,6 +115,7 @@ class Server final : public net::ServerServices {
   // when the default RESP port was taken at start (Bind; const afterwards).
   std::string resp_status_ = "off";
   int admin_port_ = -1;  // -1 = no admin port
+  int resp_tls_port_ = -1;  // -1 = no RESP TLS port (--tls-port)
   net::PortLimit admin_limit_;  // no limit: the admin port is never refused
   // -Z: the memcached port's TLS context, loaded in Create, swapped whole
   // by refresh_certs and SIGHUP (a failed reload keeps the old one).

@@ -124,6 +124,7 @@ class Server:
         self.port = None       # memcache protocol TCP port
         self.resp_port = None  # RESP port (Trove only)
         self.admin_port = None  # --admin-port (Trove only)
+        self.resp_tls_port = None  # --tls-port, the TLS RESP port (Trove only)
         self.unix_path = None
         self.proc = None
         self.allow_exit = False  # set by tests that stop the server themselves
@@ -213,6 +214,8 @@ class Server:
                 self.resp_port = int(parts[1])
             elif len(parts) == 2 and parts[0] == "admin":
                 self.admin_port = int(parts[1])
+            elif len(parts) == 2 and parts[0] == "resp-tls":
+                self.resp_tls_port = int(parts[1])
         return self.port is not None
 
     def _probe_tcp(self, port):

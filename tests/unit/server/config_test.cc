@@ -233,7 +233,52 @@ TEST(ConfigTest, UdpAndBinaryAreRefusedClearly) {
             std::string::npos);
   EXPECT_EQ(Ok({"-B", "auto"}).protocol, "auto");
   EXPECT_NE(Err({"-S"}).find("SASL"), std::string::npos);
-  EXPECT_NE(Err({"-Z"}).find("TLS"), std::string::npos);
+}
+
+TEST(ConfigTest, TlsOptions) {
+  Config c = Ok({"-Z", "-o", "ssl_chain_cert=/c.pem,ssl_key=/k.pem,ssl_verify_mode=3",
+                 "-o", "ssl_ca_cert=/ca.pem,ssl_ciphers=HIGH,ssl_min_version=3,ssl_wbuf_size=64",
+                 "-o", "ssl_session_cache,ssl_kernel_tls,ssl_keyformat=2,ssl_handshake_timeout=3"});
+  EXPECT_TRUE(c.ssl_enabled);
+  EXPECT_EQ(c.ssl.chain_cert, "/c.pem");
+  EXPECT_EQ(c.ssl.key, "/k.pem");
+  EXPECT_EQ(c.ssl.verify_mode, 3);
+  EXPECT_EQ(c.ssl.ca_cert, "/ca.pem");
+  EXPECT_EQ(c.ssl.ciphers, "HIGH");
+  EXPECT_EQ(c.ssl.min_version, 3);
+  EXPECT_EQ(c.ssl_wbuf_size, 64u * 1024);
+  EXPECT_TRUE(c.ssl.session_cache);
+  EXPECT_TRUE(c.ssl.kernel_tls);
+  EXPECT_EQ(c.ssl.keyformat, 2);
+  EXPECT_EQ(c.ssl_handshake_timeout_s, 3);
+  EXPECT_EQ(c.ToNetOptions().tls_handshake_timeout_ms, 3000);
+  EXPECT_EQ(c.ToNetOptions().tls_wbuf_size, 64u * 1024);
+  // memcached's words for bad values.
+  EXPECT_NE(Err({"-Z", "-o", "ssl_verify_mode=4"}).find("Invalid ssl_verify_mode. Use help"),
+            std::string::npos);
+  EXPECT_NE(Err({"-Z", "-o", "ssl_min_version=v"}).find("could not parse argument to ssl_min_version"),
+            std::string::npos);
+  EXPECT_NE(Err({"-Z", "-o", "ssl_chain_cert"}).find("Missing ssl_chain_cert argument"),
+            std::string::npos);
+  // Options that would do nothing are refused.
+  EXPECT_NE(Err({"-o", "ssl_chain_cert=/x"}).find("need -Z"), std::string::npos);
+  EXPECT_NE(Err({"-l", "btls:127.0.0.1"}).find("'btls' option is valid only when SSL is enabled"),
+            std::string::npos);
+  // Listener prefixes come first, before proto[] and the tag.
+  ListenSpec spec;
+  std::string err;
+  ASSERT_TRUE(ParseListenSpec("mtls:proto[ascii]:tag_tools_:127.0.0.1:11212", &spec, &err));
+  EXPECT_EQ(spec.tls, ListenSpec::Tls::kMutual);
+  EXPECT_EQ(spec.proto, "ascii");
+  EXPECT_EQ(spec.tag, "tools");
+  EXPECT_EQ(spec.addr, "127.0.0.1:11212");
+  ASSERT_TRUE(ParseListenSpec("notls:127.0.0.1", &spec, &err));
+  EXPECT_EQ(spec.tls, ListenSpec::Tls::kNone);
+  // Redis's --tls-* options are kept as given for the RESP side.
+  c = Ok({"--tls-port", "6380", "--tls-cert-file", "/s.crt"});
+  ASSERT_EQ(c.resp_tls.size(), 2u);
+  EXPECT_EQ(c.resp_tls[0], (std::pair<std::string, std::string>{"tls-port", "6380"}));
+  EXPECT_EQ(c.resp_tls[1], (std::pair<std::string, std::string>{"tls-cert-file", "/s.crt"}));
 }
 
 TEST(ConfigTest, MemoryFileReachesTheEngineAndIsListed) {
@@ -338,7 +383,6 @@ TEST(ConfigTest, OptionsForFeaturesTroveLacksAreRefused) {
   // Nothing is accepted and ignored: each names what Trove lacks.
   EXPECT_NE(Err({"-o", "ext_path=/tmp/x:1G"}).find("extstore is not supported"), std::string::npos);
   EXPECT_NE(Err({"-o", "ext_threads=2"}).find("extstore is not supported"), std::string::npos);
-  EXPECT_NE(Err({"-o", "ssl_chain_cert=/x"}).find("TLS is not supported"), std::string::npos);
   EXPECT_NE(Err({"-o", "proxy_uring"}).find("not supported by Trove's proxy"), std::string::npos);
   for (const char* o : {"track_sizes", "no_hashexpand", "slab_sizes=100-200", "num_napi_ids=2",
                         "drop_privileges", "meta_response_old", "sock_cookie_id=1"}) {

@@ -184,6 +184,7 @@ const char* ReasonName(acl::Denied d) {
     case acl::Denied::kKey: return "key";
     case acl::Denied::kChannel: return "channel";
     case acl::Denied::kAuth: return "auth";
+    case acl::Denied::kTlsCert: return "tls-cert";
     default: return "unknown";
   }
 }

@@ -29,6 +29,26 @@ namespace {
 
 using engine::ItemRef;
 
+namespace {
+
+// CONFIG SET's tls-* settings, together (RespTls::Set); false after the
+// error reply. A context that does not build is Redis's fixed reply, and
+// OpenSSL's reason goes to the log (stderr).
+bool ApplyTls(CommandContext& ctx, const std::vector<std::pair<std::string, std::string>>& changes) {
+  std::string bad, err;
+  bool build_failed = false;
+  if (ctx.server->tls().Set(changes, &bad, &err, &build_failed)) return true;
+  if (build_failed) {
+    std::fprintf(stderr, "Failed to update TLS configuration: %s\n", err.c_str());
+    SetFailed(ctx, bad, "Unable to update TLS configuration. Check server logs.");
+  } else {
+    SetFailed(ctx, bad, err);
+  }
+  return false;
+}
+
+}  // namespace
+
 void CmdConfig(CommandContext& ctx) {
   std::string sub = ToLower(ctx.argv[1]);
   if (sub == "get") {
@@ -95,21 +115,49 @@ void CmdConfig(CommandContext& ctx) {
     }
     std::stable_partition(todo.begin(), todo.end(),
                           [](const Pending& t) { return t.name != "requirepass"; });
+    // The tls-* settings are applied together (one context is built from
+    // all of them: a new certificate and its key arrive in one call) after
+    // the others and before requirepass, so a failed build is the last
+    // step that can fail.
+    std::vector<std::pair<std::string, std::string>> tls_changes;
+    for (auto it = todo.begin(); it != todo.end();) {
+      if (RespTls::IsName(it->name)) {
+        tls_changes.emplace_back(it->name, std::string(it->value));
+        it = todo.erase(it);
+      } else {
+        ++it;
+      }
+    }
     std::vector<std::pair<const Pending*, std::string>> done;  // with old values
+    auto put_back = [&ctx, &done] {
+      // The error is written; put back what was applied, quietly.
+      net::OutputBuffer junk;
+      RespWriter jw(&junk, ctx.w->proto());
+      CommandContext quiet = ctx;
+      quiet.w = &jw;
+      for (auto it = done.rbegin(); it != done.rend(); ++it) {
+        (void)ApplyParam(quiet, *it->first->p, it->first->name, it->second);
+      }
+    };
+    bool tls_done = tls_changes.empty();
     for (const Pending& t : todo) {
+      if (!tls_done && t.name == "requirepass") {
+        if (!ApplyTls(ctx, tls_changes)) {
+          put_back();
+          return;
+        }
+        tls_done = true;
+      }
       std::string old = t.name == "requirepass" ? std::string() : ConfigValue(ctx, *t.p);
       if (!ApplyParam(ctx, *t.p, t.name, t.value)) {
-        // The error is written; put back what was applied, quietly.
-        net::OutputBuffer junk;
-        RespWriter jw(&junk, ctx.w->proto());
-        CommandContext quiet = ctx;
-        quiet.w = &jw;
-        for (auto it = done.rbegin(); it != done.rend(); ++it) {
-          (void)ApplyParam(quiet, *it->first->p, it->first->name, it->second);
-        }
+        put_back();
         return;
       }
       done.emplace_back(&t, std::move(old));
+    }
+    if (!tls_done && !ApplyTls(ctx, tls_changes)) {
+      put_back();
+      return;
     }
     ctx.w->Ok();
   } else if (sub == "resetstat") {

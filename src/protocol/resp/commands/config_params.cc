@@ -57,6 +57,29 @@ const ConfigParam kParamTable[] = {
     {"acllog-max-len", nullptr, true},
     {"acl-pubsub-default", nullptr, true},
     {"protected-mode", nullptr, true},
+    // Redis's TLS settings (services/tls_settings.h); CONFIG SET applies
+    // the ones given together in one step (CmdConfig).
+    {"tls-port", nullptr, false},
+    {"tls-cert-file", nullptr, true},
+    {"tls-key-file", nullptr, true},
+    {"tls-key-file-pass", nullptr, true},
+    {"tls-client-cert-file", nullptr, true},
+    {"tls-client-key-file", nullptr, true},
+    {"tls-client-key-file-pass", nullptr, true},
+    {"tls-dh-params-file", nullptr, true},
+    {"tls-ca-cert-file", nullptr, true},
+    {"tls-ca-cert-dir", nullptr, true},
+    {"tls-protocols", nullptr, true},
+    {"tls-ciphers", nullptr, true},
+    {"tls-ciphersuites", nullptr, true},
+    {"tls-prefer-server-ciphers", nullptr, true},
+    {"tls-session-caching", nullptr, true},
+    {"tls-session-cache-size", nullptr, true},
+    {"tls-session-cache-timeout", nullptr, true},
+    {"tls-auth-clients", nullptr, true},
+    {"tls-auth-clients-user", nullptr, true},
+    {"tls-replication", nullptr, true},
+    {"tls-cluster", nullptr, true},
 };
 
 int64_t MaxClients(CommandContext& ctx) {
@@ -74,6 +97,7 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     return v;
   }
   std::string_view n = p.name;
+  if (RespTls::IsName(n)) return ctx.server->tls().Get(n);
   if (n == "databases")
     AppendI64(v, ctx.server->databases());
   else if (n == "maxmemory")

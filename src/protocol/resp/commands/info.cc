@@ -81,6 +81,16 @@ void ServerSection(CommandContext& ctx, std::string* s) {
   AddField(s, "executable", "trove");
   // Trove's own field: Redis shows protected-mode only in CONFIG GET.
   AddField(s, "protected_mode", ctx.server->protected_mode().enabled() ? "yes" : "no");
+  // Trove's TLS fields: the TLS port (0: none), how long ago its context
+  // was (re)built, and the client certificate rule.
+  const int tls_port = ctx.server->tls().port();
+  AddField(s, "tls_port", static_cast<int64_t>(tls_port));
+  if (tls_port != 0) {
+    const int64_t loaded = ctx.server->tls().holder()->loaded_at();
+    AddField(s, "tls_seconds_since_cert_load",
+             SystemClock::Default()->MonoNanos() / 1000000000 - loaded);
+    AddField(s, "tls_auth_clients", ctx.server->tls().Get("tls-auth-clients"));
+  }
 }
 
 void ClientsSection(CommandContext& ctx, std::string* s) {
@@ -199,6 +209,7 @@ void StatsSection(CommandContext& ctx, std::string* s) {
   AddU64(s, "acl_access_denied_cmd", acl.denied(acl::Denied::kCmd));
   AddU64(s, "acl_access_denied_key", acl.denied(acl::Denied::kKey));
   AddU64(s, "acl_access_denied_channel", acl.denied(acl::Denied::kChannel));
+  AddU64(s, "acl_access_denied_tls_cert", acl.denied(acl::Denied::kTlsCert));
   // Trove's: rate-limit refusals per user, both protocols.
   for (const auto& r : acl.RateRejected()) {
     *s += "ratelimit_rejected_";

@@ -67,6 +67,10 @@ net::PortLimit* PortLimitOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->port_limit();
 }
 
+RespTls* TlsOf(net::ProtocolFactory* resp_factory) {
+  return &static_cast<RespFactory*>(resp_factory)->server()->tls();
+}
+
 protocol::ClientPause* ClientPauseOf(net::ProtocolFactory* resp_factory) {
   return &static_cast<RespFactory*>(resp_factory)->server()->pause();
 }

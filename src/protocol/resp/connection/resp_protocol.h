@@ -40,6 +40,9 @@ namespace acl {
 class AclStore;
 }
 acl::AclStore* AclStoreOf(net::ProtocolFactory* resp_factory);
+// Redis's tls-* settings and the TLS port's context (tls_settings.h).
+class RespTls;
+RespTls* TlsOf(net::ProtocolFactory* resp_factory);
 // protected-mode's accept gate, for every RESP listener (admin port included).
 net::AcceptGate* AcceptGateOf(net::ProtocolFactory* resp_factory);
 void SetExpiryScan(net::ProtocolFactory* resp_factory, std::function<void()> scan);

@@ -29,6 +29,10 @@ Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& con
           : static_cast<uint64_t>(server->next_client_id.fetch_add(1, std::memory_order_relaxed));
   conn_.identity().Init(id, conn.peer);
   ResetToDefaultUser();
+  // tls-auth-clients-user CN: a verified certificate names the user (made
+  // after the handshake, so the certificate is known here).
+  if (conn.tls_verified && !conn.tls_peer_cn.empty() && server->tls().auth_user_cn())
+    AuthenticateByCertificate(conn.tls_peer_cn);
   conn_.txn().AttachRegistry(&server->watches());
   server->live_clients().Add(id);
   parser_.set_max_bulk(

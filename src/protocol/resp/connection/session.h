@@ -71,6 +71,9 @@ class Session final : public net::ProtocolHandler, public Client {
   bool AclRevoked() override;
   // This connection's CLIENT LIST line, without the newline (ACL LOG).
   std::string ClientInfoLine() override;
+  // tls-auth-clients-user CN: the connection becomes the user its verified
+  // certificate's CN names, if it exists and is on; else an ACL LOG entry.
+  void AuthenticateByCertificate(const std::string& cn);
   RespServer* server() { return server_; }
   int worker_id() const { return worker_id_; }
   // The connection (null when tests drive OnData directly).

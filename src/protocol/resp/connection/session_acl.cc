@@ -16,6 +16,20 @@ void Session::ResetToDefaultUser() {
   conn_.identity().Deauthenticate(store.Get("default"), epoch, store.default_open());
 }
 
+void Session::AuthenticateByCertificate(const std::string& cn) {
+  acl::AclStore& store = server_->acl();
+  const uint64_t epoch = store.epoch();
+  std::shared_ptr<const acl::User> u = store.Get(cn);
+  if (u != nullptr && u->enabled()) {
+    // As AUTH without a password: its permissions, limits and revocation
+    // (AclRevoked) follow.
+    conn_.identity().Authenticate(std::move(u), epoch);
+    return;
+  }
+  // As Redis 8: the connection stays the default user; ACL LOG says why.
+  store.AddLog(acl::Denied::kTlsCert, "toplevel", cn, cn, ClientInfoLine(), server_->NowMs());
+}
+
 bool Session::AclRevoked() {
   acl::AclStore& store = server_->acl();
   Identity& who = conn_.identity();

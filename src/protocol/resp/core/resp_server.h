@@ -32,6 +32,7 @@
 #include "protocol/resp/services/function_library.h"
 #include "protocol/resp/services/script_cache.h"
 #include "protocol/resp/services/slowlog.h"
+#include "protocol/resp/services/tls_settings.h"
 #include "protocol/resp/services/tracking.h"
 #include "protocol/resp/services/watch_registry.h"
 
@@ -100,6 +101,7 @@ struct RespOptions {
   int64_t idle_timeout_s = 0;  // -o idle_timeout (CONFIG GET timeout)
   std::string aclfile;         // --aclfile: ACL users, loaded at start-up
   bool protected_mode = true;  // --protected-mode yes|no (protected_mode.h)
+  RespTlsConfig tls;           // --tls-port and the other tls-* options
 };
 
 class RespServer final : public protocol::CommandLog {
@@ -198,6 +200,7 @@ class RespServer final : public protocol::CommandLog {
   // protected-mode: the accept gate of every RESP listener (the admin port's
   // too); its refusals also count as INFO rejected_connections.
   ProtectedMode& protected_mode() { return protected_mode_; }
+  RespTls& tls() { return tls_; }
   // Slow log and latency monitor (Redis's names, units and defaults): µs,
   // -1 disables, 0 logs everything; entries kept; ms, 0 disables. Written by
   // CONFIG SET, which then calls ConfigChanged().
@@ -281,6 +284,7 @@ class RespServer final : public protocol::CommandLog {
   KeyEvents key_events_{&pubsub_, &tracking_};
   LiveClients live_clients_;
   net::PortLimit port_limit_;
+  RespTls tls_{opts_.tls};
   int bound_port_ = 0;
   net::LogHub* log_ = nullptr;
   ObufLimits obuf_limits_;

@@ -126,7 +126,7 @@ class AclStore final : public protocol::UserAccess {
   std::atomic<bool> default_nopass_{true};
   std::atomic<bool> pubsub_all_{false};
   std::atomic<int64_t> log_max_{128};
-  std::atomic<uint64_t> denied_[5] = {};
+  std::atomic<uint64_t> denied_[6] = {};
 };
 
 }  // namespace trove::resp::acl

@@ -29,7 +29,9 @@ struct KeyPattern {
 
 // Why a check failed; the order is Redis's (a later kind wins when several
 // selectors fail, ACLCheckAllUserCommandPerm).
-enum class Denied : uint8_t { kOk = 0, kCmd = 1, kKey = 2, kAuth = 3, kChannel = 4 };
+// kTlsCert: a verified client certificate named no usable user
+// (tls-auth-clients-user CN; Redis 8's "tls-cert").
+enum class Denied : uint8_t { kOk = 0, kCmd = 1, kKey = 2, kAuth = 3, kChannel = 4, kTlsCert = 5 };
 
 // One selector: the root one of a user, or a "(...)" one.
 // Invariant: bits_ has one bit per CommandCategories slot; all_commands_

@@ -599,7 +599,8 @@ std::string HelpText() {
    certificates), ssl_ciphers=LIST (TLS 1.2 and older), ssl_wbuf_size=KB
    (default: 16), ssl_session_cache, ssl_kernel_tls, ssl_min_version=0-3
    (tlsv1.0-tlsv1.3; default: 2), ssl_handshake_timeout=S (Trove's;
-   default: 10)
+   default: 10), ssl_auth_user_cn (Trove's: a verified client
+   certificate's CN names the connection's ACL user)
    (memcached's other -o names are refused, naming what Trove lacks)
 )";
   return h;

@@ -117,6 +117,9 @@ struct Config {
   // -o ssl_handshake_timeout (Trove's, seconds): a client still
   // handshaking after this long is closed.
   int64_t ssl_handshake_timeout_s = 10;
+  // -o ssl_auth_user_cn (Trove's): a verified client certificate's CN
+  // names the ACL user of the connection (mtls: listeners, ssl_verify_mode).
+  bool ssl_auth_user_cn = false;
 
   // Options that were accepted but do nothing in Trove (printed with -vv).
   std::vector<std::string> warnings;

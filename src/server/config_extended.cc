@@ -55,6 +55,8 @@ Status ApplySsl(const std::string& n, std::string_view value, bool has_value, Co
     t.session_cache = true;
   } else if (n == "ssl_kernel_tls") {
     t.kernel_tls = true;
+  } else if (n == "ssl_auth_user_cn") {
+    c->ssl_auth_user_cn = true;
   } else if (n == "ssl_handshake_timeout") {
     if (!(s = int_arg(1, 86400)).ok()) return s;
     c->ssl_handshake_timeout_s = num;

@@ -129,6 +129,10 @@ Result<std::unique_ptr<Server>> Server::Create(const Config& cfg) {
     for (const auto& [user, pass] : mc_opts.auth->entries()) store->AddMemcacheUser(user, pass);
     mc_opts.access = store;
   }
+  if (cfg.ssl_auth_user_cn) {  // -o ssl_auth_user_cn: certificates name ACL users
+    mc_opts.access = resp::AclStoreOf(s->resp_factory_.get());
+    mc_opts.tls_user_cn = true;
+  }
   if (cfg.read_buf_mem_limit > 0) {  // -o read_buf_mem_limit
     s->responses_ = std::make_shared<memcache::ResponseBudget>(cfg.read_buf_mem_limit,
                                                                cfg.num_threads);

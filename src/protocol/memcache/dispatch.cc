@@ -216,6 +216,8 @@ class MemcacheFactory final : public net::ProtocolFactory {
     auto h = std::make_unique<MemcacheHandler>(&ctx_, StatsFor(worker_id), conn.control, conn.fd,
                                                sink, sink != nullptr ? conn.peer : std::string());
     h->set_worker(worker_id);
+    if (ctx_.opts.tls_user_cn && conn.tls_verified && !conn.tls_peer_cn.empty())
+      h->AuthenticateByCertificate(conn.tls_peer_cn);
     return h;
   }
   void InitWorker(int worker_id) override { (void)StatsFor(worker_id); }

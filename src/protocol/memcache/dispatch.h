@@ -65,6 +65,9 @@ class MemcacheHandler final : public net::ProtocolHandler {
   void OnOutputDrained() override { GiveResponses(); }
   // The worker whose share of -o read_buf_mem_limit this connection uses.
   void set_worker(int worker) { worker_ = worker; }
+  // ProtocolOptions::tls_user_cn: runs as the ACL user cn names if it
+  // exists and is on (as after a -Y login); else nothing changes.
+  void AuthenticateByCertificate(const std::string& cn);
 
  private:
   // -o read_buf_mem_limit: reserves n replies on this worker's share

@@ -32,6 +32,10 @@ struct ProtocolOptions {
   bool dump_enabled = true;                // -X turns cachedump / metadump / mgdump off
   // -Y: connections must authenticate first (memcached's ASCII auth).
   std::shared_ptr<AuthTable> auth;
+  // -o ssl_auth_user_cn (Trove's): a connection whose verified client
+  // certificate's CN names an enabled ACL user runs as that user (its
+  // permissions and rate limits; no -Y login needed). Needs `access`.
+  bool tls_user_cn = false;
   // -o read_buf_mem_limit: the replies in flight per worker; null = no limit.
   std::shared_ptr<ResponseBudget> responses;
   // CLIENT PAUSE of the RESP front: a WRITE pause holds this port's writes

@@ -19,6 +19,14 @@ void MemcacheHandler::SetAclUser(std::string_view name) {
   if (acl_user_ == nullptr) close_ = true;
 }
 
+void MemcacheHandler::AuthenticateByCertificate(const std::string& cn) {
+  protocol::UserAccess* access = ctx_->opts.access;
+  bool unrestricted = false;
+  if (access == nullptr || access->FindUser(cn, &unrestricted) == nullptr) return;
+  authed_ = true;
+  SetAclUser(cn);
+}
+
 bool MemcacheHandler::PermitSlow(protocol::McCmd c, std::string_view key, uint8_t need,
                                  ReplyWriter& w) {
   protocol::UserAccess* access = ctx_->opts.access;

@@ -430,3 +430,37 @@ def test_renegotiation_closes_the_connection(make_server, pki):
     with tls_conn(srv.port, client_ctx(pki)) as s:
         assert ask(s, b"version\r\n").startswith(b"VERSION ")
     assert int(tls_stats(srv.port, client_ctx(pki))["ssl_proto_errors"]) == 1
+
+
+# ---- identity ---------------------------------------------------------------------
+
+def test_certificate_cn_names_the_acl_user(make_server, pki, tmp_path):
+    """-o ssl_auth_user_cn on an mtls: listener: alice's certificate runs as
+    ACL user alice (her key patterns and rate limit), with -Y on or off."""
+    import redis
+    (tmp_path / "users.acl").write_text(
+        "user alice on nopass +@all -@dangerous ~app:* ratelimit:cps=3\n")
+    (tmp_path / "auth").write_text("bob:bobpw\n")
+    for extra in ([], ["-Y", str(tmp_path / "auth")]):
+        mutual = hserver.free_port()
+        srv = make_server(*tls_args(pki, "-o", "ssl_ca_cert=%s,ssl_auth_user_cn" % pki.ca,
+                                    "-l", "notls:127.0.0.1:%d,mtls:127.0.0.1:%d"
+                                    % (hserver.free_port(), mutual),
+                                    "--aclfile", str(tmp_path / "users.acl"), *extra))
+        with tls_conn(mutual, client_ctx(pki, cert=pki.alice)) as s:
+            assert ask(s, b"set app:1 0 0 1\r\nv\r\n") == b"STORED\r\n"
+            assert ask(s, b"set other 0 0 1\r\nv\r\n") == \
+                b"SERVER_ERROR NOPERM No permissions to access a key\r\n"
+            assert ask(s, b"flush_all\r\n").startswith(b"SERVER_ERROR NOPERM")
+            # ratelimit:cps=3 follows the certificate's user.
+            replies = [ask(s, b"mg app:1 v\r\n", b"\r\n") for _ in range(8)]
+            assert any(r.startswith(b"SERVER_ERROR") for r in replies), replies
+        # A certificate naming no user changes nothing: without -Y the
+        # connection is open, with -Y it must still log in.
+        mallory = pki.issue("mallory")
+        with tls_conn(mutual, client_ctx(pki, cert=mallory)) as s:
+            reply = ask(s, b"set other 0 0 1\r\nv\r\n")
+            if extra:
+                assert reply.startswith(b"CLIENT_ERROR")  # the -Y login line it must send
+            else:
+                assert reply == b"STORED\r\n"

@@ -32,6 +32,18 @@ std::unique_ptr<TlsConn> TlsConn::Accept(std::shared_ptr<const TlsContext> ctx, 
   return conn;
 }
 
+std::unique_ptr<TlsConn> TlsConn::Connect(std::shared_ptr<const TlsContext> ctx, int fd) {
+  SSL* ssl = SSL_new(ctx->ctx());
+  if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1) {
+    if (ssl != nullptr) SSL_free(ssl);
+    ERR_clear_error();
+    return nullptr;
+  }
+  SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_set_connect_state(ssl);
+  return std::unique_ptr<TlsConn>(new TlsConn(std::move(ctx), ssl));
+}
+
 void TlsConn::OnInfo(const SSL* ssl, int where, int /*ret*/) {
   // The context refuses renegotiation (SSL_OP_NO_RENEGOTIATION) with a
   // warning alert a client may ignore; memcached closes such a connection,

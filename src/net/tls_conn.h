@@ -36,6 +36,8 @@ class TlsConn {
   // ssl_verify_mode (0-3, for btls:/mtls: listeners). Null if OpenSSL
   // cannot allocate it.
   static std::unique_ptr<TlsConn> Accept(std::shared_ptr<const TlsContext> ctx, int fd, int verify);
+  // A client-side SSL on a connected fd (the proxy's backends).
+  static std::unique_ptr<TlsConn> Connect(std::shared_ptr<const TlsContext> ctx, int fd);
   ~TlsConn();
   TlsConn(const TlsConn&) = delete;
   TlsConn& operator=(const TlsConn&) = delete;

@@ -163,6 +163,21 @@ std::shared_ptr<const TlsContext> TlsContext::Build(const TlsSettings& s, std::s
   return std::shared_ptr<const TlsContext>(new TlsContext(ctx, s));
 }
 
+std::shared_ptr<const TlsContext> TlsContext::BuildClient(std::string* err) {
+  ERR_clear_error();
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) {
+    *err = "Error creating the TLS context: " + OpenSslError();
+    return nullptr;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+  TlsSettings s;
+  s.min_version = 3;
+  return std::shared_ptr<const TlsContext>(new TlsContext(ctx, std::move(s)));
+}
+
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
 std::shared_ptr<const TlsContext> TlsContextHolder::current() const {

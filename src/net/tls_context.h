@@ -54,6 +54,10 @@ class TlsContext {
   // renegotiation. Null with *err in memcached's words ("Error loading the
   // key: <file> : <OpenSSL's reason>") when any step fails.
   static std::shared_ptr<const TlsContext> Build(const TlsSettings& s, std::string* err);
+  // A client context for the proxy's backends, as memcached's
+  // mcp.init_tls(): TLS 1.3 at least, no certificate checks (backends are
+  // named by address), idle buffers released.
+  static std::shared_ptr<const TlsContext> BuildClient(std::string* err);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;

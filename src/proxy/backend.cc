@@ -178,6 +178,7 @@ void Backend::Connect(Conn* c) {
 }
 
 void Backend::Close(Conn* c) {
+  c->tls.reset();
   if (c->fd >= 0) {
     loop_->DelFd(c->fd);
     ::close(c->fd);
@@ -268,7 +269,8 @@ void Backend::Reset(Conn* c, const char* err) {
 
 void Backend::OnTimer(Conn* c) {
   switch (c->state) {
-    case State::kConnecting: Reset(c, "conntimeout"); break;
+    case State::kConnecting:
+    case State::kHandshaking: Reset(c, "conntimeout"); break;
     case State::kValidating: Reset(c, "readvalidate"); break;
     case State::kReady: Reset(c, "timeout"); break;
     case State::kIdle:
@@ -292,17 +294,11 @@ void Backend::OnIo(Conn* c, uint32_t events) {
       Reset(c, "connecting");
       return;
     }
-    // Validate: "version" must come back as VERSION before any request.
-    static constexpr char kVersion[] = "version\r\n";
-    if (::send(c->fd, kVersion, sizeof(kVersion) - 1, MSG_NOSIGNAL) !=
-        static_cast<ssize_t>(sizeof(kVersion) - 1)) {
-      Reset(c, "badvalidate");
-      return;
-    }
-    c->state = State::kValidating;
-    c->last_failed_ns = loop_->NowNs();  // seeds the flap check
-    SetWriteInterest(c, false);
-    loop_->ArmAfter(&c->timer, Ms(spec_->opts.read_timeout));
+    Connected(c);
+    return;
+  }
+  if (c->state == State::kHandshaking) {
+    Handshake(c);
     return;
   }
   if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
@@ -312,6 +308,64 @@ void Backend::OnIo(Conn* c, uint32_t events) {
   if (events & EPOLLOUT) OnWritable(c);
 }
 
+void Backend::Connected(Conn* c) {
+  if (!spec_->opts.tls) {
+    SendVersion(c);
+    return;
+  }
+  // The context exists: mcp.backend refuses tls=true before mcp.init_tls().
+  std::shared_ptr<const net::TlsContext> ctx = shared_->client_tls();
+  if (ctx != nullptr) c->tls = net::TlsConn::Connect(std::move(ctx), c->fd);
+  if (c->tls == nullptr) {
+    Reset(c, "badvalidate");
+    return;
+  }
+  c->state = State::kHandshaking;  // still under the connect timeout
+  Handshake(c);
+}
+
+void Backend::Handshake(Conn* c) {
+  switch (c->tls->Handshake()) {
+    case net::TlsConn::Step::kDone:
+      SendVersion(c);
+      return;
+    case net::TlsConn::Step::kWantRead:
+      SetWriteInterest(c, false);
+      return;
+    case net::TlsConn::Step::kWantWrite:
+      SetWriteInterest(c, true);
+      return;
+    case net::TlsConn::Step::kFailed:
+      Reset(c, "badvalidate");  // memcached's word for a failed backend handshake
+      return;
+  }
+}
+
+void Backend::SendVersion(Conn* c) {
+  // Validate: "version" must come back as VERSION before any request.
+  static constexpr char kVersion[] = "version\r\n";
+  if (Send(c, kVersion, sizeof(kVersion) - 1) != static_cast<ssize_t>(sizeof(kVersion) - 1)) {
+    Reset(c, "badvalidate");
+    return;
+  }
+  c->state = State::kValidating;
+  c->last_failed_ns = loop_->NowNs();  // seeds the flap check
+  SetWriteInterest(c, false);
+  loop_->ArmAfter(&c->timer, Ms(spec_->opts.read_timeout));
+}
+
+ssize_t Backend::Send(Conn* c, const char* p, size_t n) {
+  if (c->tls == nullptr) return ::send(c->fd, p, n, MSG_NOSIGNAL);
+  bool want_read = false;  // TLS 1.3 only (init_tls): no renegotiation asks for it
+  return c->tls->Write(p, n, &want_read);
+}
+
+ssize_t Backend::Recv(Conn* c, char* p, size_t n) {
+  if (c->tls == nullptr) return ::recv(c->fd, p, n, 0);
+  bool want_write = false;
+  return c->tls->Read(p, n, &want_write);
+}
+
 void Backend::OnWritable(Conn* c) {
   if (c->state != State::kReady) return;
   (void)WriteOut(c);
@@ -319,7 +373,7 @@ void Backend::OnWritable(Conn* c) {
 
 bool Backend::WriteOut(Conn* c) {
   while (c->woff < c->wbuf.size()) {
-    ssize_t n = ::send(c->fd, c->wbuf.data() + c->woff, c->wbuf.size() - c->woff, MSG_NOSIGNAL);
+    ssize_t n = Send(c, c->wbuf.data() + c->woff, c->wbuf.size() - c->woff);
     if (n > 0) {
       c->woff += static_cast<size_t>(n);
       continue;
@@ -341,7 +395,7 @@ bool Backend::WriteOut(Conn* c) {
 void Backend::OnReadable(Conn* c) {
   static thread_local char chunk[kReadChunk];  // read here, append what came
   for (;;) {
-    ssize_t n = ::recv(c->fd, chunk, kReadChunk, 0);
+    ssize_t n = Recv(c, chunk, kReadChunk);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
@@ -349,7 +403,9 @@ void Backend::OnReadable(Conn* c) {
       return;
     }
     c->rbuf.append(chunk, static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < kReadChunk) break;
+    // A short plain read emptied the socket; TLS reads one record at a
+    // time, so it goes on until OpenSSL wants more from the socket.
+    if (c->tls == nullptr && static_cast<size_t>(n) < kReadChunk) break;
   }
   if (c->state == State::kValidating) {
     memcache::ParsedReply pr;

@@ -18,6 +18,7 @@
 
 #include "common/non_copyable.h"
 #include "net/event_loop.h"
+#include "net/tls_conn.h"
 #include "protocol/memcache/response_parser.h"
 #include "proxy/buffer_memory.h"
 #include "proxy/proxy_shared.h"
@@ -84,7 +85,9 @@ class Backend : NonCopyable {
   void CloseSockets();
 
  private:
-  enum class State : uint8_t { kIdle, kConnecting, kValidating, kReady, kRetryWait };
+  // kHandshaking: a tls=true backend's TLS handshake, between the TCP
+  // connect and the `version` check (under the connect timeout).
+  enum class State : uint8_t { kIdle, kConnecting, kHandshaking, kValidating, kReady, kRetryWait };
   struct Conn final : net::IoWatcher {
     Backend* be = nullptr;
     int fd = -1;
@@ -99,6 +102,7 @@ class Backend : NonCopyable {
     std::string wbuf;
     size_t woff = 0;
     std::string rbuf;
+    std::unique_ptr<net::TlsConn> tls;  // tls=true: the socket's TLS, after the TCP connect
     size_t depth() const { return waiting.size() + inflight.size(); }
     net::Timer timer;  // connect / read / retry, by state
     explicit Conn(Backend* b) : be(b), timer([this] { be->OnTimer(this); }) {}
@@ -106,6 +110,14 @@ class Backend : NonCopyable {
   };
 
   void Connect(Conn* c);
+  // The TCP connection is up: the TLS handshake (tls=true), then `version`.
+  void Connected(Conn* c);
+  void Handshake(Conn* c);
+  void SendVersion(Conn* c);
+  // The socket's reads and writes, through TLS when the backend has it:
+  // as recv/send (-1 with errno EAGAIN when nothing moves now).
+  ssize_t Send(Conn* c, const char* p, size_t n);
+  ssize_t Recv(Conn* c, char* p, size_t n);
   void OnIo(Conn* c, uint32_t events);
   void OnTimer(Conn* c);
   void OnWritable(Conn* c);

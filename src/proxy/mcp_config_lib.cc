@@ -68,8 +68,7 @@ void BackendOption(lua_State* L, const char* k, BackendOptions* o) {
   } else if (std::strcmp(k, "flapbackoffmax") == 0) {
     o->flap_backoff_max = static_cast<uint32_t>(Integer(L, -1, "backend flapbackoffmax", 0, 1 << 30));
   } else if (std::strcmp(k, "tls") == 0) {
-    // memcached built without TLS takes tls = false too.
-    if (lua_toboolean(L, -1) != 0) luaL_error(L, "backend option 'tls' is not supported by Trove yet");
+    o->tls = lua_toboolean(L, -1) != 0;  // memcached reads it as a boolean
   } else if (std::strcmp(k, "log") == 0) {
     // log = { rate = N, errors = bool, deadline = ms, tag = "..." }: a
     // proxyreqs line per sampled / failed / slow backend request.
@@ -144,6 +143,8 @@ int McpBackend(lua_State* L) {
     if (!lua_isnoneornil(L, 4)) luaL_error(L, "backend: weights are not supported by Trove yet");
   }
   if (spec->host.empty()) luaL_error(L, "backend: a host is required");
+  if (spec->opts.tls && rt->shared()->client_tls() == nullptr)
+    luaL_error(L, "TLS requested but not initialized: call mcp.init_tls()");
   if (spec->port.empty()) spec->port = "11211";
   void* p = lua_newuserdatauv(L, sizeof(BackendUd), 0);
   new (p) BackendUd{std::move(spec)};
@@ -297,18 +298,21 @@ int SetStatLimit(lua_State* L) {
   return 0;
 }
 
-// TLS to backends: memcached built without TLS takes backend_use_tls(false)
-// and refuses the rest; Trove has no TLS.
+// TLS to backends, as memcached's proxy: mcp.init_tls() makes the client
+// context (once; later calls keep it), mcp.backend_use_tls(bool) is the
+// default of backends made afterwards, tls=bool a backend's own.
 int SetUseTls(lua_State* L) {
-  luaL_checktype(L, -1, LUA_TBOOLEAN);
-  (void)ConfigRuntime(L, "mcp.backend_use_tls");
-  if (lua_toboolean(L, -1) != 0) return luaL_error(L, "mcp.backend_use_tls: TLS is not supported by Trove yet");
+  luaL_checktype(L, 1, LUA_TBOOLEAN);
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.backend_use_tls");
+  rt->pending_settings().backend_defaults.tls = lua_toboolean(L, 1) != 0;
   return 0;
 }
 
 int InitTls(lua_State* L) {
-  (void)ConfigRuntime(L, "mcp.init_tls");
-  return luaL_error(L, "mcp.init_tls: TLS is not supported by Trove yet");
+  ProxyRuntime* rt = ConfigRuntime(L, "mcp.init_tls");
+  std::string err;
+  if (!rt->shared()->InitClientTls(&err)) return luaL_error(L, "mcp.init_tls: %s", err.c_str());
+  return 0;
 }
 
 // mcp.register_cron(name, { every = s, rerun = bool, func = f })

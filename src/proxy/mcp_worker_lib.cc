@@ -135,16 +135,6 @@ int Stat(lua_State* L) {
   return 0;
 }
 
-
-// rctx:tls_peer_cn(): the client certificate's common name. Trove's
-// listeners have no TLS (-Z is refused), so, as memcached on a connection
-// without TLS, nil.
-int RctxTlsPeerCn(lua_State* L) {
-  (void)CheckUd(L, 1, Ctx(L)->rctx_mt, kRctxMt);
-  lua_pushnil(L);
-  return 1;
-}
-
 }  // namespace
 
 void OpenWorkerFunctions(lua_State* L) {
@@ -159,11 +149,6 @@ void OpenWorkerFunctions(lua_State* L) {
     *slot = lua_topointer(L, -1);
     lua_pop(L, 1);
   }
-  luaL_getmetatable(L, kRctxMt);
-  lua_getfield(L, -1, "__index");
-  lua_pushcfunction(L, RctxTlsPeerCn);
-  lua_setfield(L, -2, "tls_peer_cn");
-  lua_pop(L, 2);
   static const luaL_Reg kNone[] = {{nullptr, nullptr}};
   RegisterMethods(L, kPoolProxyMt, kNone, GcUd<PoolProxyUd>);
   NewUdMetatable(L, kTbfMt, nullptr, TbfCall);

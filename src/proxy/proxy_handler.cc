@@ -30,9 +30,9 @@ constexpr size_t kMaxLine = 8192;
 class ProxyHandler final : public net::ProtocolHandler {
  public:
   ProxyHandler(ProxyWorker* w, const std::string* tag, std::unique_ptr<net::ProtocolHandler> inner,
-               net::ConnControl* control, int fd)
+               net::ConnControl* control, int fd, std::shared_ptr<const std::string> peer_cn)
       : w_(w), tag_(tag), inner_(std::move(inner)), control_(control), fd_(fd),
-        st_(new State) {
+        peer_cn_(std::move(peer_cn)), st_(new State) {
     st_->h = this;
   }
   ~ProxyHandler() override {
@@ -129,6 +129,7 @@ class ProxyHandler final : public net::ProtocolHandler {
         r.eol_len = eol;
         r.info = info;
         r.cfd = fd_;
+        r.peer_cn = peer_cn_;
         Start(hook, r);
         off += req_len;
         continue;
@@ -249,6 +250,7 @@ class ProxyHandler final : public net::ProtocolHandler {
       r.info.ntokens = static_cast<uint16_t>(info.key_token + 1);
       r.info.noreply = false;
       r.cfd = fd_;
+      r.peer_cn = peer_cn_;
       r.multiget = true;
       Start(hook, r);
     }
@@ -282,6 +284,7 @@ class ProxyHandler final : public net::ProtocolHandler {
   std::unique_ptr<net::ProtocolHandler> inner_;
   net::ConnControl* const control_;
   const int fd_;
+  const std::shared_ptr<const std::string> peer_cn_;  // verified client certificate CN, or null
   State* const st_;
   size_t wanted_ = 0;
   bool passthrough_ = false;  // a `watch` connection: the inner handler owns it
@@ -302,8 +305,12 @@ class ProxyFactory final : public net::ProtocolFactory {
   ProxyFactory(ProxyRuntime* rt, net::ProtocolFactory* inner, std::string tag)
       : rt_(rt), inner_(inner), tag_(std::move(tag)) {}
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id, const net::ConnInfoView& conn) override {
+    std::shared_ptr<const std::string> cn;
+    if (conn.tls_verified && !conn.tls_peer_cn.empty())
+      cn = std::make_shared<const std::string>(conn.tls_peer_cn);
     return std::make_unique<ProxyHandler>(rt_->worker(worker_id), &tag_,
-                                          inner_->Create(worker_id, conn), conn.control, conn.fd);
+                                          inner_->Create(worker_id, conn), conn.control, conn.fd,
+                                          std::move(cn));
   }
   void InitWorker(int worker_id) override {
     inner_->InitWorker(worker_id);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 
 #include "common/mutex.h"
 #include "net/log_hub.h"
+#include "net/tls_context.h"
 
 namespace trove::proxy {
 
@@ -48,12 +50,25 @@ class ProxyShared {
     MutexLock l(&mu_);
     return {bad_.begin(), bad_.end()};
   }
+  // mcp.init_tls(): the backends' client context, made once and kept for
+  // the process (reloads reuse it). Backends read it at each connect.
+  bool InitClientTls(std::string* err) {
+    MutexLock l(&mu_);
+    if (client_tls_ != nullptr) return true;
+    client_tls_ = net::TlsContext::BuildClient(err);
+    return client_tls_ != nullptr;
+  }
+  std::shared_ptr<const net::TlsContext> client_tls() const {
+    MutexLock l(&mu_);
+    return client_tls_;
+  }
 
  private:
   net::LogHub* const log_;
   ProxyCounters counters_;
   mutable Mutex mu_{LockRank::kLeaf};
   std::map<std::string, int64_t> bad_ GUARDED_BY(mu_);
+  std::shared_ptr<const net::TlsContext> client_tls_ GUARDED_BY(mu_);
 };
 
 }  // namespace trove::proxy

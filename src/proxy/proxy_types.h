@@ -50,6 +50,7 @@ struct BackendOptions {
   int connections = 1;
   bool down = false;
   bool tcp_keepalive = false;
+  bool tls = false;  // tls=true / mcp.backend_use_tls(true): TLS to this backend
   // log={...}
   bool log = false;
   int log_rate = 0;

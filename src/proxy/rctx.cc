@@ -165,6 +165,7 @@ void ProxyWorker::StartRequest(int hook_ref, const RequestView& req, FinishFn fi
   rc->finish = std::move(finish);
   rc->multiget = req.multiget;
   rc->cfd = req.cfd;
+  rc->peer_cn = req.peer_cn;
   rc->pending = 1;
   rc->running = true;
   req_active_.fetch_add(1, std::memory_order_relaxed);

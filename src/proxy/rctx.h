@@ -121,6 +121,7 @@ struct Rctx {
   std::function<void(std::string_view)> finish;
   bool multiget = false;
   int cfd = 0;
+  std::shared_ptr<const std::string> peer_cn;  // RequestView::peer_cn
   std::string fgen_name;
   // User objects (rctx:request_new / response_new, at most the funcgen's
   // user_objs): kept alive by the VM's table of them (mutator.cc) and

@@ -286,6 +286,19 @@ int RctxCfd(lua_State* L) {
   return 1;
 }
 
+// memcached's rctx:tls_peer_cn(): the client's verified certificate's
+// subject CN, or nil (no TLS, no certificate, no CN).
+int RctxTlsPeerCn(lua_State* L) {
+  Rctx* rc = CheckRctx(L);
+  while (rc->is_child && rc->parent != nullptr) rc = rc->parent;
+  if (rc->peer_cn == nullptr) {
+    lua_pushnil(L);
+  } else {
+    lua_pushlstring(L, rc->peer_cn->data(), rc->peer_cn->size());
+  }
+  return 1;
+}
+
 int RctxHandleSetCb(lua_State* L) {
   Rctx* rc = CheckRctx(L);
   HandleSlot& hs = rc->h[HandleArg(L, rc, 2, "handle_set_cb")];
@@ -358,6 +371,7 @@ void OpenRctxFunctions(lua_State* L) {
       {"res_ok", RctxResOk},            {"res_any", RctxResAny},
       {"result", RctxResult},           {"best_result", RctxBestResult},
       {"worst_result", RctxWorstResult}, {"cfd", RctxCfd},
+      {"tls_peer_cn", RctxTlsPeerCn},
       {"handle_set_cb", RctxHandleSetCb}, {nullptr, nullptr}};
   luaL_newmetatable(L, kRctxMt);
   lua_newtable(L);

@@ -60,6 +60,9 @@ struct RequestView {
   size_t eol_len = 2;
   ReqInfo info;
   int cfd = 0;
+  // The client's verified certificate CN (mtls: listeners), shared by its
+  // requests; null without one (rctx:tls_peer_cn()).
+  std::shared_ptr<const std::string> peer_cn;
   bool multiget = false;  // one key of a split text multiget: its END is dropped
 };
 

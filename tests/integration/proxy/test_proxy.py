@@ -615,14 +615,13 @@ def test_stats_proxy_counts_commands_and_the_vm(make_server, tmp_path):
     assert int(st["vm_gc_runs"]) > gc0
 
 
-def test_unsupported_options_are_refused(tmp_path):
-    for opt in ("tls = true",):
-        text = ("function mcp_config_pools() return mcp.pool({ mcp.backend({ label = 'x', "
-                "host = '127.0.0.1', port = 1, %s }) }) end\nfunction mcp_config_routes() end\n" % opt)
-        cfg = write(tmp_path, "u.lua", text)
-        with pytest.raises(hserver.ServerError) as e:
-            hserver.Server(["-o", "proxy_config=" + cfg], start_timeout=3)
-        assert "not supported by Trove yet" in str(e.value)
+def test_tls_backend_needs_init_tls(tmp_path):
+    text = ("function mcp_config_pools() return mcp.pool({ mcp.backend({ label = 'x', "
+            "host = '127.0.0.1', port = 1, tls = true }) }) end\nfunction mcp_config_routes() end\n")
+    cfg = write(tmp_path, "u.lua", text)
+    with pytest.raises(hserver.ServerError) as e:
+        hserver.Server(["-o", "proxy_config=" + cfg], start_timeout=3)
+    assert "TLS requested but not initialized: call mcp.init_tls()" in str(e.value)
 
 
 def test_mcp_log_reaches_proxyuser_watchers(make_server, tmp_path):

@@ -2,7 +2,8 @@
 mcp.luagc_ratio, mcp.stat_limit (and add_stat's and mcp.stat's bounds),
 res:close() and the __close metamethod, the constants MCMC_ERR and P_OK,
 mcp.attach on every command (version, stats, watch and quit routed when
-hooked, mn never), and TLS refused (rctx:tls_peer_cn is nil).
+hooked, mn never), and TLS misuse refused (rctx:tls_peer_cn is nil without
+TLS; test_proxy_tls.py has the rest).
 
 Routes answer through Trove's own cache (mcp.internal), so no backend is
 needed. Every reply is asserted byte for byte; a local `mn` after a reply
@@ -333,13 +334,14 @@ def test_attach_errors(tmp_path, call, message):
 # ---- TLS --------------------------------------------------------------------
 
 @pytest.mark.parametrize("body, message", [
-    ("mcp.init_tls()", "mcp.init_tls: TLS is not supported by Trove yet"),
-    ("mcp.backend_use_tls(true)", "mcp.backend_use_tls: TLS is not supported by Trove yet"),
     ("mcp.backend_use_tls('yes')", "boolean expected, got string"),
+    # As memcached: a TLS backend needs the client context first.
     ("mcp.pool({ mcp.backend({ label = 'b', host = '127.0.0.1', port = 1, tls = true }) })",
-     "backend option 'tls' is not supported by Trove yet"),
+     "TLS requested but not initialized: call mcp.init_tls()"),
+    ("mcp.backend_use_tls(true)\nmcp.pool({ mcp.backend('b', '127.0.0.1', 1) })",
+     "TLS requested but not initialized: call mcp.init_tls()"),
 ])
-def test_tls_is_refused(tmp_path, body, message):
+def test_tls_misuse_is_refused(tmp_path, body, message):
     assert message in startup_error(tmp_path, _stat_config(body))
 
 

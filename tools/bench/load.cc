@@ -17,8 +17,13 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "common/check.h"
 #include "common/clock.h"
@@ -29,6 +34,64 @@ namespace trove::bench {
 namespace {
 
 int64_t Now() { return SystemClock::Default()->MonoNanos(); }
+
+// --tls: one client context for the run (made by the first connection;
+// SSL_new from several threads is safe once it is built), no server
+// verification: the generator measures, it does not authenticate.
+SSL_CTX* ClientContext(const Options& o, std::string* err) {
+  static std::once_flag once;
+  static SSL_CTX* ctx = nullptr;
+  static std::string build_err;
+  std::call_once(once, [&o] {
+    ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == nullptr) {
+      build_err = "SSL_CTX_new failed";
+      return;
+    }
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (!o.tls_cert.empty() &&
+        (SSL_CTX_use_certificate_chain_file(ctx, o.tls_cert.c_str()) != 1 ||
+         SSL_CTX_use_PrivateKey_file(ctx, (o.tls_key.empty() ? o.tls_cert : o.tls_key).c_str(),
+                                     SSL_FILETYPE_PEM) != 1)) {
+      build_err = "cannot load the client certificate " + o.tls_cert;
+      SSL_CTX_free(ctx);
+      ctx = nullptr;
+    }
+  });
+  if (ctx == nullptr) *err = build_err;
+  return ctx;
+}
+
+// As read/write on a non-blocking socket: -1 with errno EAGAIN when the
+// record layer waits for the socket.
+ssize_t IoRead(int fd, SSL* ssl, char* p, size_t n) {
+  if (ssl == nullptr) return read(fd, p, n);
+  size_t got = 0;
+  if (SSL_read_ex(ssl, p, n, &got) == 1) return static_cast<ssize_t>(got);
+  const int e = SSL_get_error(ssl, 0);
+  ERR_clear_error();
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    errno = EAGAIN;
+    return -1;
+  }
+  if (e == SSL_ERROR_ZERO_RETURN) return 0;
+  if (errno == 0) errno = EPROTO;
+  return -1;
+}
+
+ssize_t IoWrite(int fd, SSL* ssl, const char* p, size_t n) {
+  if (ssl == nullptr) return write(fd, p, n);
+  size_t put = 0;
+  if (SSL_write_ex(ssl, p, n, &put) == 1) return static_cast<ssize_t>(put);
+  const int e = SSL_get_error(ssl, 0);
+  ERR_clear_error();
+  if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+    errno = EAGAIN;
+    return -1;
+  }
+  if (errno == 0) errno = EPROTO;
+  return -1;
+}
 
 // State shared by the main thread and one load thread.
 struct ThreadShared {
@@ -52,6 +115,7 @@ struct Timeline {
 // One connection: socket plus protocol session. Owner: its load thread.
 struct Conn {
   int fd = -1;
+  SSL* ssl = nullptr;  // --tls
   bool dead = false;
   bool want_out = false;  // EPOLLOUT is armed
   std::unique_ptr<ClientSession> session;
@@ -65,7 +129,8 @@ struct Conn {
   OpenLoopSchedule schedule;  // open loop only
 };
 
-Result<int> Connect(const Options& o) {
+Result<int> Connect(const Options& o, SSL** ssl_out) {
+  *ssl_out = nullptr;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -87,12 +152,30 @@ Result<int> Connect(const Options& o) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    SSL* ssl = nullptr;
+    if (o.tls) {  // the TLS handshake, still blocking
+      std::string err;
+      SSL_CTX* ctx = ClientContext(o, &err);
+      if (ctx == nullptr) {
+        close(fd);
+        freeaddrinfo(res);
+        return Status::Invalid(err);
+      }
+      ssl = SSL_new(ctx);
+      if (ssl == nullptr || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+        ERR_clear_error();
+        if (ssl != nullptr) SSL_free(ssl);
+        close(fd);
+        last = Status::Invalid("TLS handshake with " + o.host + ":" + port + " failed");
+        continue;
+      }
+    }
     // Still blocking: one command, its one-line reply.
-    auto handshake = [fd](const std::string& cmd, const char* what) -> Status {
+    auto handshake = [fd, ssl](const std::string& cmd, const char* what) -> Status {
       std::string reply;
       char ch;
-      bool sent = write(fd, cmd.data(), cmd.size()) == static_cast<ssize_t>(cmd.size());
-      while (sent && reply.size() < 256 && read(fd, &ch, 1) == 1) {
+      bool sent = IoWrite(fd, ssl, cmd.data(), cmd.size()) == static_cast<ssize_t>(cmd.size());
+      while (sent && reply.size() < 256 && IoRead(fd, ssl, &ch, 1) == 1) {
         reply.push_back(ch);
         if (ch == '\n') break;
       }
@@ -112,12 +195,14 @@ Result<int> Connect(const Options& o) {
       hs = handshake("*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n", "CLIENT TRACKING on");
     }
     if (!hs.ok()) {
+      if (ssl != nullptr) SSL_free(ssl);
       close(fd);
       freeaddrinfo(res);
       return hs;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     freeaddrinfo(res);
+    *ssl_out = ssl;
     return fd;
   }
   freeaddrinfo(res);
@@ -182,6 +267,8 @@ void LoadThread::Kill(Conn& c, const char* why, int err) {
     stats_.NoteError(m);
   }
   epoll_ctl(epfd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  if (c.ssl != nullptr) SSL_free(c.ssl);
+  c.ssl = nullptr;
   close(c.fd);
   c.fd = -1;
 }
@@ -207,7 +294,7 @@ void LoadThread::Open() {
       uint64_t per = o_.requests / static_cast<uint64_t>(total);
       c.remaining = per + (static_cast<uint64_t>(global) < o_.requests % total ? 1 : 0);
     }
-    Result<int> fd = Connect(o_);
+    Result<int> fd = Connect(o_, &c.ssl);
     if (!fd.ok()) {
       c.dead = true;
       ++stats_.err_connection;
@@ -259,7 +346,7 @@ void LoadThread::Flush(Conn& c) {
   while (!c.dead) {
     std::string_view out = c.session->Output();
     if (out.empty()) break;
-    ssize_t n = write(c.fd, out.data(), out.size());
+    ssize_t n = IoWrite(c.fd, c.ssl, out.data(), out.size());
     if (n > 0) {
       c.session->Consumed(static_cast<size_t>(n));
       continue;
@@ -293,7 +380,7 @@ void LoadThread::Read(Conn& c) {
       Kill(c, "oversized reply", 0);
       return;
     }
-    ssize_t n = read(c.fd, c.in.data() + c.in_end, c.in.size() - c.in_end);
+    ssize_t n = IoRead(c.fd, c.ssl, c.in.data() + c.in_end, c.in.size() - c.in_end);
     if (n == 0) {
       Kill(c, "server closed the connection", 0);
       return;
@@ -397,6 +484,8 @@ void LoadThread::Run() {
   }
   for (Conn& c : conns_) {
     if (!c.dead) {
+      if (c.ssl != nullptr) SSL_free(c.ssl);
+      c.ssl = nullptr;
       close(c.fd);
       c.dead = true;
     }

@@ -50,6 +50,9 @@ enum LongOnly {
   kNoProgress,
   kSeed,
   kRespTracking,
+  kTls,
+  kTlsCert,
+  kTlsKey,
   kRespAuth,
   kPattern,
   kRatio,
@@ -83,6 +86,8 @@ workload:
       --prefill            set every key once (sequential) before the run
       --resp-auth=U:P      RESP: every connection sends AUTH U P first
       --resp-tracking      RESP: every connection sends CLIENT TRACKING on
+      --tls                TLS on every connection (the server is not verified)
+      --tls-cert=F --tls-key=F  a client certificate, for servers that ask for one
                            first (client-side caching's cost on the server)
 duration and rate:
   -D, --duration S         measured seconds (10)
@@ -154,6 +159,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       {"seed", required_argument, nullptr, kSeed},
       {"resp-tracking", no_argument, nullptr, kRespTracking},
       {"resp-auth", required_argument, nullptr, kRespAuth},
+      {"tls", no_argument, nullptr, kTls},
+      {"tls-cert", required_argument, nullptr, kTlsCert},
+      {"tls-key", required_argument, nullptr, kTlsKey},
       {nullptr, 0, nullptr, 0},
   };
   *help = false;
@@ -259,6 +267,15 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
       case kRespTracking:
         o->resp_tracking = true;
         break;
+      case kTls:
+        o->tls = true;
+        break;
+      case kTlsCert:
+        o->tls_cert = optarg;
+        break;
+      case kTlsKey:
+        o->tls_key = optarg;
+        break;
       case kMultiget:
         if (!ParseInt(a, 1, 1000, &o->multiget)) return Bad("multiget", a);
         break;
@@ -307,6 +324,9 @@ Status ParseOptions(int argc, char** argv, Options* o, bool* help) {
   if (o->multiget > 1 && o->get_weight == 0) return Status::Invalid("--multiget needs gets");
   if (!o->resp_auth.empty() && o->protocol != Protocol::kResp) {
     return Status::Invalid("--resp-auth needs -P resp");
+  }
+  if ((!o->tls_cert.empty() || !o->tls_key.empty()) && !o->tls) {
+    return Status::Invalid("--tls-cert/--tls-key need --tls");
   }
   if (o->resp_tracking && o->protocol != Protocol::kResp) {
     return Status::Invalid("--resp-tracking needs -P resp");

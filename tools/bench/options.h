@@ -39,6 +39,8 @@ struct Options {
   double drain_s = 2;  // after the end, wait this long for outstanding replies
   bool resp_tracking = false;  // CLIENT TRACKING on for every connection
   std::string resp_auth;       // "user:pass": every connection sends AUTH first
+  bool tls = false;            // --tls: every connection speaks TLS
+  std::string tls_cert, tls_key;  // --tls-cert / --tls-key: a client certificate
 
   int total_conns() const { return threads * conns_per_thread; }
 };

@@ -29,7 +29,11 @@ local function apply_settings(s)
             if type(v) ~= "table" then fail("settings{}: %s must be a table", k) end
             if k == "pool_options" then pool_opts = v else be_opts = v end
         elseif k == "backend_use_tls" then
-            if v then fail("settings{}: backend_use_tls: TLS to backends is not supported by Trove yet") end
+            -- TLS to every backend made afterwards (backend_options{tls=false} opts one out).
+            if type(v) ~= "boolean" then fail("settings{}: backend_use_tls must be true or false") end
+            if v then mcp.init_tls() end
+            mcp.backend_use_tls(v)
+            say("setting", k, "=", v)
         elseif k == "local_zone" then
             -- same as local_zone("name")
             if type(v) ~= "string" or v == "" then fail("settings{}: local_zone must be a zone name") end

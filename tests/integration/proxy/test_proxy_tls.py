@@ -117,3 +117,16 @@ def test_tls_peer_cn_on_mtls_and_plain_listeners(make_server, pki, tmp_path):
     with socket.create_connection(("127.0.0.1", plain), timeout=5) as s:
         s.sendall(b"md k\r\n")
         assert s.recv(4096) == b"SERVER_ERROR cn nil\r\n"
+
+
+def test_routelib_backend_use_tls(make_server, pki, tmp_path):
+    from test_routelib import start
+    be = tls_backend(make_server, pki)
+    config = ('settings{ backend_use_tls = true }\n'
+              'pools{ main = { backends = { "127.0.0.1:%d" } } }\n'
+              'routes{ default = route_direct{ child = "main" } }\n' % be.port)
+    px = start(make_server, tmp_path, config)
+    c = T.to(px)
+    assert c.call("ms rl 2\r\nok\r\n") == "HD\r\n"
+    assert c.call("mg rl v\r\n") == "VA 2\r\n"
+    assert c.read_line() == "ok\r\n"

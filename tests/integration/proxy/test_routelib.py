@@ -1109,8 +1109,8 @@ POOL = 'pools{ main = { backends = { "127.0.0.1:1" } } }\n'
      "routes{} default: route_direct: route_split: no pool named 'x'"),
     (POOL + 'settings{ backend_connect_timout = 3 }\nroutes{ default = route_null{} }',
      "settings{}: unknown setting 'backend_connect_timout'"),
-    (POOL + 'settings{ backend_use_tls = true }\nroutes{ default = route_null{} }',
-     "backend_use_tls: TLS to backends is not supported by Trove yet"),
+    (POOL + 'settings{ backend_use_tls = "yes" }\nroutes{ default = route_null{} }',
+     "settings{}: backend_use_tls must be true or false"),
     ('pools{ internal = { backends = { "127.0.0.1:1" } } }\nroutes{ default = route_null{} }',
      "pools{}: the name 'internal' is reserved"),
     (POOL + 'routes{ mpa = {} }', "routes{}: unknown option 'mpa'"),
@@ -1130,7 +1130,7 @@ POOL = 'pools{ main = { backends = { "127.0.0.1:1" } } }\n'
     ('pools{ main = { backends = { "127.0.0.1:1" }, options = { filter = "tag" } } }\n'
      'routes{ default = route_null{} }', "pools{} 'main': unknown hash filter specified: tag"),
     ('pools{ main = { backends = { { host = "127.0.0.1", port = 1, tls = true } } } }\n'
-     'routes{ default = route_null{} }', "backend option 'tls' is not supported by Trove yet"),
+     'routes{ default = route_null{} }', "TLS requested but not initialized: call mcp.init_tls()"),
     ('pools{ set_x = { backends = { "127.0.0.1:1" } } }\nroutes{ default = route_null{} }',
      "a name starting with set_ is a set of pools"),
     (POOL + 'routes{ default = route_direct{ child = "main" } }\nroutes{ default = route_null{} }',

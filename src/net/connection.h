@@ -82,6 +82,9 @@ struct NewConn {
 //     worker's flush list.
 //  6. While suspended, the handler's OnData is not called; Resume() puts the
 //     connection on the ready list so its buffered input is parsed in order.
+//  7. handler is null only while a TLS handshake runs (tls set, handshaking):
+//     then only the handshake runs on the socket's events, and nothing is
+//     parsed or flushed (worker_tls.cc).
 class Connection final : public IoWatcher, public ConnControl {
  public:
   explicit Connection(Worker* w) : worker(w) {}

@@ -24,11 +24,11 @@ struct KeyFlagGroup {
 };
 constexpr KeyFlagGroup kKeyFlagGroups[] = {
     {"RO access",
-     "expiretime get getrange hget hgetall hkeys hmget hrandfield hscan hvals lcs lindex lpos "
-     "lrange mget pexpiretime pttl sdiff sinter sintercard smembers smismember srandmember sscan "
-     "substr sunion ttl zcount zdiff zinter zintercard zlexcount zmscore zrandmember zrange "
-     "zrangebylex zrangebyscore zrank zrevrange zrevrangebylex zrevrangebyscore zrevrank zscan "
-     "zscore zunion"},
+     "bitcount bitfield_ro bitpos expiretime get getbit getrange hget hgetall hkeys hmget "
+     "hrandfield hscan hvals lcs lindex lpos lrange mget pexpiretime pttl sdiff sinter sintercard "
+     "smembers smismember srandmember sscan substr sunion ttl zcount zdiff zinter zintercard "
+     "zlexcount zmscore zrandmember zrange zrangebylex zrangebyscore zrank zrevrange "
+     "zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion"},
     {"RO access", "eval_ro evalsha_ro"},
     {"RW access update", "eval evalsha"},
     {"RO", "exists hexists hlen hstrlen llen scard sismember strlen touch type watch zcard"},
@@ -37,7 +37,8 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
      "blmpop blpop brpop bzmpop bzpopmax bzpopmin getdel lmpop lpop rpop spop zmpop zpopmax "
      "zpopmin"},
     {"RW access update",
-     "decr decrby getex getset hincrby hincrbyfloat incr incrby incrbyfloat move zincrby"},
+     "bitfield decr decrby getex getset hincrby hincrbyfloat incr incrby incrbyfloat move setbit "
+     "zincrby"},
     {"RW update", "expire expireat hmset hset lset persist pexpire pexpireat setrange zadd"},
     {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd"},
     {"RW delete", "hdel lrem ltrim srem zrem zremrangebylex zremrangebyrank zremrangebyscore"},
@@ -57,7 +58,7 @@ constexpr TwoSpecFlags kTwoSpecFlags[] = {
     {"sinterstore", "RW update", "RO access"},     {"sdiffstore", "OW update", "RO access"},
     {"sunionstore", "OW update", "RO access"},     {"zdiffstore", "OW update", "RO access"},
     {"zinterstore", "OW update", "RO access"},     {"zunionstore", "OW update", "RO access"},
-    {"zrangestore", "OW update", "RO access"}};
+    {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"}};
 
 bool HasWord(std::string_view list, std::string_view word) {
   while (!list.empty()) {
@@ -172,6 +173,8 @@ void GetKeys(CommandContext& ctx, bool with_flags) {
     for (size_t i = 3; i < args.size(); ++i)
       if (EqualsIgnoreCase(args[i], "get")) first = "RW access update";
   }
+  if (!sub && std::string_view(s->name) == "bitfield")  // GETs only: a read
+    first = BitfieldReadOnly(args) ? "RO access" : "RW access update";
   ctx.w->ArrayHeader(idx.size());
   for (size_t j = 0; j < idx.size(); ++j) {
     if (!with_flags) {

@@ -22,6 +22,7 @@
   X(Expiry)        /* expiry.cc: EXPIRE TTL PERSIST ... */                \
   X(String)        /* strings.cc */                                       \
   X(StringRange)   /* string_ranges.cc: APPEND STRLEN GETRANGE SETRANGE LCS */ \
+  X(Bitmap)        /* bitmaps.cc: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD(_RO) */ \
   X(Transaction)   /* transactions.cc: MULTI EXEC DISCARD WATCH UNWATCH */ \
   X(Scripting)     /* scripting.cc: EVAL EVALSHA SCRIPT (+ scripting_lua.cc, scripting_call.cc) */ \
   X(Function)      /* functions.cc: FUNCTION FCALL FCALL_RO (+ scripting_library.cc) */ \

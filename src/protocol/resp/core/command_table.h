@@ -45,6 +45,11 @@ void DestAndNumKeysAt2(std::span<const std::string_view> argv, std::vector<size_
 // Where the key count of `spec` is in argv (1 or 2), from its KeysFn; -1
 // for a command whose keys do not follow a count.
 int KeyCountAt(const CommandSpec& spec);
+// BITFIELD's key flags vary as Redis's bitfieldGetKeys finds them: true when
+// every subcommand of argv (the whole call, argv[0] the command) is a GET or
+// OVERFLOW, so the key is only read (RO access, read permission); any SET,
+// INCRBY or malformed subcommand makes it RW access update. In bitmaps.cc.
+bool BitfieldReadOnly(std::span<const std::string_view> argv);
 
 // Lower-cases ASCII.
 std::string ToLower(std::string_view s);

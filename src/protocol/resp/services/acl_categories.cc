@@ -18,6 +18,7 @@ namespace {
 
 uint32_t GroupCategory(std::string_view g) {
   if (g == "string") return kCatString;
+  if (g == "bitmap") return kCatBitmap;
   if (g == "list") return kCatList;
   if (g == "hash") return kCatHash;
   if (g == "set") return kCatSet;
@@ -100,8 +101,8 @@ uint32_t MemcacheCategories(std::string_view c) {
 // CommandCategories first, so one Trove adds later may stay listed here.
 // clang-format off
 constexpr std::string_view kRedisOnlyCommands[] = {
-    "asking", "bgrewriteaof", "bitcount", "bitfield", "bitfield_ro", "bitop", "bitpos",
-    "cluster", "cluster|addslots", "cluster|addslotsrange", "cluster|bumpepoch",
+    "asking", "bgrewriteaof", "cluster", "cluster|addslots", "cluster|addslotsrange",
+    "cluster|bumpepoch",
     "cluster|count-failure-reports", "cluster|countkeysinslot", "cluster|delslots",
     "cluster|delslotsrange", "cluster|failover", "cluster|flushslots", "cluster|forget",
     "cluster|getkeysinslot", "cluster|help", "cluster|info", "cluster|keyslot", "cluster|links",
@@ -112,12 +113,12 @@ constexpr std::string_view kRedisOnlyCommands[] = {
     "function|delete", "function|dump", "function|flush", "function|help", "function|kill",
     "function|list", "function|load", "function|restore", "function|stats", "geoadd", "geodist",
     "geohash", "geopos", "georadius", "georadius_ro", "georadiusbymember", "georadiusbymember_ro",
-    "geosearch", "geosearchstore", "getbit", "hexpire", "hexpireat", "hexpiretime", "hpersist",
+    "geosearch", "geosearchstore", "hexpire", "hexpireat", "hexpiretime", "hpersist",
     "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "httl", "migrate", "module", "module|help",
     "module|list", "module|load", "module|loadex", "module|unload", "pfadd", "pfcount", "pfdebug",
     "pfmerge", "pfselftest", "psync", "readonly", "readwrite", "replconf", "replicaof", "restore",
     "restore-asking", "script", "script|debug", "script|exists", "script|flush",
-    "script|help", "script|kill", "script|load", "setbit", "slaveof", "sort", "sort_ro", "sync",
+    "script|help", "script|kill", "script|load", "slaveof", "sort", "sort_ro", "sync",
     "wait", "waitaof", "xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xgroup|create",
     "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy", "xgroup|help", "xgroup|setid",
     "xinfo", "xinfo|consumers", "xinfo|groups", "xinfo|help", "xinfo|stream", "xlen", "xpending",

@@ -39,14 +39,15 @@ bool WriteOnly(std::string_view n) {
 // Commands whose first key is written and whose other keys are read.
 bool StoreCommand(std::string_view n) {
   return In(n, {"sinterstore", "sunionstore", "sdiffstore", "zunionstore", "zinterstore",
-                "zdiffstore", "zrangestore"});
+                "zdiffstore", "zrangestore", "bitop"});
 }
 
 // Per command id, computed once: the permission of its keys, and how its
-// first keys differ (store commands, source/destination pairs, SET ... GET).
+// first keys differ (store commands, source/destination pairs, SET ... GET,
+// BITFIELD with only GETs).
 struct KeyRule {
   uint8_t base = kPermRead;
-  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet } kind = kPlain;
+  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield } kind = kPlain;
 };
 
 const std::vector<KeyRule>& Rules() {
@@ -66,6 +67,7 @@ const std::vector<KeyRule>& Rules() {
           r.kind = KeyRule::kSrcDst;
         if (n == "copy") r.kind = KeyRule::kCopy;
         if (n == "set") r.kind = KeyRule::kSet;
+        if (n == "bitfield") r.kind = KeyRule::kBitfield;
       }
       v->push_back(r);
     }
@@ -84,6 +86,8 @@ void KeyPerms(const CommandSpec& spec, std::span<const std::string_view> argv,
     for (size_t i = 3; i < argv.size(); ++i)
       if (EqualsIgnoreCase(argv[i], "get")) p = kPermAll;
   }
+  // BITFIELD with GETs only reads its key (Redis's bitfieldGetKeys: RO access).
+  if (r.kind == KeyRule::kBitfield && BitfieldReadOnly(argv)) p = kPermRead;
   perms->assign(idx.size(), p);
   if (idx.size() < 2) return;
   if (r.kind == KeyRule::kStore) {

@@ -71,6 +71,10 @@ const std::unordered_map<std::string_view, EventRule>& RulesByName() {
     add(Rule::kGetex, kKeClassGeneric, nullptr, {"getex"});
     add_own(Rule::kWrite, kKeClassString, {"append", "setrange", "incrby", "incrbyfloat"});
     add(Rule::kWrite, kKeClassString, "incrby", {"incr", "decr", "decrby"});
+    // bitmaps: SETBIT and BITFIELD raise setbit; BITOP set on its
+    // destination, or del when an empty result deletes it
+    add(Rule::kWrite, kKeClassString, "setbit", {"setbit", "bitfield"});
+    add(Rule::kDstStore, kKeClassString, "set", {"bitop"});
     // lists
     add(Rule::kWrite, kKeClassList, "lpush", {"lpush", "lpushx"});
     add(Rule::kWrite, kKeClassList, "rpush", {"rpush", "rpushx"});

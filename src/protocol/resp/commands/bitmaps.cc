@@ -1,0 +1,902 @@
+// Bitmap commands: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO,
+// on string values with Redis 7's semantics (the newest documented ones:
+// argument errors before the key is looked up, SETBIT/BITFIELD counting a
+// change only when a bit or the length changed) and BITOP's DIFF, DIFF1,
+// ANDOR and ONE of Redis 8.2. Run on the connection's worker with the keys'
+// stripes held.
+//
+// Reads look at the stored item in place (walking its spans when the value
+// is chunked) and copy nothing. Writes rewrite the string as APPEND and
+// SETRANGE do (one copy out, grown with zero bytes, one store) and skip the
+// store when nothing changed, so no keyspace event is raised and no change
+// counted then, as in Redis.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "protocol/resp/commands/string_values.h"
+#include "protocol/resp/core/command_table.h"
+#include "protocol/resp/core/resp_parser.h"
+#include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/types/keyspace.h"
+
+namespace trove::resp {
+namespace {
+
+using engine::ItemRef;
+using engine::ValueType;
+
+// ---------------------------------------------------------------------------
+// Bit arithmetic, all of it. A string is an array of bits numbered as Redis
+// numbers them: bit 0 is the most significant bit of byte 0, bit 7 its least
+// significant, bit 8 the most significant bit of byte 1, and so on. Bits past
+// the end of the string read as 0. A BITFIELD field of `bits` bits at bit
+// offset `off` is the unsigned number its bits spell, first bit most
+// significant (big-endian when the field is byte-aligned); a signed field is
+// that number in two's complement.
+// ---------------------------------------------------------------------------
+
+// The bit of a byte that bit number k (0..7, from the most significant) is.
+constexpr uint8_t BitMask(unsigned k) { return static_cast<uint8_t>(0x80u >> k); }
+// The bits of a byte before bit k, and after it.
+constexpr uint8_t BitsBefore(unsigned k) { return static_cast<uint8_t>(0xFF00u >> k); }
+constexpr uint8_t BitsAfter(unsigned k) { return static_cast<uint8_t>(0x7Fu >> k); }
+
+uint64_t PopCountByte(uint8_t b) { return static_cast<uint64_t>(__builtin_popcount(b)); }
+
+// The number of set bits in p[0, n): 64-bit words through
+// __builtin_popcountll (four counters, so the counts of a 32-byte block do
+// not wait on each other), then the remaining bytes.
+uint64_t PopCount(const uint8_t* p, size_t n) {
+  uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, p + i, sizeof w);  // any alignment
+    c0 += static_cast<uint64_t>(__builtin_popcountll(w[0]));
+    c1 += static_cast<uint64_t>(__builtin_popcountll(w[1]));
+    c2 += static_cast<uint64_t>(__builtin_popcountll(w[2]));
+    c3 += static_cast<uint64_t>(__builtin_popcountll(w[3]));
+  }
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, sizeof w);
+    c0 += static_cast<uint64_t>(__builtin_popcountll(w));
+  }
+  for (; i < n; ++i) c1 += PopCountByte(p[i]);
+  return c0 + c1 + c2 + c3;
+}
+
+// The first bit equal to `bit` (0 or 1) among bits [lo, hi] of p, or -1.
+// Runs of whole bytes that cannot hold it are skipped a 64-bit word at a
+// time.
+int64_t FindBit(const uint8_t* p, uint64_t lo, uint64_t hi, int bit) {
+  // Looking for a 1 in (byte ^ flip): flip turns a search for 0 into one for 1.
+  const uint8_t flip = static_cast<uint8_t>(bit != 0 ? 0x00 : 0xFF);
+  const uint64_t skip_word = bit != 0 ? 0 : ~uint64_t{0};
+  auto probe = [&](size_t i, uint8_t mask) -> int64_t {
+    const uint8_t v = static_cast<uint8_t>((p[i] ^ flip) & mask);
+    if (v == 0) return -1;
+    return static_cast<int64_t>(i) * 8 + std::countl_zero(v);
+  };
+  size_t b = static_cast<size_t>(lo >> 3);
+  const size_t last = static_cast<size_t>(hi >> 3);
+  const uint8_t first_mask = static_cast<uint8_t>(~BitsBefore(static_cast<unsigned>(lo & 7)));
+  const uint8_t last_mask = static_cast<uint8_t>(~BitsAfter(static_cast<unsigned>(hi & 7)));
+  if (b == last) return probe(b, static_cast<uint8_t>(first_mask & last_mask));
+  if (int64_t r = probe(b, first_mask); r >= 0) return r;
+  ++b;
+  while (last - b >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p + b, sizeof w);
+    if (w != skip_word) break;
+    b += 8;
+  }
+  for (; b < last; ++b) {
+    if (int64_t r = probe(b, 0xFF); r >= 0) return r;
+  }
+  return probe(last, last_mask);
+}
+
+// A field's bits are taken byte by byte: at bit position pos, the segment in
+// pos's byte runs from bit (pos & 7) for `take` bits, and the byte has
+// `8 - (pos & 7) - take` bits after it.
+
+// The field of `bits` (1..64) bits at bit `off` of p, as an unsigned number.
+// REQUIRES: p holds byte (off + bits - 1) / 8.
+uint64_t ReadField(const uint8_t* p, uint64_t off, int bits) {
+  uint64_t v = 0;
+  const uint64_t end = off + static_cast<uint64_t>(bits);
+  for (uint64_t pos = off; pos < end;) {
+    const unsigned k = static_cast<unsigned>(pos & 7);
+    const unsigned take = static_cast<unsigned>(std::min<uint64_t>(8 - k, end - pos));
+    const unsigned byte = p[pos >> 3];
+    const unsigned seg = (byte >> (8 - k - take)) & ((1u << take) - 1);
+    v = (v << take) | seg;
+    pos += take;
+  }
+  return v;
+}
+
+// Writes the low `bits` (1..64) bits of v as the field at bit `off` of p.
+// REQUIRES: p holds byte (off + bits - 1) / 8.
+void WriteField(uint8_t* p, uint64_t off, int bits, uint64_t v) {
+  const uint64_t end = off + static_cast<uint64_t>(bits);
+  for (uint64_t pos = off; pos < end;) {
+    const unsigned k = static_cast<unsigned>(pos & 7);
+    const unsigned take = static_cast<unsigned>(std::min<uint64_t>(8 - k, end - pos));
+    const unsigned after = 8 - k - take;
+    const uint64_t later = end - pos - take;  // field bits after this segment
+    const unsigned ones = (1u << take) - 1;
+    const unsigned seg = static_cast<unsigned>(v >> later) & ones;
+    uint8_t& byte = p[pos >> 3];
+    byte = static_cast<uint8_t>((byte & ~(ones << after)) | (seg << after));
+    pos += take;
+  }
+}
+
+// The low `bits` bits set.
+uint64_t FieldMask(int bits) { return bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1; }
+
+// A field's bits read as a two's-complement number of `bits` bits.
+int64_t SignExtend(uint64_t v, int bits) {
+  if (bits < 64 && ((v >> (bits - 1)) & 1) != 0) v |= ~uint64_t{0} << bits;
+  return static_cast<int64_t>(v);
+}
+
+// BITFIELD's OVERFLOW behaviours.
+enum class Overflow : uint8_t { kWrap, kSat, kFail };
+
+// What a SET (value, incr 0) or INCRBY (value = the field's current value)
+// leaves in a signed field of `bits` bits: false for FAIL on overflow
+// (nothing is written), else *out. Overflow is judged on the exact sum;
+// WRAP keeps its low bits, SAT the limit it passed. As Redis, a SET value
+// so far below the minimum that max - value exceeds INT64_MAX counts as
+// passing the maximum (SAT then stores the maximum).
+bool SignedResult(int64_t value, int64_t incr, int bits, Overflow ow, int64_t* out) {
+  const int64_t max = bits >= 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
+  const int64_t min = -max - 1;
+  const uint64_t uval = static_cast<uint64_t>(value), uincr = static_cast<uint64_t>(incr);
+  int dir = 0;  // +1 past the maximum, -1 past the minimum
+  if (value > max) {
+    dir = 1;
+  } else if (value < min) {
+    dir = static_cast<uint64_t>(max) - uval > static_cast<uint64_t>(INT64_MAX) ? 1 : -1;
+  } else if (incr > 0 && uincr > static_cast<uint64_t>(max) - uval) {
+    dir = 1;  // max - value >= 0 fits in 64 unsigned bits
+  } else if (incr < 0 && uint64_t{0} - uincr > uval - static_cast<uint64_t>(min)) {
+    dir = -1;
+  }
+  if (dir == 0) {
+    *out = static_cast<int64_t>(uval + uincr);
+    return true;
+  }
+  switch (ow) {
+    case Overflow::kFail:
+      return false;
+    case Overflow::kSat:
+      *out = dir > 0 ? max : min;
+      return true;
+    case Overflow::kWrap:
+      break;
+  }
+  *out = SignExtend((uval + uincr) & FieldMask(bits), bits);
+  return true;
+}
+
+// The same for an unsigned field of `bits` (1..63) bits; a SET's value is
+// its argument's two's-complement bits (so a negative one passes the
+// maximum, as in Redis).
+bool UnsignedResult(uint64_t value, int64_t incr, int bits, Overflow ow, uint64_t* out) {
+  const uint64_t max = FieldMask(bits);
+  const uint64_t uincr = static_cast<uint64_t>(incr);
+  int dir = 0;
+  if (value > max || (incr > 0 && uincr > max - value)) {
+    dir = 1;
+  } else if (incr < 0 && uint64_t{0} - uincr > value) {
+    dir = -1;
+  }
+  if (dir == 0) {
+    *out = value + uincr;
+    return true;
+  }
+  switch (ow) {
+    case Overflow::kFail:
+      return false;
+    case Overflow::kSat:
+      *out = dir > 0 ? max : 0;
+      return true;
+    case Overflow::kWrap:
+      break;
+  }
+  *out = (value + uincr) & max;
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Reading a stored string in place.
+// ---------------------------------------------------------------------------
+
+// Calls fn(p, n, at) for the existing bytes among [from, to) of a string
+// item's value, in order: p points at the n bytes that start at byte `at`.
+// One call unless the value is chunked; fn returns false to stop early.
+template <class Fn>
+void ForEachPiece(const ItemRef& it, size_t from, size_t to, Fn&& fn) {
+  if (!it) return;
+  to = std::min<size_t>(to, it.value_length());
+  if (from >= to) return;
+  if (!it.is_chunked()) {
+    const std::string_view v = it.value();
+    fn(reinterpret_cast<const uint8_t*>(v.data()) + from, to - from, from);
+    return;
+  }
+  constexpr int kBatch = 16;
+  iovec spans[kBatch];
+  size_t at = 0, skip = 0;
+  while (at < to) {
+    const int got = it.ValueSpans(spans, kBatch, /*with_crlf=*/false, skip);
+    if (got <= 0) return;
+    for (int s = 0; s < got && at < to; ++s) {
+      const size_t len = spans[s].iov_len;
+      if (at + len > from) {
+        const size_t lo = from > at ? from - at : 0;
+        const size_t hi = std::min(len, to - at);
+        if (!fn(static_cast<const uint8_t*>(spans[s].iov_base) + lo, hi - lo, at + lo)) return;
+      }
+      at += len;
+    }
+    skip += static_cast<size_t>(got);
+  }
+}
+
+// Copies bytes [off, off + n) of the value into dst: 0 past its end (or for
+// no item).
+void ReadBytes(const ItemRef& it, size_t off, uint8_t* dst, size_t n) {
+  std::memset(dst, 0, n);
+  ForEachPiece(it, off, off + n, [&](const uint8_t* p, size_t len, size_t at) {
+    std::memcpy(dst + (at - off), p, len);
+    return true;
+  });
+}
+
+// The set bits among bits [lo, hi] of the value. REQUIRES: hi < length * 8.
+uint64_t CountBits(const ItemRef& it, uint64_t lo, uint64_t hi) {
+  const size_t first = static_cast<size_t>(lo >> 3), last = static_cast<size_t>(hi >> 3);
+  uint64_t n = 0;
+  ForEachPiece(it, first, last + 1, [&](const uint8_t* p, size_t len, size_t) {
+    n += PopCount(p, len);
+    return true;
+  });
+  uint8_t edge = 0;
+  ReadBytes(it, first, &edge, 1);
+  n -= PopCountByte(static_cast<uint8_t>(edge & BitsBefore(static_cast<unsigned>(lo & 7))));
+  ReadBytes(it, last, &edge, 1);
+  n -= PopCountByte(static_cast<uint8_t>(edge & BitsAfter(static_cast<unsigned>(hi & 7))));
+  return n;
+}
+
+// The first bit equal to `bit` among bits [lo, hi] of the value, or -1.
+// REQUIRES: hi < length * 8.
+int64_t FindBitInItem(const ItemRef& it, uint64_t lo, uint64_t hi, int bit) {
+  int64_t found = -1;
+  ForEachPiece(it, static_cast<size_t>(lo >> 3), static_cast<size_t>(hi >> 3) + 1,
+               [&](const uint8_t* p, size_t n, size_t at) {
+                 const uint64_t base = uint64_t{at} * 8;
+                 const uint64_t a = std::max(lo, base) - base;
+                 const uint64_t b = std::min(hi, base + uint64_t{n} * 8 - 1) - base;
+                 const int64_t r = FindBit(p, a, b, bit);
+                 if (r < 0) return true;
+                 found = static_cast<int64_t>(base) + r;
+                 return false;
+               });
+  return found;
+}
+
+// A BITFIELD GET: the field at bit `off` of the value (an item, or bytes
+// being rewritten), bits past the end read as 0.
+uint64_t GetField(const ItemRef& it, uint64_t off, int bits) {
+  uint8_t buf[9];  // a 64-bit field spans at most 9 bytes
+  ReadBytes(it, static_cast<size_t>(off >> 3), buf, sizeof buf);
+  return ReadField(buf, off & 7, bits);
+}
+uint64_t GetField(std::string_view s, uint64_t off, int bits) {
+  uint8_t buf[9] = {};
+  const size_t b = static_cast<size_t>(off >> 3);
+  if (b < s.size()) std::memcpy(buf, s.data() + b, std::min(sizeof buf, s.size() - b));
+  return ReadField(buf, off & 7, bits);
+}
+
+// ---------------------------------------------------------------------------
+// Arguments and the rewrite.
+// ---------------------------------------------------------------------------
+
+// SETBIT, GETBIT and BITFIELD offsets (Redis's getBitOffsetFromArgument): an
+// integer >= 0 whose byte (offset / 8) is below proto-max-bulk-len (512 MiB:
+// offsets below 2^32). For BITFIELD (bits > 0), "#N" is the N-th field of
+// that width, offset N * bits (a product past 64 bits is refused; Redis
+// would wrap it).
+bool ParseBitOffset(CommandContext& ctx, std::string_view s, int bits, uint64_t* out) {
+  const bool nth = bits > 0 && !s.empty() && s[0] == '#';
+  int64_t v = 0;
+  bool ok = ParseStrictInt64(nth ? s.substr(1) : s, &v);
+  if (ok && nth) {
+    if (v > INT64_MAX / bits || v < INT64_MIN / bits)
+      ok = false;
+    else
+      v *= bits;
+  }
+  const int64_t max_bytes = ctx.server->proto_max_bulk_len.load(std::memory_order_relaxed);
+  if (!ok || v < 0 || (v >> 3) >= max_bytes) {
+    ctx.Error("ERR bit offset is not an integer or out of range");
+    return false;
+  }
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+// BITCOUNT's and BITPOS's unit: BIT or BYTE (any case).
+bool ParseUnit(CommandContext& ctx, std::string_view s, bool* in_bits) {
+  if (EqualsIgnoreCase(s, "bit")) {
+    *in_bits = true;
+  } else if (EqualsIgnoreCase(s, "byte")) {
+    *in_bits = false;
+  } else {
+    ctx.SyntaxError();
+    return false;
+  }
+  return true;
+}
+
+// BITCOUNT's and BITPOS's range over a string of len bytes, as Redis reads
+// it: negative ends count from the end, both are clamped to the string, and
+// an empty range (start > end) gives false. *lo and *hi are bit positions.
+bool ResolveRange(int64_t start, int64_t end, int64_t len, bool in_bits, uint64_t* lo,
+                  uint64_t* hi) {
+  const int64_t total = in_bits ? len * 8 : len;
+  if (start < 0) start += total;
+  if (end < 0) end += total;
+  if (start < 0) start = 0;
+  if (end < 0) end = 0;
+  if (end >= total) end = total - 1;
+  if (start > end) return false;
+  *lo = static_cast<uint64_t>(in_bits ? start : start * 8);
+  *hi = static_cast<uint64_t>(in_bits ? end : end * 8 + 7);
+  return true;
+}
+
+// Starts a rewrite of the string *it (null: a new key) that needs `need`
+// bytes: copies its value into *v grown with zero bytes to need (one
+// allocation), takes its expiry and releases it. False after the error
+// reply when the result cannot be stored: larger than the engine's item
+// size (checked before anything is allocated).
+bool BeginRewrite(CommandContext& ctx, ItemRef* it, size_t need, std::string* v, int64_t* exptime) {
+  if (need > ctx.engine->options().item_size_max) {
+    ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
+    return false;
+  }
+  v->reserve(need);
+  if (*it) {
+    it->CopyValue(v);
+    *exptime = KeepExptime(*it);
+  }
+  it->Reset();
+  if (v->size() < need) v->resize(need, '\0');
+  return true;
+}
+
+uint8_t* Bytes(std::string& s) { return reinterpret_cast<uint8_t*>(s.data()); }
+
+// ---------------------------------------------------------------------------
+// SETBIT GETBIT BITCOUNT BITPOS
+// ---------------------------------------------------------------------------
+
+void CmdSetBit(CommandContext& ctx) {
+  uint64_t off = 0;
+  if (!ParseBitOffset(ctx, ctx.argv[2], 0, &off)) return;
+  int64_t on = 0;
+  if (!ParseStrictInt64(ctx.argv[3], &on) || (on & ~int64_t{1}) != 0) {
+    ctx.Error("ERR bit is not an integer or out of range");
+    return;
+  }
+  std::string key = ctx.Key(1);
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  const size_t byte = static_cast<size_t>(off >> 3);
+  const uint8_t mask = BitMask(static_cast<unsigned>(off & 7));
+  const size_t len = it ? it.value_length() : 0;
+  int64_t old = 0;
+  if (byte < len) {
+    uint8_t b = 0;
+    ReadBytes(it, byte, &b, 1);
+    old = (b & mask) != 0 ? 1 : 0;
+    if (old == on) {  // same bit, same length: nothing to store (Redis 7.2+)
+      ctx.dirty = 0;
+      ctx.w->Integer(old);
+      return;
+    }
+  }
+  std::string v;
+  int64_t exptime = 0;
+  if (!BeginRewrite(ctx, &it, std::max(len, byte + 1), &v, &exptime)) return;
+  uint8_t& b = Bytes(v)[byte];
+  b = static_cast<uint8_t>(on != 0 ? (b | mask) : (b & ~mask));
+  if (!StoreStringLocked(ctx, key, v, exptime, false)) return;
+  ctx.dirty = 1;
+  ctx.w->Integer(old);
+}
+
+void CmdGetBit(CommandContext& ctx) {
+  uint64_t off = 0;
+  if (!ParseBitOffset(ctx, ctx.argv[2], 0, &off)) return;
+  ItemRef it;
+  if (!GetString(ctx, ctx.Key(1), &it)) return;
+  uint8_t b = 0;
+  ReadBytes(it, static_cast<size_t>(off >> 3), &b, 1);  // 0 past the end
+  ctx.w->Integer((b & BitMask(static_cast<unsigned>(off & 7))) != 0 ? 1 : 0);
+}
+
+// BITCOUNT key [start end [BYTE|BIT]]
+void CmdBitCount(CommandContext& ctx) {
+  const size_t argc = ctx.argc();
+  int64_t start = 0, end = -1;
+  bool in_bits = false;
+  const bool ranged = argc == 4 || argc == 5;
+  if (ranged) {
+    if (!ArgInt(ctx, ctx.argv[2], &start) || !ArgInt(ctx, ctx.argv[3], &end)) return;
+    if (argc == 5 && !ParseUnit(ctx, ctx.argv[4], &in_bits)) return;
+  } else if (argc != 2) {
+    ctx.SyntaxError();
+    return;
+  }
+  ItemRef it;
+  if (!GetString(ctx, ctx.Key(1), &it)) return;
+  // Redis answers 0 at once for two negative ends the wrong way round.
+  if (ranged && start < 0 && end < 0 && start > end) {
+    ctx.w->Integer(0);
+    return;
+  }
+  const int64_t len = it ? static_cast<int64_t>(it.value_length()) : 0;
+  uint64_t lo = 0, hi = 0;
+  if (!ranged) {
+    start = 0;
+    end = len - 1;
+  }
+  if (!ResolveRange(start, end, len, in_bits, &lo, &hi)) {
+    ctx.w->Integer(0);
+    return;
+  }
+  ctx.w->Integer(static_cast<int64_t>(CountBits(it, lo, hi)));
+}
+
+// BITPOS key bit [start [end [BYTE|BIT]]]
+void CmdBitPos(CommandContext& ctx) {
+  int64_t bit = 0;
+  if (!ArgInt(ctx, ctx.argv[2], &bit)) return;
+  if (bit != 0 && bit != 1) {
+    ctx.Error("ERR The bit argument must be 1 or 0.");
+    return;
+  }
+  const size_t argc = ctx.argc();
+  int64_t start = 0, end = -1;
+  bool in_bits = false, end_given = false;
+  if (argc >= 4 && argc <= 6) {
+    // Redis's order: start, then the unit, then end.
+    if (!ArgInt(ctx, ctx.argv[3], &start)) return;
+    if (argc == 6 && !ParseUnit(ctx, ctx.argv[5], &in_bits)) return;
+    if (argc >= 5) {
+      if (!ArgInt(ctx, ctx.argv[4], &end)) return;
+      end_given = true;
+    }
+  } else if (argc != 3) {
+    ctx.SyntaxError();
+    return;
+  }
+  ItemRef it;
+  if (!GetString(ctx, ctx.Key(1), &it)) return;
+  // A missing key is an endless run of zeros.
+  if (!it) {
+    ctx.w->Integer(bit != 0 ? -1 : 0);
+    return;
+  }
+  const int64_t len = static_cast<int64_t>(it.value_length());
+  if (!end_given) end = len - 1;  // the whole string from start (BYTE: a unit needs an end)
+  uint64_t lo = 0, hi = 0;
+  if (!ResolveRange(start, end, len, in_bits, &lo, &hi)) {
+    ctx.w->Integer(-1);  // an empty range holds neither bit
+    return;
+  }
+  int64_t pos = FindBitInItem(it, lo, hi, static_cast<int>(bit));
+  // No clear bit up to the end of the string: without an explicit end the
+  // string counts as padded with zeros, so the answer is the bit after it.
+  if (pos < 0 && bit == 0 && !end_given) pos = static_cast<int64_t>(hi + 1);
+  ctx.w->Integer(pos);
+}
+
+// ---------------------------------------------------------------------------
+// BITOP
+// ---------------------------------------------------------------------------
+
+enum class BitOp : uint8_t { kAnd, kOr, kXor, kNot, kDiff, kDiff1, kAndOr, kOne };
+
+// DIFF, DIFF1 and ANDOR combine their first source X with the OR of the
+// others (X & ~Y, ~X & Y, X & Y).
+bool FirstApart(BitOp op) {
+  return op == BitOp::kDiff || op == BitOp::kDiff1 || op == BitOp::kAndOr;
+}
+
+bool ParseBitOp(std::string_view s, BitOp* op) {
+  static constexpr std::pair<std::string_view, BitOp> kOps[] = {
+      {"and", BitOp::kAnd},     {"or", BitOp::kOr},     {"xor", BitOp::kXor},
+      {"not", BitOp::kNot},     {"diff", BitOp::kDiff}, {"diff1", BitOp::kDiff1},
+      {"andor", BitOp::kAndOr}, {"one", BitOp::kOne}};
+  for (const auto& [name, o] : kOps) {
+    if (EqualsIgnoreCase(s, name)) {
+      *op = o;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Folds a source's bytes s[0, n) into the result d (ONE: and into c, the
+// bits seen in more than one source). The first source was copied into d.
+void FoldBytes(BitOp op, uint8_t* d, uint8_t* c, const uint8_t* s, size_t n) {
+  switch (op) {
+    case BitOp::kAnd:
+      for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(d[i] & s[i]);
+      return;
+    case BitOp::kXor:
+      for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(d[i] ^ s[i]);
+      return;
+    case BitOp::kOne:
+      for (size_t i = 0; i < n; ++i) {
+        c[i] = static_cast<uint8_t>(c[i] | (d[i] & s[i]));
+        d[i] = static_cast<uint8_t>(d[i] ^ s[i]);
+      }
+      return;
+    case BitOp::kOr:
+    case BitOp::kDiff:  // the OR of the sources after X
+    case BitOp::kDiff1:
+    case BitOp::kAndOr:
+    case BitOp::kNot:  // never folded: one source
+      for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(d[i] | s[i]);
+      return;
+  }
+}
+
+// DIFF, DIFF1, ANDOR: combines X's bytes x[0, n) with d[0, n), the OR of
+// the other sources.
+void CombineFirst(BitOp op, uint8_t* d, const uint8_t* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned xs = x[i], ys = d[i];
+    const unsigned r = op == BitOp::kDiff    ? (xs & ~ys)
+                       : op == BitOp::kDiff1 ? (~xs & ys)
+                                             : (xs & ys);
+    d[i] = static_cast<uint8_t>(r);
+  }
+}
+
+// BITOP op destkey key [key ...]: missing sources are empty strings, shorter
+// ones are padded with zero bytes; the result is as long as the longest
+// source, stored at destkey (without expiry), or destkey is deleted when it
+// is empty.
+void CmdBitop(CommandContext& ctx) {
+  BitOp op = BitOp::kAnd;
+  if (!ParseBitOp(ctx.argv[1], &op)) {
+    ctx.SyntaxError();
+    return;
+  }
+  const size_t nsrc = ctx.argc() - 3;
+  if (op == BitOp::kNot && nsrc != 1) {
+    ctx.Error("ERR BITOP NOT must be called with a single source key.");
+    return;
+  }
+  if (FirstApart(op) && nsrc < 2) {
+    std::string e = "ERR BITOP ";
+    for (char ch : ctx.argv[1])
+      e += (ch >= 'a' && ch <= 'z') ? static_cast<char>(ch - 'a' + 'A') : ch;
+    e += " must be called with at least two source keys.";
+    ctx.Error(e);
+    return;
+  }
+  const bool first_apart = FirstApart(op);
+  std::string res;     // grows to the longest source so far, zero-padded
+  std::string common;  // ONE only
+  ItemRef x;           // DIFF, DIFF1, ANDOR: the first source, combined last
+  for (size_t j = 0; j < nsrc; ++j) {
+    ItemRef it = LookupLocked(ctx, ctx.Key(3 + j));  // counts a keyspace hit or miss, as Redis
+    if (it && it.type() != ValueType::kString) {
+      ctx.WrongType();
+      return;
+    }
+    const size_t len = it ? it.value_length() : 0;
+    if (len > res.size()) {
+      res.resize(len, '\0');
+      if (op == BitOp::kOne) common.resize(len, '\0');
+    }
+    if (first_apart && j == 0) {
+      x = std::move(it);
+      continue;
+    }
+    uint8_t* d = Bytes(res);
+    uint8_t* c = op == BitOp::kOne ? Bytes(common) : nullptr;
+    const bool copy = j == 0;  // the first source is the result so far (res is all zero)
+    ForEachPiece(it, 0, len, [&](const uint8_t* p, size_t n, size_t at) {
+      if (copy)
+        std::memcpy(d + at, p, n);
+      else
+        FoldBytes(op, d + at, c == nullptr ? nullptr : c + at, p, n);
+      return true;
+    });
+    // AND with the zeros past this source's end.
+    if (op == BitOp::kAnd && !copy && len < res.size()) std::memset(d + len, 0, res.size() - len);
+  }
+  const size_t maxlen = res.size();
+  const std::string dest = ctx.Key(2);
+  if (maxlen == 0) {
+    ctx.dirty = ctx.engine->UnlinkLocked(dest, ctx.ts) ? 1 : 0;
+    ctx.w->Integer(0);
+    return;
+  }
+  uint8_t* d = Bytes(res);
+  if (op == BitOp::kNot) {
+    for (size_t i = 0; i < maxlen; ++i) d[i] = static_cast<uint8_t>(~d[i]);
+  } else if (op == BitOp::kOne) {
+    const uint8_t* c = Bytes(common);
+    for (size_t i = 0; i < maxlen; ++i) d[i] = static_cast<uint8_t>(d[i] & ~c[i]);
+  } else if (first_apart) {
+    const size_t xlen = x ? x.value_length() : 0;
+    ForEachPiece(x, 0, xlen, [&](const uint8_t* p, size_t n, size_t at) {
+      CombineFirst(op, d + at, p, n);
+      return true;
+    });
+    // Past X's end X is 0: DIFF and ANDOR give 0, DIFF1 keeps the OR.
+    if (op != BitOp::kDiff1 && xlen < maxlen) std::memset(d + xlen, 0, maxlen - xlen);
+  }
+  x.Reset();
+  if (!StoreStringLocked(ctx, dest, res, 0, false)) return;
+  ctx.dirty = 1;
+  ctx.w->Integer(static_cast<int64_t>(maxlen));
+}
+
+// ---------------------------------------------------------------------------
+// BITFIELD BITFIELD_RO
+// ---------------------------------------------------------------------------
+
+struct FieldOp {
+  enum Kind : uint8_t { kGet, kSet, kIncrBy } kind = kGet;
+  bool is_signed = false;
+  int bits = 0;
+  uint64_t offset = 0;
+  int64_t arg = 0;  // SET's value, INCRBY's increment
+  Overflow overflow = Overflow::kWrap;
+};
+
+// A field type: i1..i64 or u1..u63 (lower-case i/u, as Redis).
+bool ParseFieldType(CommandContext& ctx, std::string_view s, FieldOp* op) {
+  int64_t n = 0;
+  bool ok = !s.empty() && (s[0] == 'i' || s[0] == 'u') && ParseStrictInt64(s.substr(1), &n);
+  if (ok) {
+    op->is_signed = s[0] == 'i';
+    ok = n >= 1 && n <= (op->is_signed ? 64 : 63);
+  }
+  if (!ok) {
+    ctx.Error(
+        "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported "
+        "but i64 is.");
+    return false;
+  }
+  op->bits = static_cast<int>(n);
+  return true;
+}
+
+// Walks BITFIELD's subcommands from argv[2] in order, calling fn(op) for each
+// GET, SET and INCRBY with the OVERFLOW in force. False after the error
+// reply on the first bad one; a second walk over the same arguments meets
+// none, so the handler walks once to check and once to run (no list).
+template <class Fn>
+bool ForEachFieldOp(CommandContext& ctx, Fn&& fn) {
+  Overflow ow = Overflow::kWrap;
+  const size_t argc = ctx.argc();
+  for (size_t j = 2; j < argc; ++j) {
+    const size_t rem = argc - j - 1;
+    const std::string_view sub = ctx.argv[j];
+    FieldOp op;
+    if (EqualsIgnoreCase(sub, "get") && rem >= 2) {
+      op.kind = FieldOp::kGet;
+    } else if (EqualsIgnoreCase(sub, "set") && rem >= 3) {
+      op.kind = FieldOp::kSet;
+    } else if (EqualsIgnoreCase(sub, "incrby") && rem >= 3) {
+      op.kind = FieldOp::kIncrBy;
+    } else if (EqualsIgnoreCase(sub, "overflow") && rem >= 1) {
+      const std::string_view t = ctx.argv[++j];
+      if (EqualsIgnoreCase(t, "wrap")) {
+        ow = Overflow::kWrap;
+      } else if (EqualsIgnoreCase(t, "sat")) {
+        ow = Overflow::kSat;
+      } else if (EqualsIgnoreCase(t, "fail")) {
+        ow = Overflow::kFail;
+      } else {
+        ctx.Error("ERR Invalid OVERFLOW type specified");
+        return false;
+      }
+      continue;
+    } else {
+      ctx.SyntaxError();
+      return false;
+    }
+    if (!ParseFieldType(ctx, ctx.argv[j + 1], &op)) return false;
+    if (!ParseBitOffset(ctx, ctx.argv[j + 2], op.bits, &op.offset)) return false;
+    if (op.kind != FieldOp::kGet && !ArgInt(ctx, ctx.argv[j + 3], &op.arg)) return false;
+    op.overflow = ow;
+    fn(op);
+    j += op.kind == FieldOp::kGet ? size_t{2} : size_t{3};
+  }
+  return true;
+}
+
+// One reply of a BITFIELD that writes: a number, or nil for FAIL.
+struct FieldReply {
+  int64_t value = 0;
+  bool nil = false;
+};
+
+// Runs a SET or INCRBY on the field of p (which holds it). *changed: the
+// field's bits changed.
+FieldReply ApplyFieldWrite(uint8_t* p, const FieldOp& op, bool* changed) {
+  const uint64_t old_bits = ReadField(p, op.offset, op.bits);
+  const bool incr = op.kind == FieldOp::kIncrBy;
+  FieldReply r;
+  uint64_t new_bits = 0;
+  if (op.is_signed) {
+    const int64_t old = SignExtend(old_bits, op.bits);
+    int64_t nv = 0;
+    if (!SignedResult(incr ? old : op.arg, incr ? op.arg : 0, op.bits, op.overflow, &nv)) {
+      r.nil = true;
+      return r;
+    }
+    r.value = incr ? nv : old;  // INCRBY answers the new value, SET the old one
+    new_bits = static_cast<uint64_t>(nv) & FieldMask(op.bits);
+  } else {
+    uint64_t nv = 0;
+    if (!UnsignedResult(incr ? old_bits : static_cast<uint64_t>(op.arg), incr ? op.arg : 0, op.bits,
+                        op.overflow, &nv)) {
+      r.nil = true;
+      return r;
+    }
+    r.value = static_cast<int64_t>(incr ? nv : old_bits);  // at most 63 bits
+    new_bits = nv;
+  }
+  WriteField(p, op.offset, op.bits, new_bits);
+  *changed = new_bits != old_bits;
+  return r;
+}
+
+int64_t FieldValue(uint64_t bits_read, const FieldOp& op) {
+  return op.is_signed ? SignExtend(bits_read, op.bits) : static_cast<int64_t>(bits_read);
+}
+
+// BITFIELD key [GET type offset | [OVERFLOW WRAP|SAT|FAIL] SET type offset
+// value | INCRBY type offset increment ...]; BITFIELD_RO (ro) takes GETs
+// only. Every argument is checked before anything runs.
+void BitfieldGeneric(CommandContext& ctx, bool ro) {
+  size_t numops = 0;
+  bool readonly = true;
+  uint64_t highest = 0;  // the last bit a SET or INCRBY touches
+  if (!ForEachFieldOp(ctx, [&](const FieldOp& op) {
+        ++numops;
+        if (op.kind == FieldOp::kGet) return;
+        readonly = false;
+        highest = std::max(highest, op.offset + static_cast<uint64_t>(op.bits) - 1);
+      })) {
+    return;
+  }
+  std::string key = ctx.Key(1);
+  if (readonly) {
+    // Only GETs: a read, counted as one even for BITFIELD (Redis's lookupKeyRead).
+    ItemRef it = LookupLocked(ctx, key);
+    if (!ctx.count_keyspace) CountKeyspace(ctx, static_cast<bool>(it), key);
+    if (it && it.type() != ValueType::kString) {
+      ctx.WrongType();
+      return;
+    }
+    if (!ro) ctx.dirty = 0;
+    ctx.w->ArrayHeader(numops);
+    ForEachFieldOp(ctx, [&](const FieldOp& op) {
+      ctx.w->Integer(FieldValue(GetField(it, op.offset, op.bits), op));
+    });
+    return;
+  }
+  if (ro) {
+    ctx.Error("ERR BITFIELD_RO only supports the GET subcommand");
+    return;
+  }
+  ItemRef it;
+  if (!GetString(ctx, key, &it)) return;
+  const size_t len = it ? it.value_length() : 0;
+  const size_t need = std::max(len, static_cast<size_t>(highest >> 3) + 1);
+  // As Redis, the string is created or grown to the last written bit even
+  // when every write fails on overflow.
+  const bool grown = !it || need > len;
+  std::string v;
+  int64_t exptime = 0;
+  if (!BeginRewrite(ctx, &it, need, &v, &exptime)) return;
+  // The replies wait for the store (which may fail); most calls fit inline.
+  std::array<FieldReply, 16> inline_replies;
+  std::vector<FieldReply> spill;
+  FieldReply* replies = inline_replies.data();
+  if (numops > inline_replies.size()) {
+    spill.resize(numops);
+    replies = spill.data();
+  }
+  int64_t changes = 0;
+  size_t k = 0;
+  ForEachFieldOp(ctx, [&](const FieldOp& op) {
+    FieldReply& r = replies[k++];
+    if (op.kind == FieldOp::kGet) {
+      r.value = FieldValue(GetField(std::string_view(v), op.offset, op.bits), op);
+      return;
+    }
+    bool changed = false;
+    r = ApplyFieldWrite(Bytes(v), op, &changed);
+    if (!r.nil && (grown || changed)) ++changes;
+  });
+  if ((grown || changes > 0) && !StoreStringLocked(ctx, key, v, exptime, false)) return;
+  ctx.dirty = changes;
+  ctx.w->ArrayHeader(numops);
+  for (size_t i = 0; i < numops; ++i) {
+    if (replies[i].nil)
+      ctx.w->Null();
+    else
+      ctx.w->Integer(replies[i].value);
+  }
+}
+
+void CmdBitfield(CommandContext& ctx) { BitfieldGeneric(ctx, false); }
+void CmdBitfieldRo(CommandContext& ctx) { BitfieldGeneric(ctx, true); }
+
+}  // namespace
+
+bool BitfieldReadOnly(std::span<const std::string_view> argv) {
+  for (size_t i = 2; i < argv.size(); ++i) {
+    const size_t rem = argv.size() - i - 1;
+    if (EqualsIgnoreCase(argv[i], "get") && rem >= 2)
+      i += 2;
+    else if (EqualsIgnoreCase(argv[i], "overflow") && rem >= 1)
+      i += 1;
+    else
+      return false;  // SET, INCRBY, or a syntax error (taken as a write, as Redis)
+  }
+  return true;
+}
+
+void RegisterBitmapCommands(std::vector<CommandSpec>* t) {
+  const uint32_t w = kCmdWrite | kCmdDenyOom;
+  const uint32_t r = kCmdReadonly;
+  const CommandAdder add{t, "bitmap"};
+  add("setbit", 4, w, 1, 1, 1, CmdSetBit,
+      "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.",
+      "2.2.0");
+  add("getbit", 3, r | kCmdFast, 1, 1, 1, CmdGetBit, "Returns a bit value by offset.", "2.2.0");
+  add("bitcount", -2, r, 1, 1, 1, CmdBitCount,
+      "Counts the number of set bits (population counting) in a string.", "2.6.0");
+  add("bitpos", -3, r, 1, 1, 1, CmdBitPos, "Finds the first set (1) or clear (0) bit in a string.",
+      "2.8.7");
+  add("bitop", -4, w, 2, -1, 1, CmdBitop,
+      "Performs bitwise operations on multiple strings, and stores the result.", "2.6.0");
+  add("bitfield", -2, w, 1, 1, 1, CmdBitfield,
+      "Performs arbitrary bitfield integer operations on strings.", "3.2.0");
+  add("bitfield_ro", -2, r | kCmdFast, 1, 1, 1, CmdBitfieldRo,
+      "Performs arbitrary read-only bitfield integer operations on strings.", "6.0.0");
+}
+
+}  // namespace trove::resp

@@ -730,7 +730,7 @@ def test_session_resumption_keeps_the_client_identity(make_server, pki):
 
 def test_plaintext_and_garbage_on_the_tls_port_are_closed(make_server, pki):
     srv, port = start(make_server, pki, "-t", "1")
-    payloads = (b"PING\r\n", PING, b"\xff" + os.urandom(3000),
+    payloads = (b"PING\r\n", PING, b"\x00\x00\x00" + os.urandom(2997),
                 b"\x16\x03\x01\x00\x05hello",  # a record that is no ClientHello
                 b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     for payload in payloads:

@@ -156,6 +156,24 @@ int64_t SignExtend(uint64_t v, int bits) {
 // BITFIELD's OVERFLOW behaviours.
 enum class Overflow : uint8_t { kWrap, kSat, kFail };
 
+// A result that left its field's range (dir +1 past hi, -1 past lo) under
+// OVERFLOW ow: false for FAIL, the limit it passed for SAT, the result's
+// low bits (`wrapped`) for WRAP.
+template <typename T>
+bool ApplyOverflow(int dir, Overflow ow, T lo, T hi, T wrapped, T* out) {
+  switch (ow) {
+    case Overflow::kFail:
+      return false;
+    case Overflow::kSat:
+      *out = dir > 0 ? hi : lo;
+      return true;
+    case Overflow::kWrap:
+      break;
+  }
+  *out = wrapped;
+  return true;
+}
+
 // What a SET (value, incr 0) or INCRBY (value = the field's current value)
 // leaves in a signed field of `bits` bits: false for FAIL on overflow
 // (nothing is written), else *out. Overflow is judged on the exact sum;
@@ -180,17 +198,7 @@ bool SignedResult(int64_t value, int64_t incr, int bits, Overflow ow, int64_t* o
     *out = static_cast<int64_t>(uval + uincr);
     return true;
   }
-  switch (ow) {
-    case Overflow::kFail:
-      return false;
-    case Overflow::kSat:
-      *out = dir > 0 ? max : min;
-      return true;
-    case Overflow::kWrap:
-      break;
-  }
-  *out = SignExtend((uval + uincr) & FieldMask(bits), bits);
-  return true;
+  return ApplyOverflow(dir, ow, min, max, SignExtend((uval + uincr) & FieldMask(bits), bits), out);
 }
 
 // The same for an unsigned field of `bits` (1..63) bits; a SET's value is
@@ -209,17 +217,7 @@ bool UnsignedResult(uint64_t value, int64_t incr, int bits, Overflow ow, uint64_
     *out = value + uincr;
     return true;
   }
-  switch (ow) {
-    case Overflow::kFail:
-      return false;
-    case Overflow::kSat:
-      *out = dir > 0 ? max : 0;
-      return true;
-    case Overflow::kWrap:
-      break;
-  }
-  *out = (value + uincr) & max;
-  return true;
+  return ApplyOverflow(dir, ow, uint64_t{0}, max, (value + uincr) & max, out);
 }
 
 // ---------------------------------------------------------------------------

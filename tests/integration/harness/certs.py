@@ -7,9 +7,12 @@ server must refuse.
     pki.server            -> (cert, key) for CN "localhost" (SAN 127.0.0.1)
     pki.issue("alice")    -> (cert, key) of a client with subject CN alice
     pki.ca                -> the CA certificate file
+    client_ctx(pki, ...)  -> an ssl client context trusting pki's CA
+    peer_cn(tls_socket)   -> the subject CN of the certificate the server sent
 """
 
 import os
+import ssl
 import subprocess
 
 
@@ -47,3 +50,24 @@ class Pki:
         _run("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", self.ca_key,
              "-CAcreateserial", "-out", crt, "-days", str(days), "-extfile", ext)
         return crt, key
+
+
+def client_ctx(pki, cert=None, version=None):
+    """A client context that trusts pki's CA (no host name check); cert is a
+    (cert, key) pair to present; version pins one TLS version."""
+    ctx = ssl.create_default_context(cafile=pki.ca)
+    ctx.check_hostname = False
+    if cert is not None:
+        ctx.load_cert_chain(*cert)
+    if version is not None:
+        ctx.minimum_version = version
+        ctx.maximum_version = version
+    return ctx
+
+
+def peer_cn(sock):
+    """The subject CN of the certificate the server of `sock` presented."""
+    der = sock.getpeercert(binary_form=True)
+    out = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout", "-subject"],
+                         input=der, capture_output=True, check=True, timeout=30).stdout.decode()
+    return out.strip().split("CN = ")[-1]

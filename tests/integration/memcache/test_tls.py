@@ -17,7 +17,7 @@ import pytest
 from pymemcache.client.base import Client
 
 from harness import server as hserver
-from harness.certs import Pki
+from harness.certs import Pki, client_ctx, peer_cn
 
 pytestmark = pytest.mark.trove_only
 
@@ -36,15 +36,6 @@ def tls_args(pki, *extra):
     return ["-Z", "-o", "ssl_chain_cert=%s,ssl_key=%s" % (cert, key)] + list(extra)
 
 
-def client_ctx(pki, cert=None, version=None):
-    ctx = ssl.create_default_context(cafile=pki.ca)
-    ctx.check_hostname = False
-    if cert is not None:
-        ctx.load_cert_chain(*cert)
-    if version is not None:
-        ctx.minimum_version = version
-        ctx.maximum_version = version
-    return ctx
 
 
 def tls_conn(port, ctx, timeout=5):
@@ -241,11 +232,6 @@ def stats_over(port, ctx):
 
 # ---- reload ---------------------------------------------------------------
 
-def peer_cn(sock):
-    der = sock.getpeercert(binary_form=True)
-    out = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout", "-subject"],
-                         input=der, capture_output=True, check=True).stdout.decode()
-    return out.strip().split("CN = ")[-1]
 
 
 def test_refresh_certs_and_sighup(make_server, pki, tmp_path):
@@ -388,7 +374,7 @@ def closed_without_reply_or_alert(sock):
 
 def test_stalled_handshake_is_dropped_and_does_not_delay_others(make_server, pki):
     plain, tls = ports(2)
-    srv = make_server(*tls_args(pki, "-t", "1", "-o", "ssl_handshake_timeout=1", "-l",
+    make_server(*tls_args(pki, "-t", "1", "-o", "ssl_handshake_timeout=1", "-l",
                                 "notls:127.0.0.1:%d,127.0.0.1:%d" % (plain, tls)))
     stalled = [socket.create_connection(("127.0.0.1", tls), timeout=5) for _ in range(20)]
     # Half a ClientHello on some of them: a truncated handshake.
@@ -442,13 +428,12 @@ def test_renegotiation_closes_the_connection(make_server, pki):
 def test_certificate_cn_names_the_acl_user(make_server, pki, tmp_path):
     """-o ssl_auth_user_cn on an mtls: listener: alice's certificate runs as
     ACL user alice (her key patterns and rate limit), with -Y on or off."""
-    import redis
     (tmp_path / "users.acl").write_text(
         "user alice on nopass +@all -@dangerous ~app:* ratelimit:cps=3\n")
     (tmp_path / "auth").write_text("bob:bobpw\n")
     for extra in ([], ["-Y", str(tmp_path / "auth")]):
         mutual = hserver.free_port()
-        srv = make_server(*tls_args(pki, "-o", "ssl_ca_cert=%s,ssl_auth_user_cn" % pki.ca,
+        make_server(*tls_args(pki, "-o", "ssl_ca_cert=%s,ssl_auth_user_cn" % pki.ca,
                                     "-l", "notls:127.0.0.1:%d,mtls:127.0.0.1:%d"
                                     % (hserver.free_port(), mutual),
                                     "--aclfile", str(tmp_path / "users.acl"), *extra))

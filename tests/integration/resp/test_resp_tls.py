@@ -21,7 +21,7 @@ import redis
 
 from conftest import RawConn, resp_target
 from harness import server as hserver
-from harness.certs import Pki
+from harness.certs import Pki, client_ctx, peer_cn
 
 pytestmark = [pytest.mark.trove_only,
               pytest.mark.skipif(resp_target() != "trove", reason="Trove's TLS RESP port")]
@@ -63,15 +63,6 @@ def start_fails(*args):
     return rc, out + err
 
 
-def client_ctx(pki, cert=None, version=None):
-    ctx = ssl.create_default_context(cafile=pki.ca)
-    ctx.check_hostname = False
-    if cert is not None:
-        ctx.load_cert_chain(*cert)
-    if version is not None:
-        ctx.minimum_version = version
-        ctx.maximum_version = version
-    return ctx
 
 
 class TlsConn(RawConn):
@@ -134,11 +125,6 @@ def refused(port, ctx):
     return data == b""
 
 
-def peer_cn(sock):
-    der = sock.getpeercert(binary_form=True)
-    out = subprocess.run(["openssl", "x509", "-inform", "DER", "-noout", "-subject"],
-                         input=der, capture_output=True, check=True, timeout=30).stdout.decode()
-    return out.strip().split("CN = ")[-1]
 
 
 def new_cn(port, pki):

@@ -736,3 +736,17 @@ def test_plaintext_and_garbage_on_the_tls_port_are_closed(make_server, pki):
     admin = RawConn(srv.resp_port)
     assert admin.cmd("PING") == PONG
     admin.close()
+
+
+def test_certificate_user_rate_limit_applies(make_server, pki):
+    """The rate limit of the user a certificate names follows the TLS
+    connection (the issue's 'rate limits and permissions follow it')."""
+    from test_resp_ratelimit import CPS_ERR
+    srv, port = start(make_server, pki, "--tls-auth-clients-user", "CN")
+    admin = RawConn(srv.resp_port)
+    assert admin.cmd("ACL", "SETUSER", "alice", "on", "nopass", "~*", "+@all",
+                     "ratelimit:cps=5") == OK
+    with TlsConn(port, client_ctx(pki, cert=pki.alice)) as t:
+        replies = [t.cmd("SET", "r%d" % i, "v") for i in range(6)]
+    assert replies[:5] == [OK] * 5
+    assert replies[5] == CPS_ERR

@@ -250,11 +250,13 @@ bool Engine::Touch(std::string_view key, int64_t exptime, ThreadStats* ts) {
 void Engine::CountTooLarge(ThreadStats* ts) { impl_->Ts(ts)->store_too_large.Add(); }
 
 AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
-                             size_t value_len, ThreadStats* ts, ValueType type) {
+                             size_t value_len, ThreadStats* ts, ValueType type,
+                             size_t max_value) {
   Impl* m = impl_.get();
   ts = m->Ts(ts);
   AllocOutput out;
-  Item* it = m->AllocItem(key, flags, m->RelTime(exptime), value_len, type, &out.status);
+  Item* it =
+      m->AllocItem(key, flags, m->RelTime(exptime), value_len, type, &out.status, max_value);
   if (it == nullptr) {
     if (out.status == AllocStatus::kTooLarge) {
       ts->store_too_large.Add();

@@ -301,8 +301,13 @@ class Engine : NonCopyable {
   StoreResult Store(std::string_view key, uint32_t flags, int64_t exptime,
                     std::string_view value, const StoreArgs& args, ThreadStats* ts,
                     uint64_t* cas_out = nullptr);
+  // max_value 0: the item (header, key, value) is at most -I, memcached's
+  // rule. Otherwise the value may be up to max_value bytes whatever -I is
+  // (RESP's proto-max-bulk-len): past slab_chunk_max it is a chunked item,
+  // its parts slab chunks counted against -m like any other.
   AllocOutput Allocate(std::string_view key, uint32_t flags, int64_t exptime,
-                       size_t value_len, ThreadStats* ts, ValueType type = ValueType::kString);
+                       size_t value_len, ThreadStats* ts, ValueType type = ValueType::kString,
+                       size_t max_value = 0);
   // Stores an item from Allocate whose value has been filled. The ref stays
   // valid (it is the stored item on success).
   StoreResult StoreItem(ItemRef& item, const StoreArgs& args, ThreadStats* ts,

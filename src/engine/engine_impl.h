@@ -85,8 +85,11 @@ struct Engine::Impl {
   // --- item life-cycle (item.cc) ---
   // A new unlinked item with refcount 1, key copied and CRLF written, or
   // nullptr with *status set. May evict (skipping stripes this thread holds).
+  // max_value 0 limits the whole item to item_size_max (-I, memcached's
+  // rule); otherwise the value may be up to max_value bytes (RESP's
+  // proto-max-bulk-len), as a chunked item past -I.
   Item* AllocItem(std::string_view key, uint32_t flags, uint32_t exptime, size_t nbytes,
-                  ValueType type, AllocStatus* status);
+                  ValueType type, AllocStatus* status, size_t max_value = 0);
   // A chunk of class `cls`, freeing memory from that class's LRU when there
   // is none; a chunked item's parts (owner set) also free from the largest
   // class's LRU, where chunked items live (Lru::LruClassOf).

@@ -111,10 +111,14 @@ Item* Engine::Impl::AllocChunk(int cls, Item* owner) {
 }
 
 Item* Engine::Impl::AllocItem(std::string_view key, uint32_t flags, uint32_t exptime,
-                              size_t nbytes, ValueType type, AllocStatus* status) {
+                              size_t nbytes, ValueType type, AllocStatus* status,
+                              size_t max_value) {
   const size_t payload = nbytes + 2;
   const size_t ntotal = header + key.size() + payload;
-  if (key.size() > limits::kEngineMaxKey || ntotal > opts.item_size_max) {
+  // Item sizes are 32 bits (Ntotal): no limit lets an item pass that.
+  const bool too_large = max_value == 0 ? ntotal > opts.item_size_max
+                                        : nbytes > max_value || ntotal > UINT32_MAX;
+  if (key.size() > limits::kEngineMaxKey || too_large) {
     *status = AllocStatus::kTooLarge;
     return nullptr;
   }

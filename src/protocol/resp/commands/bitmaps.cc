@@ -258,11 +258,11 @@ bool ResolveRange(int64_t start, int64_t end, int64_t len, bool in_bits, uint64_
 // Starts a rewrite of the string *it (null: a new key) that needs `need`
 // bytes: copies its value into *v grown with zero bytes to need (one
 // allocation), takes its expiry and releases it. False after the error
-// reply when the result cannot be stored: larger than the engine's item
-// size (checked before anything is allocated).
+// reply when the result cannot be stored: longer than the RESP port's
+// strings may be (checked before anything is allocated).
 bool BeginRewrite(CommandContext& ctx, ItemRef* it, size_t need, std::string* v, int64_t* exptime) {
-  if (need > ctx.engine->options().item_size_max) {
-    ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
+  if (need > MaxStringLen(ctx)) {
+    ctx.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     return false;
   }
   v->reserve(need);

@@ -23,6 +23,10 @@ void CmdAppend(CommandContext& ctx) {
   std::string v;
   int64_t exptime = 0;
   if (!ReadForRewrite(ctx, key, &v, &exptime)) return;
+  if (v.size() + ctx.argv[2].size() > MaxStringLen(ctx)) {
+    ctx.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    return;
+  }
   v.append(ctx.argv[2]);
   if (StoreStringLocked(ctx, key, v, exptime, false))
     ctx.w->Integer(static_cast<int64_t>(v.size()));

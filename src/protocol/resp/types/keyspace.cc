@@ -95,6 +95,14 @@ engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bu
   return r;
 }
 
+size_t MaxStringLen(const CommandContext& ctx) {
+  // Without a server (unit tests over a fake engine) Redis's default.
+  const int64_t v = ctx.server != nullptr
+                        ? ctx.server->proto_max_bulk_len.load(std::memory_order_relaxed)
+                        : int64_t{512} * 1024 * 1024;
+  return static_cast<size_t>(std::max<int64_t>(v, 1));
+}
+
 bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
                        int64_t expire_ms, bool keep_ttl, engine::ValueType type) {
   DCHECK(ctx.locked);
@@ -102,9 +110,10 @@ bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_v
     ctx.Error("ERR key too long (Trove keys are at most 65535 bytes)");
     return false;
   }
-  engine::AllocOutput a = ctx.engine->Allocate(ekey, 0, 0, value.size(), ctx.ts, type);
+  engine::AllocOutput a =
+      ctx.engine->Allocate(ekey, 0, 0, value.size(), ctx.ts, type, MaxStringLen(ctx));
   if (a.status == engine::AllocStatus::kTooLarge) {
-    ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
+    ctx.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     return false;
   }
   if (a.status != engine::AllocStatus::kOk) {
@@ -121,7 +130,7 @@ bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_v
   engine::StoreResult r = ctx.engine->StoreItemLocked(a.item, args, ctx.ts);
   if (r == engine::StoreResult::kStored) return true;
   if (r == engine::StoreResult::kTooLarge) {
-    ctx.Error("ERR string exceeds maximum allowed size (item_size_max)");
+    ctx.Error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
   } else {
     ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
   }

@@ -42,9 +42,15 @@ void CountKeyspace(CommandContext& ctx, bool hit, std::string_view ekey = {});
 // ctx.count_keyspace (Redis counts read lookups only).
 engine::ItemRef LookupLocked(CommandContext& ctx, std::string_view ekey, bool bump = true);
 
+// The longest string value the RESP port stores: proto-max-bulk-len (512 MiB
+// by default), whatever -I is. A value past slab_chunk_max is a chunked item
+// whose parts are slab chunks counted against -m (docs/resp.md, "Big
+// strings"); the memcached port keeps -I as its limit.
+size_t MaxStringLen(const CommandContext& ctx);
+
 // REQUIRES: ctx.locked. Stores a string expiring at expire_ms (unix ms, 0
-// never; keep_ttl: the old item's expiry instead). On failure writes the
-// error reply and returns false.
+// never; keep_ttl: the old item's expiry instead), of at most
+// MaxStringLen bytes. On failure writes the error reply and returns false.
 bool StoreStringLocked(CommandContext& ctx, std::string_view ekey, std::string_view value,
                        int64_t expire_ms, bool keep_ttl,
                        engine::ValueType type = engine::ValueType::kString);

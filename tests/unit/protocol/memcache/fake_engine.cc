@@ -223,10 +223,10 @@ StoreResult Engine::Impl::StoreAbs(const Clock* clock_, std::string_view key, ui
 }
 
 AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
-                             size_t value_len, ThreadStats*, ValueType) {
+                             size_t value_len, ThreadStats*, ValueType, size_t max_value) {
   MutexLock l(&impl_->mu);
   AllocOutput o;
-  if (value_len + key.size() + 60 > opts_.item_size_max) {
+  if (max_value == 0 ? value_len + key.size() + 60 > opts_.item_size_max : value_len > max_value) {
     o.status = AllocStatus::kTooLarge;
     return o;
   }

@@ -168,9 +168,10 @@ void Engine::FlushAll(int64_t) {
 }
 
 AllocOutput Engine::Allocate(std::string_view key, uint32_t flags, int64_t exptime,
-                             size_t value_len, ThreadStats*, ValueType type) {
+                             size_t value_len, ThreadStats*, ValueType type,
+                             size_t max_value) {
   AllocOutput out;
-  if (value_len > opts_.item_size_max) {
+  if (value_len > (max_value == 0 ? opts_.item_size_max : max_value)) {
     out.status = AllocStatus::kTooLarge;
     return out;
   }

@@ -15,14 +15,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from conftest import RawConn  # noqa: E402
 
 
-def main():
-    rport, tport = int(sys.argv[1]), int(sys.argv[2])
+def load(paths):
     cmds = []
-    for path in sys.argv[3:]:
+    for path in paths:
         for line in open(path).read().splitlines():
             if line.strip() and not line.startswith("#"):
                 cmds.append([w.replace("\\s", " ") for w in line.split()])
-    diffs = 0
+    return cmds
+
+
+def differences(rport, tport, cmds):
+    """(protocol, command, redis's reply, Trove's reply) for every reply that differs."""
+    out = []
     for proto in ("2", "3"):
         a, b = RawConn(rport), RawConn(tport)
         for c in (a, b):
@@ -31,9 +35,18 @@ def main():
         for cmd in cmds:
             ra, rb = a.cmd(*cmd), b.cmd(*cmd)
             if ra != rb:
-                diffs += 1
-                print("RESP%s %s\n  redis: %r\n  trove: %r" % (proto, " ".join(cmd), ra[:300], rb[:300]))
-    print("%d differences" % diffs)
+                out.append((proto, " ".join(cmd), ra, rb))
+        a.close()
+        b.close()
+    return out
+
+
+def main():
+    rport, tport = int(sys.argv[1]), int(sys.argv[2])
+    diffs = differences(rport, tport, load(sys.argv[3:]))
+    for proto, cmd, ra, rb in diffs:
+        print("RESP%s %s\n  redis: %r\n  trove: %r" % (proto, cmd, ra[:300], rb[:300]))
+    print("%d differences" % len(diffs))
 
 
 if __name__ == "__main__":

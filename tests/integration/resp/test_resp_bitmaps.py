@@ -228,6 +228,25 @@ def test_setbit_and_bitfield_grow_past_the_item_size(trove, r):
 
 
 # ---- BITCOUNT -----------------------------------------------------------------
+def test_bitcount_matches_python_across_sizes(r):
+    # Every length around the counting loops' block edges (8-byte words,
+    # 32-byte blocks, 64 bytes where the long-string version starts, 31
+    # vector blocks between byte-counter folds), plus ranges cutting them.
+    import random
+    rnd = random.Random(41)
+    for n in [0, 1, 7, 8, 31, 32, 33, 63, 64, 65, 95, 96, 991, 992, 993, 1000, 1024,
+              4096 + 3, 65536, 100001]:
+        v = bytes(rnd.getrandbits(8) for _ in range(n))
+        r.set("pc", v)
+        assert x(r, "BITCOUNT", "pc") == sum(bin(b).count("1") for b in v), n
+        if n > 10:
+            lo, hi = rnd.randrange(n), rnd.randrange(n)
+            lo, hi = min(lo, hi), max(lo, hi)
+            assert x(r, "BITCOUNT", "pc", lo, hi) == sum(bin(b).count("1") for b in v[lo:hi + 1])
+    r.set("ones", b"\xff" * 40000)
+    assert x(r, "BITCOUNT", "ones") == 320000
+
+
 
 @pytest.mark.parametrize("vec,count", [
     (b"", 0), (b"\xaa", 4), (b"\x00\x00\xff", 8), (b"foobar", 26), (b"123", 10)])

@@ -65,8 +65,17 @@ uint64_t PopCountByte(uint8_t b) { return static_cast<uint64_t>(__builtin_popcou
 // the POPCNT instruction on 64-bit words, or the portable
 // __builtin_popcountll (a libgcc routine when the build targets no POPCNT).
 // Each runs over the bytes in place; the same total whichever runs.
-template <class Count64>
-uint64_t PopCountWords(const uint8_t* p, size_t n, Count64 count) {
+// One word's count; always inlined, so inside a target("popcnt") function
+// the builtin is the instruction.
+struct CountWord {
+  [[gnu::always_inline]] uint64_t operator()(uint64_t w) const {
+    return static_cast<uint64_t>(__builtin_popcountll(w));
+  }
+};
+
+// Always inlined into each version, so CountWord takes that version's target.
+[[gnu::always_inline]] inline uint64_t PopCountWords(const uint8_t* p, size_t n) {
+  const CountWord count;
   uint64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;  // four chains: no add waits on another
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -86,15 +95,11 @@ uint64_t PopCountWords(const uint8_t* p, size_t n, Count64 count) {
   return c0 + c1 + c2 + c3;
 }
 
-uint64_t PopCountPortable(const uint8_t* p, size_t n) {
-  return PopCountWords(p, n, [](uint64_t w) { return static_cast<uint64_t>(__builtin_popcountll(w)); });
-}
+uint64_t PopCountPortable(const uint8_t* p, size_t n) { return PopCountWords(p, n); }
 
 #if defined(__x86_64__)
 __attribute__((target("popcnt"))) uint64_t PopCountPopcnt(const uint8_t* p, size_t n) {
-  return PopCountWords(p, n, [](uint64_t w) __attribute__((target("popcnt"))) {
-    return static_cast<uint64_t>(__builtin_popcountll(w));
-  });
+  return PopCountWords(p, n);
 }
 
 __attribute__((target("avx2,popcnt"))) uint64_t PopCountAvx2(const uint8_t* p, size_t n) {

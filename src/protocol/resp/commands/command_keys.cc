@@ -28,7 +28,7 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
      "hrandfield hscan hvals lcs lindex lpos lrange mget pexpiretime pttl sdiff sinter sintercard "
      "smembers smismember srandmember sscan substr sunion ttl zcount zdiff zinter zintercard "
      "zlexcount zmscore zrandmember zrange zrangebylex zrangebyscore zrank zrevrange "
-     "zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion"},
+     "zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion sort_ro"},
     {"RO access", "eval_ro evalsha_ro"},
     {"RW access update", "eval evalsha"},
     {"RO", "exists hexists hlen hstrlen llen scard sismember strlen touch type watch zcard"},
@@ -58,7 +58,8 @@ constexpr TwoSpecFlags kTwoSpecFlags[] = {
     {"sinterstore", "RW update", "RO access"},     {"sdiffstore", "OW update", "RO access"},
     {"sunionstore", "OW update", "RO access"},     {"zdiffstore", "OW update", "RO access"},
     {"zinterstore", "OW update", "RO access"},     {"zunionstore", "OW update", "RO access"},
-    {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"}};
+    {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"},
+    {"sort", "RO access", "OW update"}};
 
 bool HasWord(std::string_view list, std::string_view word) {
   while (!list.empty()) {

@@ -31,6 +31,7 @@
   X(Hash)          /* hashes.cc */                                        \
   X(Set)           /* sets.cc */                                          \
   X(Zset)          /* zsets.cc (+ zsets_range.cc, zsets_setops.cc) */     \
+  X(Sort)          /* sort.cc: SORT SORT_RO (+ sort_patterns.cc) */       \
   X(PubSub)        /* pubsub.cc */
 
 namespace trove::resp {

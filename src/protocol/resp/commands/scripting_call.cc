@@ -195,6 +195,7 @@ void Run(ScriptRun& run, const CommandSpec& spec, std::span<const std::string_vi
   ctx.would_block = &would_block;
   ctx.notify = outer.server->key_events().enabled();
   ctx.locked = true;  // the EVAL holds the declared keys' stripes (checked above)
+  ctx.exclusive = run.exclusive;  // or every stripe (SORT's patterns then lock nothing)
   ctx.script_db = &run.db;
   ExecBuffers buf;  // used only when notifications are on (the stripes are held)
   ExecuteCommand(ctx, &buf);

@@ -123,10 +123,12 @@ struct CommandContext {
   const CommandSpec* spec = nullptr;
   bool locked = false;
   bool in_exec = false;
-  // Scripts that touch keys they did not declare (commands/scripting_call.cc):
+  // Commands that touch keys they did not name (a script's undeclared keys,
+  // commands/scripting_call.cc; SORT's BY/GET patterns, commands/sort.cc):
   // the seam sets can_go_exclusive when it could run the command again
   // holding every stripe; a handler that needs that sets want_exclusive
   // and writes no reply; the seam then runs it again with exclusive set.
+  // A command a script runs while holding every stripe has exclusive set.
   bool can_go_exclusive = false;
   bool want_exclusive = false;
   bool exclusive = false;

@@ -33,17 +33,24 @@ void EncodeKeys(CommandContext& ctx, ExecBuffers* buf) {
   }
 }
 
-// A script that found a key it did not declare busy before it wrote
-// anything runs again from the start holding every stripe (the cost: it
-// waits for every command in flight and holds up every other worker's key
-// access while it runs; docs/resp.md, "Scripting").
-void RunExclusive(CommandContext& ctx) {
+// A command that found the stripe of a key it did not name busy before it
+// changed or replied anything (a script's undeclared key, a key SORT's
+// BY/GET pattern names) runs again from the start holding every stripe (the
+// cost: it waits for every command in flight and holds up every other
+// worker's key access while it runs; docs/resp.md, "Scripting", "SORT").
+// buf holds the command's keys when it has any (EncodeKeys ran): a write's
+// changes to them are recorded as on the first run.
+void RunExclusive(CommandContext& ctx, ExecBuffers* buf) {
   ctx.want_exclusive = false;
   ctx.can_go_exclusive = false;
   ctx.engine->LockAllKeyStripes();
   ctx.locked = true;
   ctx.exclusive = true;
-  ctx.spec->fn(ctx);
+  if (ctx.notify == 0 || buf->idx.empty()) {
+    ctx.spec->fn(ctx);
+  } else {
+    RunRecordingChanges(ctx, buf->idx, buf->views, &buf->changes);
+  }
   ctx.exclusive = false;
   ctx.locked = false;
   ctx.engine->UnlockAllKeyStripes();
@@ -71,7 +78,10 @@ void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
     return;
   }
   CommandTable::KeyIndexes(spec, ctx.argv, &buf->idx);
-  ctx.can_go_exclusive = (spec.flags & kCmdMovableKeys) != 0;  // EVAL, FCALL
+  // The seam takes the stripes itself here, so it can run the handler again
+  // holding every stripe if the handler asks (EVAL and FCALL touching keys
+  // they did not declare, SORT with BY/GET patterns).
+  ctx.can_go_exclusive = true;
   if (buf->idx.empty()) {
     spec.fn(ctx);
   } else {
@@ -85,7 +95,7 @@ void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
     }
     ctx.locked = false;
   }
-  if (ctx.want_exclusive) RunExclusive(ctx);
+  if (ctx.want_exclusive) RunExclusive(ctx, buf);
 }
 
 }  // namespace trove::resp

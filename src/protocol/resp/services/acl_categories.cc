@@ -50,6 +50,14 @@ uint32_t Implicit(uint32_t c, uint32_t flags, std::string_view name) {
   return c;
 }
 
+// The category of a command's data type: its group's, except SORT and
+// SORT_RO, documented in the generic group but categorized by the types they
+// sort (Redis's sort.json: @set @sortedset @list, not @keyspace).
+uint32_t TypeCategory(const CommandSpec& s) {
+  if (In(s.name, {"sort", "sort_ro"})) return kCatSet | kCatSortedSet | kCatList;
+  return GroupCategory(s.group);
+}
+
 // Redis's explicit extras on top-level commands.
 uint32_t Extras(std::string_view name) {
   uint32_t c = In(name, {"dbsize", "flushall", "flushdb", "swapdb"}) ? kCatKeyspace : 0;
@@ -118,7 +126,7 @@ constexpr std::string_view kRedisOnlyCommands[] = {
     "module|list", "module|load", "module|loadex", "module|unload", "pfadd", "pfcount", "pfdebug",
     "pfmerge", "pfselftest", "psync", "readonly", "readwrite", "replconf", "replicaof", "restore",
     "restore-asking", "script", "script|debug", "script|exists", "script|flush",
-    "script|help", "script|kill", "script|load", "slaveof", "sort", "sort_ro", "sync",
+    "script|help", "script|kill", "script|load", "slaveof", "sync",
     "wait", "waitaof", "xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xgroup|create",
     "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy", "xgroup|help", "xgroup|setid",
     "xinfo", "xinfo|consumers", "xinfo|groups", "xinfo|help", "xinfo|stream", "xlen", "xpending",
@@ -161,7 +169,7 @@ CommandCategories::CommandCategories() {
   parent_.assign(n, -1);
   for (const CommandSpec& s : table.all()) {
     const size_t id = static_cast<size_t>(s.id);
-    cats_[id] = Implicit(GroupCategory(s.group) | Extras(s.name), s.flags, s.name);
+    cats_[id] = Implicit(TypeCategory(s) | Extras(s.name), s.flags, s.name);
     if (slots.sub_begin(id) < 0) continue;
     // A container is @slow only (COMMAND also @connection); its
     // subcommands carry the real categories.

@@ -66,6 +66,12 @@ const std::vector<KeyRule>& Rules() {
         if (In(n, {"rename", "renamenx", "lmove", "rpoplpush", "blmove", "brpoplpush", "smove"}))
           r.kind = KeyRule::kSrcDst;
         if (n == "copy") r.kind = KeyRule::kCopy;
+        // SORT reads its key (RO access) and writes only its STORE
+        // destination (OW update): COPY's pattern, read-only without STORE.
+        if (n == "sort") {
+          r.base = kPermRead;
+          r.kind = KeyRule::kCopy;
+        }
         if (n == "set") r.kind = KeyRule::kSet;
         if (n == "bitfield") r.kind = KeyRule::kBitfield;
       }

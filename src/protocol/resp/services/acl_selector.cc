@@ -269,6 +269,14 @@ bool Selector::KeyAllowed(std::string_view key, uint8_t need) const {
   return false;
 }
 
+bool Selector::EveryKeyAllowed(uint8_t need) const {
+  if (all_keys_) return true;
+  for (const KeyPattern& p : keys_) {
+    if ((p.perms & need) == need && p.pattern == "*") return true;
+  }
+  return false;
+}
+
 bool Selector::ChannelAllowed(std::string_view ch, bool is_pattern) const {
   if (all_channels_) return true;
   for (const std::string& p : channels_) {

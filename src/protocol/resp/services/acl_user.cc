@@ -192,6 +192,20 @@ Denied User::Check(const CommandSpec& spec, int slot, std::span<const std::strin
   return worst;
 }
 
+bool User::AllowsWithEveryKey(const CommandSpec& spec, int slot,
+                              std::span<const std::string_view> argv, uint8_t need) const {
+  std::vector<size_t> idx;
+  std::vector<uint8_t> perms;
+  CommandTable::KeyIndexes(spec, argv, &idx);
+  KeyPerms(spec, argv, idx, &perms);
+  for (const Selector& s : selectors_) {
+    size_t p = 0;
+    if (s.EveryKeyAllowed(need) && s.Check(spec, slot, argv, idx, perms, &p) == Denied::kOk)
+      return true;
+  }
+  return false;
+}
+
 bool User::ChannelAllowed(std::string_view ch, bool is_pattern) const {
   for (const Selector& s : selectors_)
     if (s.ChannelAllowed(ch, is_pattern)) return true;

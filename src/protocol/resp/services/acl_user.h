@@ -65,6 +65,9 @@ class Selector {
                size_t* pos) const;
   bool SlotAllowed(size_t slot) const { return (bits_[slot >> 6] >> (slot & 63)) & 1; }
   bool KeyAllowed(std::string_view key, uint8_t need) const;
+  // Every key is reachable with `need`: allkeys, or a "*" pattern granting
+  // it (Redis's ACLSelectorHasUnrestrictedKeyAccess).
+  bool EveryKeyAllowed(uint8_t need) const;
   bool ChannelAllowed(std::string_view ch, bool is_pattern) const;
 
  private:
@@ -125,6 +128,12 @@ class User {
   // Every selector is tried; the first that allows the call wins.
   Denied Check(const CommandSpec& spec, int slot, std::span<const std::string_view> argv,
                size_t* pos) const;
+  // Some selector allows the call and reaches every key with `need`
+  // (Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess): what SORT's BY and
+  // GET patterns require, since the keys they name are not known before
+  // the command runs.
+  bool AllowsWithEveryKey(const CommandSpec& spec, int slot,
+                          std::span<const std::string_view> argv, uint8_t need) const;
   bool ChannelAllowed(std::string_view ch, bool is_pattern) const;
 
  private:

@@ -40,6 +40,7 @@ enum class Rule : uint8_t {
   kZmpop,     // zpopmin/zpopmax by direction
   kSmove,     // srem on the source, sadd on the destination
   kZadd,      // zadd, or zincr with INCR
+  kSortStore, // the last key (SORT's STORE destination): the event, or del if left empty
 };
 
 struct EventRule {
@@ -96,6 +97,8 @@ const std::unordered_map<std::string_view, EventRule>& RulesByName() {
     add(Rule::kZmpop, kKeClassZset, nullptr, {"zmpop"});
     add_own(Rule::kDstStore, kKeClassZset,
             {"zrangestore", "zunionstore", "zinterstore", "zdiffstore"});
+    // SORT ... STORE: sortstore (a list event) on the destination
+    add(Rule::kSortStore, kKeClassList, "sortstore", {"sort"});
     return m;
   }();
   return *rules;
@@ -213,6 +216,19 @@ void AddCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
         del_if_gone(0);
       }
       return;
+    case Rule::kSortStore: {
+      // Without STORE SORT names one key and changes nothing; with it the
+      // destination is the last key (the first may be the same key).
+      if (keys.size() < 2) return;
+      const size_t d = keys.size() - 1;
+      if (!changed(d)) return;
+      if (after[d].present()) {
+        queue(r.cls, r.event, d);
+      } else {
+        del_if_gone(d);
+      }
+      return;
+    }
     case Rule::kDelLike:
       for (size_t j = 0; j < keys.size(); ++j) {
         if (before[j].present() && !after[j].present() && first_of(j)) queue(r.cls, r.event, j);

@@ -112,6 +112,40 @@ TEST_F(SeamTest, SelectedDatabaseComesFromTheCallersIdentity) {
   EXPECT_EQ(Run({"get", "k"}), "$3\r\nin3\r\n");
 }
 
+TEST_F(SeamTest, SortReadsThePatternKeysItDoesNotName) {
+  Run({"rpush", "l", "1", "2"});
+  Run({"set", "w_1", "2"});
+  Run({"set", "w_2", "1"});
+  Run({"hset", "h_1", "f", "a"});
+  EXPECT_EQ(Run({"sort", "l", "by", "w_*", "get", "#", "get", "h_*->f"}),
+            "*4\r\n$1\r\n2\r\n$-1\r\n$1\r\n1\r\n$1\r\na\r\n");
+  EXPECT_EQ(Run({"sort_ro", "l", "by", "nosort", "desc", "limit", "0", "1"}),
+            "*1\r\n$1\r\n2\r\n");
+  EXPECT_EQ(Run({"sort", "w_1"}),
+            "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+}
+
+TEST_F(SeamTest, SortStoreRaisesSortstoreOnItsDestinationOnly) {
+  const uint32_t on = protocol::kKeClassAll | protocol::kKeClassKeyspace | protocol::kKeTracking;
+  Run({"rpush", "l", "2", "1"});
+  EXPECT_EQ(Run({"sort", "l"}, on), "*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+  EXPECT_TRUE(fx_.key_events.empty());
+  EXPECT_EQ(Run({"sort", "l", "store", "d"}, on), ":2\r\n");
+  EXPECT_EQ(Run({"sort", "none", "store", "d"}, on), ":0\r\n");  // deletes d
+  EXPECT_EQ(Run({"sort", "none", "store", "d"}, on), ":0\r\n");  // nothing to delete
+  EXPECT_EQ(Run({"sort", "l", "store", "l"}, on), ":2\r\n");
+  ASSERT_EQ(fx_.key_events.size(), 3u);
+  EXPECT_STREQ(fx_.key_events[0].event, "sortstore");
+  EXPECT_EQ(fx_.key_events[0].ekey, EncodeDbKey(0, "d"));
+  EXPECT_STREQ(fx_.key_events[1].event, "del");
+  EXPECT_EQ(fx_.key_events[1].ekey, EncodeDbKey(0, "d"));
+  EXPECT_STREQ(fx_.key_events[2].event, "sortstore");
+  EXPECT_EQ(fx_.key_events[2].ekey, EncodeDbKey(0, "l"));
+  ASSERT_EQ(fx_.invalidations.size(), 2u);
+  EXPECT_EQ(fx_.invalidations[0], EncodeDbKey(0, "d"));
+  EXPECT_EQ(fx_.invalidations[1], EncodeDbKey(0, "l"));
+}
+
 TEST(EffectsTest, AddsEachInvalidationAndReadyKeyOnce) {
   Effects fx;
   fx.AddInvalidation("a");

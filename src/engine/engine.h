@@ -423,6 +423,15 @@ class Engine : NonCopyable {
   const Clock* clock() const { return clock_; }
   // Seconds left before the item expires, -1 = never (for TTL/PTTL and meta t).
   int64_t TtlSeconds(const ItemRef& ref) const;
+  // Seconds since the item was last read or written (RESP OBJECT IDLETIME;
+  // reads that do not bump, such as OBJECT itself, leave it).
+  int64_t IdleSeconds(const ItemRef& ref) const;
+  // RESTORE ... IDLETIME: dates a linked item's last access `seconds` back,
+  // as far as the engine's relative clock reaches: not before its time 0
+  // (two seconds before the engine started; a warm restart keeps the first
+  // run's), and not at or before the newest flush_all, which would make the
+  // item dead. REQUIRES: the key's stripe held.
+  void SetIdleSecondsLocked(const ItemRef& ref, uint64_t seconds);
 
   // Drops a reference taken out with ItemRef::Detach (OutputBuffer release hook).
   static void ReleaseRaw(void* engine, void* item);

@@ -96,6 +96,25 @@ int64_t Engine::TtlSeconds(const ItemRef& ref) const {
   return ExpiryTtlSec(ref.raw(), impl_->Now());
 }
 
+int64_t Engine::IdleSeconds(const ItemRef& ref) const {
+  const uint32_t now = impl_->Now();
+  const uint32_t last = ref.raw()->time.load(std::memory_order_relaxed);
+  return now > last ? now - last : 0;
+}
+
+void Engine::SetIdleSecondsLocked(const ItemRef& ref, uint64_t seconds) {
+  Impl* m = impl_.get();
+  m->locks.AssertHeld(m->locks.StripeOf(HashKey(ref.key())));
+  const uint32_t now = m->Now();
+  uint64_t floor = 0;
+  const uint32_t ol = m->oldest_live.load(std::memory_order_relaxed);
+  if (ol != 0 && ol <= now) floor = uint64_t{ol} + 1;  // IsFlushed: time <= oldest_live
+  const uint64_t want = seconds >= now ? 0 : now - seconds;
+  // Never after now: an item linked this second has time == now already.
+  const uint64_t t = std::min<uint64_t>(std::max(want, floor), now);
+  ref.raw()->time.store(static_cast<uint32_t>(t), std::memory_order_relaxed);
+}
+
 Engine::StripeTry Engine::TryLockKeyStripe(std::string_view key) {
   ItemLocks& locks = impl_->locks;
   const uint32_t stripe = locks.StripeOf(HashKey(key));

@@ -201,6 +201,42 @@ TEST_F(EngineTest, FlushAllWithDelayTakesEffectLater) {
   EXPECT_EQ(GetV("c"), "3");
 }
 
+// OBJECT IDLETIME and RESTORE ... IDLETIME (Engine::IdleSeconds,
+// SetIdleSecondsLocked): dated back at most to the engine's time 0, and
+// never to or before a flush_all, which would make the item dead.
+TEST_F(EngineTest, IdleSecondsFollowAccessAndCanBeDatedBack) {
+  clock_.AdvanceSeconds(100);
+  ASSERT_EQ(Set("a", "1"), StoreResult::kStored);
+  clock_.AdvanceSeconds(7);
+  {
+    KeyLockSet l(e_.get(), "a");
+    ItemRef r = e_->GetLocked("a", ts_, false);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(e_->IdleSeconds(r), 7);
+    e_->SetIdleSecondsLocked(r, 50);
+    EXPECT_EQ(e_->IdleSeconds(r), 50);
+    e_->SetIdleSecondsLocked(r, 1000000);
+    EXPECT_EQ(e_->IdleSeconds(r), 109);  // the engine's clock starts 2 s before it
+  }
+  {
+    KeyLockSet l(e_.get(), "a");
+    ItemRef r = e_->GetLocked("a", ts_);  // a bumping read renews it
+    EXPECT_EQ(e_->IdleSeconds(r), 0);
+  }
+  e_->FlushAll(0);
+  clock_.AdvanceSeconds(1);
+  ASSERT_EQ(Set("b", "2"), StoreResult::kStored);
+  clock_.AdvanceSeconds(5);
+  {
+    KeyLockSet l(e_.get(), "b");
+    ItemRef r = e_->GetLocked("b", ts_, false);
+    e_->SetIdleSecondsLocked(r, 1000);
+    EXPECT_GE(e_->IdleSeconds(r), 5);
+    EXPECT_LE(e_->IdleSeconds(r), 6);
+  }
+  EXPECT_EQ(GetV("b"), "2");
+}
+
 TEST_F(EngineTest, IncrDecrEdgeCases) {
   ASSERT_EQ(Set("n", "10"), StoreResult::kStored);
   ArithOutput a = Incr("n", 5);

@@ -24,7 +24,7 @@ struct KeyFlagGroup {
 };
 constexpr KeyFlagGroup kKeyFlagGroups[] = {
     {"RO access",
-     "bitcount bitfield_ro bitpos expiretime get getbit getrange hget hgetall hkeys hmget "
+     "bitcount bitfield_ro bitpos dump expiretime get getbit getrange hget hgetall hkeys hmget "
      "hrandfield hscan hvals lcs lindex lpos lrange mget pexpiretime pttl sdiff sinter sintercard "
      "smembers smismember srandmember sscan substr sunion ttl zcount zdiff zinter zintercard "
      "zlexcount zmscore zrandmember zrange zrangebylex zrangebyscore zrank zrevrange "
@@ -42,7 +42,7 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
     {"RW update", "expire expireat hmset hset lset persist pexpire pexpireat setrange zadd"},
     {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd"},
     {"RW delete", "hdel lrem ltrim srem zrem zremrangebylex zremrangebyrank zremrangebyscore"},
-    {"OW update", "mset psetex setex"},
+    {"OW update", "mset psetex restore setex"},
     {"OW insert", "msetnx setnx"},
     // Shard channels sit where keys would (for cluster routing): no keys.
     {"not_key", "spublish ssubscribe sunsubscribe"}};

@@ -20,6 +20,7 @@
   X(Slowlog)       /* slowlog.cc */                                       \
   X(Key)           /* keys.cc */                                          \
   X(Expiry)        /* expiry.cc: EXPIRE TTL PERSIST ... */                \
+  X(Dump)          /* dump.cc: DUMP RESTORE */                            \
   X(String)        /* strings.cc */                                       \
   X(StringRange)   /* string_ranges.cc: APPEND STRLEN GETRANGE SETRANGE LCS */ \
   X(Bitmap)        /* bitmaps.cc: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD(_RO) */ \

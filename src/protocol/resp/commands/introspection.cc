@@ -84,7 +84,9 @@ void CmdObject(CommandContext& ctx) {
         "Please note that when switching between policies at runtime LRU and LFU data "
         "will take some time to adjust.");
   } else if (sub == "idletime") {
-    ctx.w->Integer(0);
+    // The item's last-access time, which every bumping read and every write
+    // renews (to the second), and RESTORE ... IDLETIME sets.
+    ctx.w->Integer(ctx.engine->IdleSeconds(it));
   } else {
     ctx.w->Integer(1);
   }
@@ -113,8 +115,9 @@ void CmdDebug(CommandContext& ctx) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "Value at:%p refcount:1 encoding:%s serializedlength:%zu lru:0 "
-                  "lru_seconds_idle:0",
-                  static_cast<const void*>(it.raw()), Encoding(it).c_str(), value_bytes);
+                  "lru_seconds_idle:%lld",
+                  static_cast<const void*>(it.raw()), Encoding(it).c_str(), value_bytes,
+                  static_cast<long long>(ctx.engine->IdleSeconds(it)));
     ctx.w->Simple(buf);
   } else if (sub == "help") {
     const std::string_view lines[] = {

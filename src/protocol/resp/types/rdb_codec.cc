@@ -6,10 +6,16 @@
 // the compressed and the original length).
 #include "protocol/resp/types/rdb_codec.h"
 
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <string>
 
 #include "common/crc64.h"
 #include "common/lzf.h"
+#include "protocol/resp/core/resp_parser.h"
 
 namespace trove::resp {
 namespace {
@@ -45,6 +51,31 @@ void AppendRdbLength(std::string* out, uint64_t len) {
 void AppendRdbString(std::string* out, std::string_view s) {
   AppendRdbLength(out, s.size());
   out->append(s);
+}
+
+void AppendRdbStringValue(std::string* out, std::string_view s) {
+  int64_t v;
+  // "-2147483648" is the longest canonical 32-bit form (11 bytes).
+  if (s.size() <= 11 && ParseStrictInt64(s, &v) && v >= INT32_MIN && v <= INT32_MAX) {
+    char buf[12];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    if (ec == std::errc() && std::string_view(buf, static_cast<size_t>(end - buf)) == s) {
+      const auto u = static_cast<uint32_t>(static_cast<int32_t>(v));
+      int bytes = 4;
+      uint64_t enc = kEncInt32;
+      if (v >= INT8_MIN && v <= INT8_MAX) {
+        bytes = 1;
+        enc = kEncInt8;
+      } else if (v >= INT16_MIN && v <= INT16_MAX) {
+        bytes = 2;
+        enc = kEncInt16;
+      }
+      out->push_back(static_cast<char>((kEncoded << 6) | enc));
+      for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>((u >> (8 * i)) & 0xff));
+      return;
+    }
+  }
+  AppendRdbString(out, s);
 }
 
 void AppendRdbFooter(std::string* out) {
@@ -151,11 +182,42 @@ bool RdbReader::ReadString(std::string* s) {
     *s = std::to_string(n);
     return true;
   }
-  if (len != kEncLzf) return false;
+  if (len != kEncLzf) return false;  // not one of the four special forms
   uint64_t clen, ulen;
   if (!ReadLength(&clen) || !ReadLength(&ulen) || !ReadBytes(clen, &v)) return false;
   if (ulen > (uint64_t{1} << 32)) return false;  // no payload string is this large
   return LzfDecompress(v, static_cast<size_t>(ulen), s);
+}
+
+bool RdbReader::ReadBinaryDouble(double* d) {
+  std::string_view v;
+  if (!ReadBytes(8, &v)) return false;
+  uint64_t u = 0;
+  for (size_t i = 8; i-- > 0;) u = (u << 8) | static_cast<uint8_t>(v[i]);
+  std::memcpy(d, &u, sizeof *d);
+  return true;
+}
+
+bool RdbReader::ReadTextDouble(double* d) {
+  uint8_t len;
+  if (!ReadByte(&len)) return false;
+  if (len == 253) {
+    *d = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  if (len == 254 || len == 255) {
+    *d = len == 254 ? HUGE_VAL : -HUGE_VAL;
+    return true;
+  }
+  std::string_view v;
+  if (!ReadBytes(len, &v)) return false;
+  // Redis writes these with %.17g; the whole text must be the number.
+  char buf[256];
+  std::memcpy(buf, v.data(), v.size());
+  buf[v.size()] = '\0';
+  char* end = nullptr;
+  *d = std::strtod(buf, &end);
+  return len != 0 && end == buf + len;
 }
 
 }  // namespace trove::resp

@@ -3,6 +3,7 @@
 // enforces the locking contract the RESP layer relies on: *Locked calls need a
 // live KeyLockSet on this thread, plain calls must not run under one, and one
 // KeyLockSet per thread at a time.
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -23,6 +24,7 @@ struct Item {
   uint32_t flags = 0;
   uint64_t cas = 0;
   int64_t exptime_ms = 0;  // absolute unix milliseconds, 0 = never
+  int64_t last_access = 0;  // unix seconds; 0 = when it was stored (idle 0)
   bool linked = false;
   int refs = 0;
 };
@@ -227,10 +229,11 @@ std::vector<uint64_t> g_fake_prefetched_items;
 void Engine::PrefetchKey(uint64_t hv) const { g_fake_prefetched_keys.push_back(hv); }
 void Engine::PrefetchItem(uint64_t hv) const { g_fake_prefetched_items.push_back(hv); }
 
-ItemRef Engine::GetLocked(std::string_view key, ThreadStats*, bool) {
+ItemRef Engine::GetLocked(std::string_view key, ThreadStats*, bool bump) {
   CHECK(t_lockset_held);
   Item* it = impl_->Find(clock_, key);
   if (it == nullptr) return ItemRef();
+  if (bump) it->last_access = 0;
   ++it->refs;
   return ItemRef(this, it);
 }
@@ -321,6 +324,16 @@ StatList Engine::SlabStats() const {
 int64_t Engine::TtlSeconds(const ItemRef& ref) const {
   if (ref.expires_at_unix() == 0) return -1;
   return ref.expires_at_unix() - clock_->UnixSeconds();
+}
+
+int64_t Engine::IdleSeconds(const ItemRef& ref) const {
+  const int64_t last = ref.raw()->last_access;
+  return last == 0 ? 0 : std::max<int64_t>(0, clock_->UnixSeconds() - last);
+}
+void Engine::SetIdleSecondsLocked(const ItemRef& ref, uint64_t seconds) {
+  CHECK(t_lockset_held);
+  const int64_t now = clock_->UnixSeconds();
+  ref.raw()->last_access = now - static_cast<int64_t>(std::min<uint64_t>(seconds, now - 1));
 }
 
 KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view>) : engine_(engine) {

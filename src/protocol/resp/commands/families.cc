@@ -31,6 +31,7 @@
   X(Hash)          /* hashes.cc */                                        \
   X(Set)           /* sets.cc */                                          \
   X(Zset)          /* zsets.cc (+ zsets_range.cc, zsets_setops.cc) */     \
+  X(Geo)           /* geo.cc: GEOADD GEOPOS GEODIST GEOHASH; geo_search.cc GEOSEARCH GEORADIUS* */ \
   X(PubSub)        /* pubsub.cc */
 
 namespace trove::resp {

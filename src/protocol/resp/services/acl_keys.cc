@@ -33,13 +33,13 @@ bool WriteOnly(std::string_view n) {
                 "rpushx",   "linsert",   "lset",      "ltrim",   "lrem",   "sadd",
                 "srem",     "hset",      "hmset",     "hsetnx",  "hdel",   "zadd",
                 "zrem",     "zincrby",   "zremrangebyscore", "zremrangebyrank",
-                "zremrangebylex", "restore"});
+                "zremrangebylex", "restore", "geoadd"});
 }
 
 // Commands whose first key is written and whose other keys are read.
 bool StoreCommand(std::string_view n) {
   return In(n, {"sinterstore", "sunionstore", "sdiffstore", "zunionstore", "zinterstore",
-                "zdiffstore", "zrangestore", "bitop"});
+                "zdiffstore", "zrangestore", "bitop", "geosearchstore"});
 }
 
 // Per command id, computed once: the permission of its keys, and how its
@@ -66,6 +66,11 @@ const std::vector<KeyRule>& Rules() {
         if (In(n, {"rename", "renamenx", "lmove", "rpoplpush", "blmove", "brpoplpush", "smove"}))
           r.kind = KeyRule::kSrcDst;
         if (n == "copy") r.kind = KeyRule::kCopy;
+        // The source is only read; a STORE destination (a second key) is written.
+        if (n == "georadius" || n == "georadiusbymember") {
+          r.base = kPermRead;
+          r.kind = KeyRule::kCopy;
+        }
         if (n == "set") r.kind = KeyRule::kSet;
         if (n == "bitfield") r.kind = KeyRule::kBitfield;
       }

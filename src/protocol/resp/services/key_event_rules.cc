@@ -30,6 +30,7 @@ enum class Rule : uint8_t {
   kNone,
   kWrite,     // every changed key: the event (a key left empty also gets del)
   kDstStore,  // the first key (destination): the event, or del if left empty
+  kDstSecond,  // kDstStore for a destination that is the second key, when named
   kDelLike,   // every distinct key that went away: the event
   kSet,       // set (+ expire with an expiry option), del if deleted
   kExpire,    // expire, del if the new expiry is past
@@ -96,6 +97,11 @@ const std::unordered_map<std::string_view, EventRule>& RulesByName() {
     add(Rule::kZmpop, kKeClassZset, nullptr, {"zmpop"});
     add_own(Rule::kDstStore, kKeClassZset,
             {"zrangestore", "zunionstore", "zinterstore", "zdiffstore"});
+    // geo: GEOADD is a ZADD; the STORE forms raise their own event on the
+    // destination (GEORADIUS's is its second key, after STORE/STOREDIST)
+    add(Rule::kWrite, kKeClassZset, "zadd", {"geoadd"});
+    add_own(Rule::kDstStore, kKeClassZset, {"geosearchstore"});
+    add(Rule::kDstSecond, kKeClassZset, "georadiusstore", {"georadius", "georadiusbymember"});
     return m;
   }();
   return *rules;
@@ -206,13 +212,16 @@ void AddCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
       }
       return;
     case Rule::kDstStore:
-      if (keys.empty() || !changed(0)) return;
-      if (after[0].present()) {
-        queue(r.cls, r.event, 0);
+    case Rule::kDstSecond: {
+      const size_t d = r.rule == Rule::kDstSecond ? 1 : 0;
+      if (keys.size() <= d || !changed(d)) return;
+      if (after[d].present()) {
+        queue(r.cls, r.event, d);
       } else {
-        del_if_gone(0);
+        del_if_gone(d);
       }
       return;
+    }
     case Rule::kDelLike:
       for (size_t j = 0; j < keys.size(); ++j) {
         if (before[j].present() && !after[j].present() && first_of(j)) queue(r.cls, r.event, j);

@@ -254,8 +254,8 @@ void RegisterGeoCommands(std::vector<CommandSpec>* t) {
       "Returns members from a geospatial index as geohash strings.", "3.2.0");
   add("geopos", -2, r, 1, 1, CmdGeoPos,
       "Returns the longitude and latitude of members from a geospatial index.", "3.2.0");
-  // The STORE and STOREDIST destination is a second key, found by
-  // GeoRadiusKeys (movable keys), so its stripe is held too.
+  // STORE and STOREDIST name more keys, found by GeoRadiusKeys and
+  // GeoRadiusByMemberKeys (movable keys), so their stripes are held too.
   add("georadius", -6, w, 1, 1, CmdGeoRadius,
       "Queries a geospatial index for members within a distance from a coordinate, optionally "
       "stores the result.",
@@ -266,7 +266,7 @@ void RegisterGeoCommands(std::vector<CommandSpec>* t) {
   add("georadiusbymember", -5, w, 1, 1, CmdGeoRadiusByMember,
       "Queries a geospatial index for members within a distance from a member, optionally stores "
       "the result.",
-      "3.2.0", GeoRadiusKeys);
+      "3.2.0", GeoRadiusByMemberKeys);
   add("georadiusbymember_ro", -5, r, 1, 1, CmdGeoRadiusByMemberRo,
       "Returns members from a geospatial index that are within a distance from a member.",
       "3.2.10");

@@ -34,13 +34,17 @@ void WriteDistance(CommandContext& ctx, double d);
 // A [longitude, latitude] pair in Redis 7.0's human long-double form.
 void WriteLonLat(CommandContext& ctx, const double xy[2]);
 
-// The argv index of GEORADIUS's or GEORADIUSBYMEMBER's destination: the
-// word after the last STORE or STOREDIST from argv[5] on (Redis's
-// georadiusGetKeys), 0 when there is none. The KeysFn and the handler both
-// use it, so the handler writes only a key whose stripe the seam holds.
-size_t GeoStoreKeyAt(std::span<const std::string_view> argv);
-// KeysFn of GEORADIUS and GEORADIUSBYMEMBER: the source, then the destination.
+// The argv indexes of the destinations a GEORADIUS (options from argv[6])
+// or GEORADIUSBYMEMBER (from argv[5]) call names, appended to out:
+// Redis 7's key specs give the word after the first STORE and the one after
+// the first STOREDIST (COMMAND GETKEYS, ACL); the command itself stores
+// into the word after the last of either (Redis's georadiusGetKeys), which
+// is added when it is not one of those. The KeysFns and the handler share
+// it, so the handler writes only a key whose stripe the seam holds.
+void GeoStoreKeys(std::span<const std::string_view> argv, size_t from, std::vector<size_t>* out);
+// The KeysFns: the source, then GeoStoreKeys.
 void GeoRadiusKeys(std::span<const std::string_view> argv, std::vector<size_t>* out);
+void GeoRadiusByMemberKeys(std::span<const std::string_view> argv, std::vector<size_t>* out);
 
 // The search commands (geo_search.cc).
 void CmdGeoRadius(CommandContext& ctx);

@@ -204,12 +204,16 @@ void SearchGeneric(CommandContext& ctx, size_t src_at, uint32_t flags) {
     ctx.Error("ERR the ANY argument requires COUNT argument");
     return;
   }
-  // The seam locked the keys GeoRadiusKeys named; this parse found the same
-  // destination for every call that got here, and the check keeps a write
-  // from ever reaching an unlocked key.
-  if (!search && store_at != GeoStoreKeyAt(ctx.argv)) {
-    ctx.SyntaxError();
-    return;
+  // The seam locked the keys GeoStoreKeys named; this parse finds one of
+  // them on every call that gets here, and the check keeps a write from
+  // ever reaching an unlocked key.
+  if (!search && store_at != 0) {
+    std::vector<size_t> named;  // only STORE calls, which allocate their result anyway
+    GeoStoreKeys(ctx.argv, base, &named);
+    if (std::find(named.begin(), named.end(), store_at) == named.end()) {
+      ctx.SyntaxError();
+      return;
+    }
   }
 
   if (v == nullptr) {
@@ -280,22 +284,39 @@ void SearchGeneric(CommandContext& ctx, size_t src_at, uint32_t flags) {
 
 }  // namespace
 
-size_t GeoStoreKeyAt(std::span<const std::string_view> argv) {
-  size_t at = 0;
-  for (size_t i = 5; i < argv.size(); ++i) {
-    const bool store_word = EqualsIgnoreCase(argv[i], "store") ||
-                            EqualsIgnoreCase(argv[i], "storedist");
-    if (store_word && i + 1 < argv.size()) {
-      at = i + 1;
-      ++i;
+void GeoStoreKeys(std::span<const std::string_view> argv, size_t from, std::vector<size_t>* out) {
+  const size_t n = argv.size();
+  const size_t begin = out->size();
+  // The key specs: a keyword's first match before the last argument.
+  for (const std::string_view word : {std::string_view("store"), std::string_view("storedist")}) {
+    for (size_t i = from; i + 1 < n; ++i) {
+      if (EqualsIgnoreCase(argv[i], word)) {
+        out->push_back(i + 1);
+        break;
+      }
     }
   }
-  return at;
+  // georadiusGetKeys: the last of either, skipping each one's key.
+  size_t last = 0;
+  for (size_t i = 5; i + 1 < n; ++i) {
+    if (EqualsIgnoreCase(argv[i], "store") || EqualsIgnoreCase(argv[i], "storedist")) {
+      last = ++i;
+    }
+  }
+  if (last != 0 && std::find(out->begin() + static_cast<std::ptrdiff_t>(begin), out->end(),
+                             last) == out->end()) {
+    out->push_back(last);
+  }
 }
 
 void GeoRadiusKeys(std::span<const std::string_view> argv, std::vector<size_t>* out) {
   out->push_back(1);
-  if (const size_t at = GeoStoreKeyAt(argv); at != 0) out->push_back(at);
+  GeoStoreKeys(argv, 6, out);
+}
+
+void GeoRadiusByMemberKeys(std::span<const std::string_view> argv, std::vector<size_t>* out) {
+  out->push_back(1);
+  GeoStoreKeys(argv, 5, out);
 }
 
 void CmdGeoRadius(CommandContext& ctx) { SearchGeneric(ctx, 1, kFromLonLat); }

@@ -47,7 +47,8 @@ bool StoreCommand(std::string_view n) {
 // BITFIELD with only GETs).
 struct KeyRule {
   uint8_t base = kPermRead;
-  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield } kind = kPlain;
+  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield, kSrcThenDsts } kind =
+      kPlain;
 };
 
 const std::vector<KeyRule>& Rules() {
@@ -66,10 +67,10 @@ const std::vector<KeyRule>& Rules() {
         if (In(n, {"rename", "renamenx", "lmove", "rpoplpush", "blmove", "brpoplpush", "smove"}))
           r.kind = KeyRule::kSrcDst;
         if (n == "copy") r.kind = KeyRule::kCopy;
-        // The source is only read; a STORE destination (a second key) is written.
+        // The source is only read; the STORE/STOREDIST destinations are written.
         if (n == "georadius" || n == "georadiusbymember") {
           r.base = kPermRead;
-          r.kind = KeyRule::kCopy;
+          r.kind = KeyRule::kSrcThenDsts;
         }
         if (n == "set") r.kind = KeyRule::kSet;
         if (n == "bitfield") r.kind = KeyRule::kBitfield;
@@ -104,6 +105,8 @@ void KeyPerms(const CommandSpec& spec, std::span<const std::string_view> argv,
   } else if (r.kind == KeyRule::kCopy) {
     (*perms)[0] = kPermRead;
     (*perms)[1] = kPermWrite;
+  } else if (r.kind == KeyRule::kSrcThenDsts) {
+    for (size_t j = 1; j < idx.size(); ++j) (*perms)[j] = kPermWrite;
   }
 }
 

@@ -91,8 +91,9 @@ bool MemberLonLat(CommandContext& ctx, const ZsetValue& v, std::string_view memb
   return true;
 }
 
-// Redis's addReplyDoubleDistance: rounded to an integer number of 1/10000 units by llrint (ties to even), then written
-// with four decimals. Always a bulk string, in RESP3 too.
+// Redis's addReplyDoubleDistance: rounded to a whole number of 1/10000
+// units by llrint (ties to even), then written with four decimals. A bulk
+// string in RESP3 too.
 void WriteDistance(CommandContext& ctx, double d) {
   long long units = std::llrint(d * 10000.0);
   char buf[48];

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/resp/commands/geo_internal.h"

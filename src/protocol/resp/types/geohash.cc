@@ -216,9 +216,9 @@ SearchCells CellsForShape(const Shape& s) {
   const std::array<double, 4> box = BoundingBox(s);
   const double min_lon = box[0], min_lat = box[1], max_lon = box[2], max_lat = box[3];
   // A box is covered by the circle through its corners.
-  double radius_m = s.kind == Shape::Kind::kRadius
-                        ? s.radius
-                        : std::sqrt((s.width / 2) * (s.width / 2) + (s.height / 2) * (s.height / 2));
+  const double half_w = s.width / 2, half_h = s.height / 2;
+  double radius_m =
+      s.kind == Shape::Kind::kRadius ? s.radius : std::sqrt(half_w * half_w + half_h * half_h);
   radius_m *= s.to_meters;
   int step = EstimateStep(radius_m, s.lat);
 

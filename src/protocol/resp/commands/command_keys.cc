@@ -28,7 +28,8 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
      "hrandfield hscan hvals lcs lindex lpos lrange mget pexpiretime pttl sdiff sinter sintercard "
      "smembers smismember srandmember sscan substr sunion ttl zcount zdiff zinter zintercard "
      "zlexcount zmscore zrandmember zrange zrangebylex zrangebyscore zrank zrevrange "
-     "zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion sort_ro"},
+     "zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion sort_ro "
+     "geodist geohash geopos georadius_ro georadiusbymember_ro geosearch"},
     {"RO access", "eval_ro evalsha_ro"},
     {"RW access update", "eval evalsha"},
     {"RO", "exists hexists hlen hstrlen llen scard sismember strlen touch type watch zcard"},
@@ -39,7 +40,8 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
     {"RW access update",
      "bitfield decr decrby getex getset hincrby hincrbyfloat incr incrby incrbyfloat move setbit "
      "zincrby"},
-    {"RW update", "expire expireat hmset hset lset persist pexpire pexpireat setrange zadd"},
+    {"RW update",
+     "expire expireat hmset hset lset persist pexpire pexpireat setrange zadd geoadd"},
     {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd"},
     {"RW delete", "hdel lrem ltrim srem zrem zremrangebylex zremrangebyrank zremrangebyscore"},
     {"OW update", "mset psetex restore setex"},
@@ -59,7 +61,9 @@ constexpr TwoSpecFlags kTwoSpecFlags[] = {
     {"sunionstore", "OW update", "RO access"},     {"zdiffstore", "OW update", "RO access"},
     {"zinterstore", "OW update", "RO access"},     {"zunionstore", "OW update", "RO access"},
     {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"},
-    {"sort", "RO access", "OW update"}};
+    {"sort", "RO access", "OW update"},
+    {"georadius", "RO access", "OW update"},       {"georadiusbymember", "RO access", "OW update"},
+    {"geosearchstore", "OW update", "RO access"}};
 
 bool HasWord(std::string_view list, std::string_view word) {
   while (!list.empty()) {

@@ -33,6 +33,7 @@
   X(Set)           /* sets.cc */                                          \
   X(Zset)          /* zsets.cc (+ zsets_range.cc, zsets_setops.cc) */     \
   X(Sort)          /* sort.cc: SORT SORT_RO (+ sort_patterns.cc) */       \
+  X(Geo)           /* geo.cc: GEOADD GEOPOS GEODIST GEOHASH; geo_search.cc GEOSEARCH GEORADIUS* */ \
   X(PubSub)        /* pubsub.cc */
 
 namespace trove::resp {

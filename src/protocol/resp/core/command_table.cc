@@ -35,10 +35,12 @@ CommandTable::CommandTable() {
     s.id = static_cast<int>(i);
     std::string_view group = s.group;
     s.stages_reply = (s.flags & kCmdWrite) != 0 && (group == "list" || group == "hash" ||
-                                                    group == "set" || group == "sorted-set");
+                                                    group == "set" || group == "sorted-set" ||
+                                                    group == "geo");
     static constexpr std::string_view kReadsKeys[] = {
         "getset", "getdel", "getex", "copy", "sinterstore", "sunionstore", "sdiffstore",
-        "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "bitop", "sort"};
+        "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "bitop", "sort",
+        "georadius", "georadiusbymember", "geosearchstore"};
     for (std::string_view n : kReadsKeys) {
       if (n == s.name) s.reads_keys = true;
     }

@@ -137,6 +137,17 @@ void RespWriter::Double(double d) {
   }
 }
 
+void RespWriter::HumanDouble(long double d) {
+  if (proto_ == 3) {
+    std::string s = ",";
+    s += FormatLongDouble(d);
+    s += "\r\n";
+    out_->Append(s);
+  } else {
+    Bulk(FormatLongDouble(d));
+  }
+}
+
 void RespWriter::Bool(bool b) {
   if (proto_ == 3)
     out_->Append(b ? "#t\r\n" : "#f\r\n", 4);

@@ -66,6 +66,9 @@ class RespWriter {
   void SetHeader(size_t n);      // ~n / *n
   void PushHeader(size_t n);     // >n / *n
   void Double(double d);         // ,d / bulk "%.17g" (Redis 7.0)
+  // ,d / bulk d in FormatLongDouble's form: Redis 7.0's addReplyHumanLongDouble
+  // (GEOPOS and WITHCOORD coordinates).
+  void HumanDouble(long double d);
   void Bool(bool b);             // #t/#f / :1/:0
   void Verbatim(std::string_view s, std::string_view fmt = "txt");
   void BigNumber(std::string_view digits);

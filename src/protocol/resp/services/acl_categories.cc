@@ -23,6 +23,7 @@ uint32_t GroupCategory(std::string_view g) {
   if (g == "hash") return kCatHash;
   if (g == "set") return kCatSet;
   if (g == "sorted-set") return kCatSortedSet;
+  if (g == "geo") return kCatGeo;
   if (g == "generic") return kCatKeyspace;
   if (g == "connection") return kCatConnection;
   if (g == "transactions") return kCatTransaction;
@@ -119,9 +120,7 @@ constexpr std::string_view kRedisOnlyCommands[] = {
     "cluster|setslot", "cluster|shards", "cluster|slaves", "cluster|slots", "eval",
     "eval_ro", "evalsha", "evalsha_ro", "failover", "fcall", "fcall_ro", "function",
     "function|delete", "function|dump", "function|flush", "function|help", "function|kill",
-    "function|list", "function|load", "function|restore", "function|stats", "geoadd", "geodist",
-    "geohash", "geopos", "georadius", "georadius_ro", "georadiusbymember", "georadiusbymember_ro",
-    "geosearch", "geosearchstore", "hexpire", "hexpireat", "hexpiretime", "hpersist",
+    "function|list", "function|load", "function|restore", "function|stats", "hexpire", "hexpireat", "hexpiretime", "hpersist",
     "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "httl", "migrate", "module", "module|help",
     "module|list", "module|load", "module|loadex", "module|unload", "pfadd", "pfcount", "pfdebug",
     "pfmerge", "pfselftest", "psync", "readonly", "readwrite", "replconf", "replicaof",

@@ -33,13 +33,13 @@ bool WriteOnly(std::string_view n) {
                 "rpushx",   "linsert",   "lset",      "ltrim",   "lrem",   "sadd",
                 "srem",     "hset",      "hmset",     "hsetnx",  "hdel",   "zadd",
                 "zrem",     "zincrby",   "zremrangebyscore", "zremrangebyrank",
-                "zremrangebylex", "restore"});
+                "zremrangebylex", "restore", "geoadd"});
 }
 
 // Commands whose first key is written and whose other keys are read.
 bool StoreCommand(std::string_view n) {
   return In(n, {"sinterstore", "sunionstore", "sdiffstore", "zunionstore", "zinterstore",
-                "zdiffstore", "zrangestore", "bitop"});
+                "zdiffstore", "zrangestore", "bitop", "geosearchstore"});
 }
 
 // Per command id, computed once: the permission of its keys, and how its
@@ -47,7 +47,8 @@ bool StoreCommand(std::string_view n) {
 // BITFIELD with only GETs).
 struct KeyRule {
   uint8_t base = kPermRead;
-  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield } kind = kPlain;
+  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield, kSrcThenDsts } kind =
+      kPlain;
 };
 
 const std::vector<KeyRule>& Rules() {
@@ -71,6 +72,11 @@ const std::vector<KeyRule>& Rules() {
         if (n == "sort") {
           r.base = kPermRead;
           r.kind = KeyRule::kCopy;
+        }
+        // The source is only read; the STORE/STOREDIST destinations are written.
+        if (n == "georadius" || n == "georadiusbymember") {
+          r.base = kPermRead;
+          r.kind = KeyRule::kSrcThenDsts;
         }
         if (n == "set") r.kind = KeyRule::kSet;
         if (n == "bitfield") r.kind = KeyRule::kBitfield;
@@ -105,6 +111,8 @@ void KeyPerms(const CommandSpec& spec, std::span<const std::string_view> argv,
   } else if (r.kind == KeyRule::kCopy) {
     (*perms)[0] = kPermRead;
     (*perms)[1] = kPermWrite;
+  } else if (r.kind == KeyRule::kSrcThenDsts) {
+    for (size_t j = 1; j < idx.size(); ++j) (*perms)[j] = kPermWrite;
   }
 }
 

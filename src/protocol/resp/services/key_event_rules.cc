@@ -30,6 +30,7 @@ enum class Rule : uint8_t {
   kNone,
   kWrite,     // every changed key: the event (a key left empty also gets del)
   kDstStore,  // the first key (destination): the event, or del if left empty
+  kDstAfterFirst,  // kDstStore for destinations named after the source (GEORADIUS STORE)
   kDelLike,   // every distinct key that went away: the event
   kSet,       // set (+ expire with an expiry option), del if deleted
   kExpire,    // expire, del if the new expiry is past
@@ -99,6 +100,12 @@ const std::unordered_map<std::string_view, EventRule>& RulesByName() {
             {"zrangestore", "zunionstore", "zinterstore", "zdiffstore"});
     // SORT ... STORE: sortstore (a list event) on the destination
     add(Rule::kSortStore, kKeClassList, "sortstore", {"sort"});
+    // geo: GEOADD is a ZADD; the STORE forms raise their own event on the
+    // destination (GEORADIUS's follow its source, after STORE/STOREDIST)
+    add(Rule::kWrite, kKeClassZset, "zadd", {"geoadd"});
+    add_own(Rule::kDstStore, kKeClassZset, {"geosearchstore"});
+    add(Rule::kDstAfterFirst, kKeClassZset, "georadiusstore",
+        {"georadius", "georadiusbymember"});
     return m;
   }();
   return *rules;
@@ -229,6 +236,20 @@ void AddCommandEvents(CommandContext& ctx, std::span<const size_t> idx,
       }
       return;
     }
+    case Rule::kDstAfterFirst:
+      // Only the destination stored into changes; a key named twice (STORE
+      // d STOREDIST d) is reported once, the source (STORE into itself) too.
+      for (size_t j = 1; j < keys.size(); ++j) {
+        bool again = false;
+        for (size_t i = 1; i < j; ++i) again = again || keys[i] == keys[j];
+        if (again || !changed(j)) continue;
+        if (after[j].present()) {
+          queue(r.cls, r.event, j);
+        } else {
+          del_if_gone(j);
+        }
+      }
+      return;
     case Rule::kDelLike:
       for (size_t j = 0; j < keys.size(); ++j) {
         if (before[j].present() && !after[j].present() && first_of(j)) queue(r.cls, r.event, j);

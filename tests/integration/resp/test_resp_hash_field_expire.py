@@ -501,6 +501,7 @@ def test_copy_keeps_ttls(r):
     assert wait_until(lambda: r.exists("hb") == 0 and r.exists("hbc") == 0)
     assert wait_until(lambda: r.hlen("h1") == 1 and r.hlen("h1c") == 1)
 
+
 def test_copy_to_another_db_keeps_ttls(r, resp_port):
     r.hset("h1", mapping={"f1": "v1", "f2": "v2"})
     x(r, "HPEXPIRE", "h1", 100000, "FIELDS", 1, "f2")

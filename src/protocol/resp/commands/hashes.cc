@@ -6,6 +6,7 @@
 // not yet deleted. A hash without field TTLs pays one pointer test.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "common/str_append.h"

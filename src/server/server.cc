@@ -450,6 +450,7 @@ void Server::Shutdown() {
   if (proxy_) proxy_->Stop();  // its config thread waits on the workers
   if (log_) log_->Stop();  // its collector posts to the workers
   if (resp_factory_) resp::StopScripts(resp_factory_.get());  // a looping script ends
+  if (resp_factory_) resp::StopHashFieldExpiry(resp_factory_.get());  // it publishes via workers
   if (net_) net_->Stop();
   proxy_.reset();
   if (engine_ && started_) engine_->Stop();

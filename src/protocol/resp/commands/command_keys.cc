@@ -24,8 +24,9 @@ struct KeyFlagGroup {
 };
 constexpr KeyFlagGroup kKeyFlagGroups[] = {
     {"RO access",
-     "bitcount bitfield_ro bitpos dump expiretime get getbit getrange hget hgetall hkeys hmget "
-     "hrandfield hscan hvals lcs lindex lpos lrange mget pexpiretime pttl sdiff sinter sintercard "
+     "bitcount bitfield_ro bitpos dump expiretime get getbit getrange hexpiretime hget hgetall "
+     "hkeys hmget hpexpiretime hpttl hrandfield hscan httl hvals lcs lindex lpos lrange mget "
+     "pexpiretime pttl sdiff sinter sintercard "
      "smembers smismember srandmember sscan substr sunion ttl zcount zdiff zinter zintercard "
      "zlexcount zmscore zrandmember zrange zrangebylex zrangebyscore zrank zrevrange "
      "zrevrangebylex zrevrangebyscore zrevrank zscan zscore zunion sort_ro "
@@ -41,7 +42,8 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
      "bitfield decr decrby getex getset hincrby hincrbyfloat incr incrby incrbyfloat move setbit "
      "zincrby"},
     {"RW update",
-     "expire expireat hmset hset lset persist pexpire pexpireat setrange zadd geoadd"},
+     "expire expireat hexpire hexpireat hmset hpersist hpexpire hpexpireat hset lset persist "
+     "pexpire pexpireat setrange zadd geoadd"},
     {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd"},
     {"RW delete", "hdel lrem ltrim srem zrem zremrangebylex zremrangebyrank zremrangebyscore"},
     {"OW update", "mset psetex restore setex"},

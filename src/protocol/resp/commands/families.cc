@@ -30,6 +30,7 @@
   X(List)          /* lists.cc */                                         \
   X(Blocking)      /* blocking.cc: BLPOP BLMOVE BZPOPMIN ... */           \
   X(Hash)          /* hashes.cc */                                        \
+  X(HashFieldExpiry) /* hash_field_expiry.cc: HEXPIRE HTTL HPERSIST ... */ \
   X(Set)           /* sets.cc */                                          \
   X(Zset)          /* zsets.cc (+ zsets_range.cc, zsets_setops.cc) */     \
   X(Sort)          /* sort.cc: SORT SORT_RO (+ sort_patterns.cc) */       \

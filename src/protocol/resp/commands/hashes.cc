@@ -1,5 +1,12 @@
 // Hash commands; run on the connection's worker with the keys' stripes held.
+// Fields with a TTL (hash_field_expiry.cc) are handled as Redis 7.4 does: a
+// read that meets a passed field deletes it (lazy expiry: HGET HMGET HEXISTS
+// HSTRLEN HSETNX HINCRBY HINCRBYFLOAT, and HRANDFIELD all of them), listings
+// (HGETALL HKEYS HVALS HSCAN) skip passed fields, and HLEN counts every field
+// not yet deleted. A hash without field TTLs pays one pointer test.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "common/str_append.h"
@@ -9,6 +16,7 @@
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/core/scan_util.h"
+#include "protocol/resp/services/hash_field_expiry.h"
 #include "protocol/resp/types/collections.h"
 #include "protocol/resp/types/keyspace.h"
 
@@ -19,6 +27,25 @@ void Finish(CommandContext& ctx, const std::string& key, HashValue* v, size_t be
   v->CheckEncoding(ctx.server->hash_max_listpack_entries.load(std::memory_order_relaxed),
                    ctx.server->hash_max_listpack_value.load(std::memory_order_relaxed));
   FinishUpdate(ctx, key, v, before);
+}
+
+// Lazy expiry of field f (Redis's HFE_LAZY_EXPIRE): when its TTL has
+// passed, deletes it with its effects and returns true, with *v set to null
+// if that emptied (and deleted) the hash. False when nothing was done.
+bool ExpireFieldLazily(CommandContext& ctx, std::string_view key, HashValue** v,
+                       std::string_view f) {
+  HashValue* h = *v;
+  if (h == nullptr || h->field_ttls() == nullptr) return false;
+  const size_t before = h->MemoryUsage();
+  if (!ErasePassedField(h, f, ctx.server->NowMs())) return false;
+  if (FinishFieldExpiry(ctx, key, h, before, 1)) *v = nullptr;
+  return true;
+}
+
+// True when v has a field whose TTL passed at now_ms (listings then filter).
+bool HasPassedFields(const HashValue* v, int64_t now_ms) {
+  return v != nullptr && v->field_ttls() != nullptr &&
+         FieldTtlPassed(v->field_ttls()->earliest(), now_ms);
 }
 
 void HSetGeneric(CommandContext& ctx, bool hmset) {
@@ -47,6 +74,11 @@ void CmdHSetNx(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   HashValue* v = LoadOrCreate<HashValue>(ctx, key);
   if (v == nullptr) return;
+  // A passed field is deleted first (and the hash with it if it was the
+  // last), then set anew, as Redis's hsetnx.
+  if (ExpireFieldLazily(ctx, key, &v, ctx.argv[2]) && v == nullptr &&
+      (v = LoadOrCreate<HashValue>(ctx, key)) == nullptr)
+    return;
   if (v->Find(ctx.argv[2]).has_value()) {
     ctx.w->Integer(0);
     return;
@@ -66,17 +98,51 @@ void ReplyField(CommandContext& ctx, const HashValue* v, std::string_view field)
     ctx.w->Bulk(*f);
 }
 
-void CmdHGet(CommandContext& ctx) { ReplyPerMember<HashValue, ReplyField>(ctx, false); }
-void CmdHMGet(CommandContext& ctx) { ReplyPerMember<HashValue, ReplyField>(ctx, true); }
+void CmdHGet(CommandContext& ctx) {
+  const std::string key = ctx.Key(1);
+  HashValue* v;
+  if (!ReadCollection(ctx, key, &v)) return;
+  if (ExpireFieldLazily(ctx, key, &v, ctx.argv[2])) {
+    ctx.w->Null();
+    return;
+  }
+  ReplyField(ctx, v, ctx.argv[2]);
+}
+
+// Each passed field is deleted as it is met; one hexpired event (and del if
+// the hash emptied) for the call, as Redis's hmget.
+void CmdHMGet(CommandContext& ctx) {
+  const std::string key = ctx.Key(1);
+  HashValue* v;
+  if (!ReadCollection(ctx, key, &v)) return;
+  const bool ttls = v != nullptr && v->field_ttls() != nullptr;
+  const int64_t now = ttls ? ctx.server->NowMs() : 0;
+  const size_t before = ttls ? v->MemoryUsage() : 0;
+  size_t expired = 0;
+  ctx.w->ArrayHeader(ctx.argc() - 2);
+  for (size_t i = 2; i < ctx.argc(); ++i) {
+    if (ttls && ErasePassedField(v, ctx.argv[i], now)) {
+      ++expired;
+      ctx.w->Null();
+      continue;
+    }
+    ReplyField(ctx, v, ctx.argv[i]);
+  }
+  if (expired > 0) FinishFieldExpiry(ctx, key, v, before, expired);
+}
 
 void CmdHDel(CommandContext& ctx) { RemoveMembers<HashValue, &HashValue::Erase>(ctx); }
 
 void CmdHExists(CommandContext& ctx) {
+  const std::string key = ctx.Key(1);
   HashValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
+  if (ExpireFieldLazily(ctx, key, &v, ctx.argv[2])) v = nullptr;
   ctx.w->Integer(v && v->Find(ctx.argv[2]).has_value() ? 1 : 0);
 }
 
+// Counts fields whose TTL passed but that are not deleted yet, as Redis does
+// (hashTypeLength(o, 0); its test "HLEN does count expired fields").
 void CmdHLen(CommandContext& ctx) {
   HashValue* v;
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
@@ -84,13 +150,15 @@ void CmdHLen(CommandContext& ctx) {
 }
 
 void CmdHStrlen(CommandContext& ctx) {
+  const std::string key = ctx.Key(1);
   HashValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
+  if (!ReadCollection(ctx, key, &v)) return;
+  if (ExpireFieldLazily(ctx, key, &v, ctx.argv[2])) v = nullptr;
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   ctx.w->Integer(f ? static_cast<int64_t>(f->size()) : 0);
 }
 
-// mode: 0 keys, 1 values, 2 both
+// mode: 0 keys, 1 values, 2 both. Passed fields are left out, not deleted.
 void ListGeneric(CommandContext& ctx, int mode) {
   HashValue* v;
   if (!ReadExisting(ctx, ctx.Key(1), &v, [&] {
@@ -100,11 +168,18 @@ void ListGeneric(CommandContext& ctx, int mode) {
           ctx.w->ArrayHeader(0);
       }))
     return;
+  auto entries = v->Entries();
+  const int64_t now = v->field_ttls() != nullptr ? ctx.server->NowMs() : 0;
+  if (HasPassedFields(v, now)) {
+    entries.erase(std::remove_if(entries.begin(), entries.end(),
+                                 [&](const auto& e) { return v->FieldPassed(e.first, now); }),
+                  entries.end());
+  }
   if (mode == 2)
-    ctx.w->MapHeader(v->size());
+    ctx.w->MapHeader(entries.size());
   else
-    ctx.w->ArrayHeader(v->size());
-  for (const auto& [f, val] : v->Entries()) {
+    ctx.w->ArrayHeader(entries.size());
+  for (const auto& [f, val] : entries) {
     if (mode != 1) ctx.w->Bulk(f);
     if (mode != 0) ctx.w->Bulk(val);
   }
@@ -119,6 +194,7 @@ void CmdHIncrBy(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   HashValue* v;
   if (!ReadCollection(ctx, key, &v)) return;
+  ExpireFieldLazily(ctx, key, &v, ctx.argv[2]);  // a passed field counts from 0
   int64_t cur = 0;
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   if (f && !ParseStrictInt64(*f, &cur)) {
@@ -131,7 +207,7 @@ void CmdHIncrBy(CommandContext& ctx) {
   size_t before = v->MemoryUsage();
   std::string s;
   AppendI64(s, cur);
-  v->Set(ctx.argv[2], s);
+  v->Set(ctx.argv[2], s, /*keep_ttl=*/true);  // Redis's HASH_SET_KEEP_TTL
   Finish(ctx, key, v, before);
   ctx.w->Integer(cur);
 }
@@ -149,6 +225,7 @@ void CmdHIncrByFloat(CommandContext& ctx) {
   std::string key = ctx.Key(1);
   HashValue* v;
   if (!ReadCollection(ctx, key, &v)) return;
+  ExpireFieldLazily(ctx, key, &v, ctx.argv[2]);  // a passed field counts from 0
   std::optional<std::string_view> f = v ? v->Find(ctx.argv[2]) : std::nullopt;
   if (f && !ParseLongDouble(*f, &cur)) {
     ctx.Error("ERR hash value is not a float");
@@ -163,7 +240,7 @@ void CmdHIncrByFloat(CommandContext& ctx) {
   if (v == nullptr) return;
   size_t before = v->MemoryUsage();
   std::string s = FormatLongDouble(cur);
-  v->Set(ctx.argv[2], s);
+  v->Set(ctx.argv[2], s, /*keep_ttl=*/true);
   Finish(ctx, key, v, before);
   ctx.w->Bulk(s);
 }
@@ -173,6 +250,19 @@ void CmdHRandField(CommandContext& ctx) {
   int64_t count = 1;
   HashValue* v;
   if (!ReadRandomSource(ctx, "withvalues", &has_count, &count, &withvalues, &v)) return;
+  // Every passed field is deleted first (Redis's hashTypeExpireIfNeeded);
+  // when that deletes the hash the reply is a missing key's.
+  if (v->field_ttls() != nullptr) {
+    const size_t before = v->MemoryUsage();
+    const size_t n = ErasePassedFields(v, ctx.server->NowMs(), SIZE_MAX);
+    if (n > 0 && FinishFieldExpiry(ctx, ctx.Key(1), v, before, n)) {
+      if (has_count)
+        ctx.w->ArrayHeader(0);
+      else
+        ctx.w->Null();
+      return;
+    }
+  }
   auto all = v->Entries();
   if (!has_count) {
     ctx.w->Bulk(all[CommandRng()() % all.size()].first);
@@ -206,13 +296,18 @@ void CmdHScan(CommandContext& ctx) {
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   std::vector<std::pair<std::string_view, std::string_view>> out;
   uint64_t next = 0;
+  // Passed fields are skipped (not deleted): a page may come back empty.
+  const int64_t now = v != nullptr && v->field_ttls() != nullptr ? ctx.server->NowMs() : 0;
+  const bool skip = HasPassedFields(v, now);
   if (v != nullptr && v->compact()) {
     for (const auto& [f, val] : v->Entries()) {
+      if (skip && v->FieldPassed(f, now)) continue;
       if (!o.has_pattern || GlobMatch(o.pattern, f)) out.emplace_back(f, val);
     }
   } else if (v != nullptr) {
-    next = ScanLargeCollection(
-        *v, o, [&](const ScanOrder::Ref& r) { out.emplace_back(r.member, r.value); });
+    next = ScanLargeCollection(*v, o, [&](const ScanOrder::Ref& r) {
+      if (!skip || !v->FieldPassed(r.member, now)) out.emplace_back(r.member, r.value);
+    });
   }
   WriteScanReply(ctx, next, out, 2, [&](const auto& field_value) {
     ctx.w->Bulk(field_value.first);

@@ -203,6 +203,9 @@ void StatsSection(CommandContext& ctx, std::string* s) {
   AddU64(
       s, "expired_keys",
       ctx.engine->ExpiredTotal() - ctx.server->expired_keys_base.load(std::memory_order_relaxed));
+  // Redis 7.4: hash fields deleted by their TTL (lazy, active, or HEXPIRE
+  // with a time in the past).
+  AddU64(s, "expired_subkeys", ctx.server->hash_field_expiry().expired_fields());
   AddU64(s, "evicted_scripts", ctx.server->scripts().evicted());
   const acl::AclStore& acl = ctx.server->acl();
   AddU64(s, "acl_access_denied_auth", acl.denied(acl::Denied::kAuth));

@@ -59,6 +59,10 @@ void StopScripts(net::ProtocolFactory* resp_factory) {
   static_cast<RespFactory*>(resp_factory)->server()->busy_scripts().KillAll();
 }
 
+void StopHashFieldExpiry(net::ProtocolFactory* resp_factory) {
+  static_cast<RespFactory*>(resp_factory)->server()->hash_field_expiry().Stop();
+}
+
 void SetBoundPort(net::ProtocolFactory* resp_factory, int port) {
   static_cast<RespFactory*>(resp_factory)->server()->set_bound_port(port);
 }

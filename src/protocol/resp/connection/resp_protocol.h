@@ -52,5 +52,9 @@ void SetBoundPort(net::ProtocolFactory* resp_factory, int port);
 // Server stop: every running script stops at its next hook, killable or not
 // (as SHUTDOWN NOSAVE stops a busy script in Redis), so its worker can end.
 void StopScripts(net::ProtocolFactory* resp_factory);
+// Server stop: the hash-field reaper thread ends (before the workers stop,
+// as it publishes through them; and before a warm restart's save, which
+// must be the engine's only user).
+void StopHashFieldExpiry(net::ProtocolFactory* resp_factory);
 
 }  // namespace trove::resp

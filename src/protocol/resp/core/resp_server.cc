@@ -173,6 +173,7 @@ void RespServer::ResetStats() {
       s->error_codes.slots[i].count.store(0, std::memory_order_relaxed);
   }
   expired_keys_base.store(engine_->ExpiredTotal(), std::memory_order_relaxed);
+  hash_field_expiry_.ResetStats();
 }
 
 }  // namespace trove::resp

@@ -30,6 +30,7 @@
 #include "protocol/resp/core/protected_mode.h"
 #include "protocol/resp/services/pubsub.h"
 #include "protocol/resp/services/function_library.h"
+#include "protocol/resp/services/hash_field_expiry.h"
 #include "protocol/resp/services/script_cache.h"
 #include "protocol/resp/services/slowlog.h"
 #include "protocol/resp/services/tls_settings.h"
@@ -247,6 +248,10 @@ class RespServer final : public protocol::CommandLog {
   // CLIENT PAUSE (session_pause.cc), shared with the memcached port.
   protocol::ClientPause& pause() { return pause_; }
 
+  // Hashes with field TTLs and their active expiry (hash_field_expiry.h);
+  // thread-safe.
+  HashFieldExpiry& hash_field_expiry() { return hash_field_expiry_; }
+
   // The event log MONITOR reads (set once by the factory, before workers run).
   void set_log(net::LogHub* log) {
     log_ = log;
@@ -305,6 +310,9 @@ class RespServer final : public protocol::CommandLog {
   std::vector<std::unique_ptr<WorkerStats>> stats_ GUARDED_BY(mu_);
   std::vector<engine::ThreadStats*> thread_stats_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Sink>> mc_sinks_ GUARDED_BY(mu_);
+  // Last: destroyed first, so its reaper thread stops before the services it
+  // publishes through (key events, tracking, pub/sub) go away.
+  HashFieldExpiry hash_field_expiry_{this};
 };
 
 }  // namespace trove::resp

@@ -33,7 +33,8 @@ bool WriteOnly(std::string_view n) {
                 "rpushx",   "linsert",   "lset",      "ltrim",   "lrem",   "sadd",
                 "srem",     "hset",      "hmset",     "hsetnx",  "hdel",   "zadd",
                 "zrem",     "zincrby",   "zremrangebyscore", "zremrangebyrank",
-                "zremrangebylex", "restore", "geoadd"});
+                "zremrangebylex", "restore", "geoadd", "hexpire", "hpexpire", "hexpireat",
+                "hpexpireat", "hpersist"});
 }
 
 // Commands whose first key is written and whose other keys are read.

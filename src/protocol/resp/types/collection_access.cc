@@ -88,6 +88,15 @@ bool StoreCompact(CommandContext& ctx, std::string_view ekey, engine::ValueType 
   return ctx.engine->StoreItemLocked(a.item, args, ctx.ts) == engine::StoreResult::kStored;
 }
 
+// A hash whose fields have TTLs now lives at ekey: the active field expiry
+// (services/hash_field_expiry.h) is told its earliest, at_ms (0: none, nothing
+// to do). Every store of a collection passes here, so RENAME, COPY, MOVE and
+// SWAPDB register the new key without knowing about field TTLs.
+void NoteFieldTtls(CommandContext& ctx, std::string_view ekey, int64_t at_ms) {
+  if (at_ms == 0 || ctx.server == nullptr) return;
+  ctx.server->hash_field_expiry().Note(ekey, at_ms);
+}
+
 // A list or zset that has data now: the blocked clients waiting on it are
 // tried after this command (block_registry.h).
 void SignalReady(CommandContext& ctx, std::string_view ekey, engine::ValueType type) {
@@ -107,6 +116,7 @@ bool StoreHeap(CommandContext& ctx, ScratchEntry* e) {
     return false;
   }
   e->heap_resident = true;
+  NoteFieldTtls(ctx, e->key, e->obj->next_field_expiry());
   return true;
 }
 
@@ -173,6 +183,7 @@ CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
     e->type = type;
     e->exptime = exptime;
     SignalReady(ctx, ekey, type);
+    NoteFieldTtls(ctx, ekey, e->obj->next_field_expiry());
     return e->obj;
   }
   CollectionBase* raw = v.get();
@@ -189,6 +200,7 @@ CollectionBase* StoreNewCollection(CommandContext& ctx, std::string_view ekey,
     ctx.Error("OOM command not allowed when used memory > 'maxmemory'.");
     return nullptr;
   }
+  NoteFieldTtls(ctx, ekey, raw->next_field_expiry());
   return raw;
 }
 
@@ -203,6 +215,8 @@ bool CopyItemLocked(CommandContext& ctx, const engine::ItemRef& item, std::strin
   item.CopyValue(&v);
   if (!StoreStringLocked(ctx, dst, v, exptime, false, item.type())) return false;
   SignalReady(ctx, dst, item.type());  // a compact list or zset: RENAME, COPY, MOVE
+  if (item.type() == engine::ValueType::kHash)
+    NoteFieldTtls(ctx, dst, HashValue::PeekNextFieldExpiry(v));
   return true;
 }
 
@@ -228,6 +242,8 @@ void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
     if (v->size() == 0) {
       ctx.engine->UnlinkLocked(ekey, ctx.ts);
       DropScratch(ctx, ekey);
+    } else {
+      NoteFieldTtls(ctx, ekey, v->next_field_expiry());
     }
     return;
   }
@@ -239,7 +255,10 @@ void FinishUpdate(CommandContext& ctx, std::string_view ekey, CollectionBase* v,
   // A compact value is written back as a new item (new CAS, so WATCH sees
   // it). If the engine has no room, write_failed makes Session answer -OOM
   // instead of the reply the handler wrote.
-  if (v->compact() && StoreCompact(ctx, ekey, e->type, *v, e->exptime)) return;
+  if (v->compact() && StoreCompact(ctx, ekey, e->type, *v, e->exptime)) {
+    NoteFieldTtls(ctx, ekey, v->next_field_expiry());
+    return;
+  }
   // Past the thresholds (or no room for the bytes): the object itself
   // becomes the item's HeapValue.
   if (!StoreHeap(ctx, e)) {

@@ -66,23 +66,66 @@ bool ListValue::Decode(std::string_view in) {
   return GetStrings(in, [this](std::string_view e) { PushBack(e); });
 }
 
+// The field-TTL form (collections.h, HashValue::Encode): marker, version.
+constexpr char kHashTtlMarker = '\0';
+constexpr char kHashTtlVersion = '\1';
+
 void HashValue::Encode(std::string* out) const {
   out->clear();
+  if (ttls_ == nullptr) {  // the form of a hash that never had a field TTL: unchanged
+    PutVarint(out, idx_.size());
+    for (const auto& [f, v] : Entries()) {
+      PutString(out, f);
+      PutString(out, v);
+    }
+    return;
+  }
+  out->push_back(kHashTtlMarker);
+  out->push_back(kHashTtlVersion);
+  PutVarint(out, static_cast<uint64_t>(ttls_->earliest()));
   PutVarint(out, idx_.size());
   for (const auto& [f, v] : Entries()) {
     PutString(out, f);
     PutString(out, v);
+    PutVarint(out, static_cast<uint64_t>(ttls_->Get(f)));
   }
 }
+
 bool HashValue::Decode(std::string_view in) {
+  const bool with_ttls = !in.empty() && in[0] == kHashTtlMarker;
+  uint64_t earliest = 0;
+  if (with_ttls) {
+    if (in.size() < 2 || in[1] != kHashTtlVersion) return false;  // a later version
+    in.remove_prefix(2);
+    if (!GetVarint(&in, &earliest)) return false;
+    ttls_ = std::make_unique<FieldTtls>();
+    bytes_ += FieldTtls::kTableCost;
+  }
   uint64_t n;
   if (!GetVarint(&in, &n)) return false;
   for (uint64_t i = 0; i < n; ++i) {
     std::string_view f, v;
     if (!GetString(&in, &f) || !GetString(&in, &v)) return false;
     Set(f, v);
+    if (!with_ttls) continue;
+    uint64_t at;
+    if (!GetVarint(&in, &at) || at > static_cast<uint64_t>(kMaxFieldExpiryMs)) return false;
+    if (at == 0) continue;
+    // Straight into the table: the bytes are already in listpackex order,
+    // which SetFieldExpiry's repositioning would upset for equal expiries.
+    ttls_->Set(f, static_cast<int64_t>(at));
+    bytes_ += FieldTtls::Cost(f);
   }
-  return true;
+  return !with_ttls || static_cast<int64_t>(earliest) == ttls_->earliest();
+}
+
+int64_t HashValue::PeekNextFieldExpiry(std::string_view bytes) {
+  if (bytes.size() < 2 || bytes[0] != kHashTtlMarker || bytes[1] != kHashTtlVersion) return 0;
+  bytes.remove_prefix(2);
+  uint64_t earliest = 0;
+  if (!GetVarint(&bytes, &earliest) || earliest > static_cast<uint64_t>(kMaxFieldExpiryMs))
+    return 0;
+  return static_cast<int64_t>(earliest);
 }
 
 // A compact set is an intset, kept as Redis keeps one: ascending integers of

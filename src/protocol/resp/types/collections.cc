@@ -10,6 +10,8 @@
 #include <cstring>
 #include <new>
 
+#include "common/check.h"
+
 #include "protocol/resp/types/keyspace.h"
 #include "protocol/resp/core/resp_parser.h"
 #include "protocol/resp/core/scan_util.h"
@@ -56,11 +58,12 @@ HashValue::HashValue(const HashValue& o)
   } else {
     o.idx_.ForEach(copy);
   }
+  if (o.ttls_ != nullptr) ttls_ = std::make_unique<FieldTtls>(*o.ttls_);  // bytes_ counts it
 }
 
 HashValue::~HashValue() { idx_.ForEach([](HashEntry* e) { HashEntry::Free(e); }); }
 
-bool HashValue::Set(std::string_view f, std::string_view v) {
+bool HashValue::Set(std::string_view f, std::string_view v, bool keep_ttl) {
   DropScanOrder();
   longest_ = std::max({longest_, f.size(), v.size()});
   HashEntry* e = idx_.Find(f);
@@ -71,15 +74,20 @@ bool HashValue::Set(std::string_view f, std::string_view v) {
     bytes_ += static_cast<int64_t>(f.size() + v.size()) + kEntryOverhead;
     return true;
   }
+  // HSET over a field with a TTL drops the TTL, and a listpackex moves the
+  // field to its end (Redis re-inserts it there).
+  const bool moves = !keep_ttl && DropTtl(f) && compact_;
   bytes_ += static_cast<int64_t>(v.size()) - static_cast<int64_t>(e->vlen());
   if (v.size() == e->vlen()) {
     if (!v.empty()) e->SetValueBytes(v);
+    if (moves) Reposition(e, 0);
     return false;
   }
   HashEntry* n = HashEntry::New(f, v);
   idx_.Replace(n);
   if (compact_) *std::find(order_.begin(), order_.end(), e) = n;
   HashEntry::Free(e);
+  if (moves) Reposition(n, 0);
   return false;
 }
 
@@ -89,8 +97,51 @@ bool HashValue::Erase(std::string_view f) {
   if (e == nullptr) return false;
   bytes_ -= static_cast<int64_t>(e->flen() + e->vlen()) + kEntryOverhead;
   if (compact_) order_.erase(std::find(order_.begin(), order_.end(), e));
+  DropTtl(f);  // before the free: f may point into the entry
   HashEntry::Free(e);
   return true;
+}
+
+bool HashValue::DropTtl(std::string_view f) {
+  if (ttls_ == nullptr || !ttls_->Erase(f)) return false;
+  bytes_ -= FieldTtls::Cost(f);
+  return true;
+}
+
+void HashValue::SetFieldExpiry(std::string_view f, int64_t at_ms) {
+  HashEntry* e = idx_.Find(f);
+  DCHECK(e != nullptr && at_ms > 0);
+  if (e == nullptr) return;
+  DropScanOrder();
+  if (ttls_ == nullptr) {
+    ttls_ = std::make_unique<FieldTtls>();
+    bytes_ += FieldTtls::kTableCost;
+  }
+  if (ttls_->Get(f) == 0) bytes_ += FieldTtls::Cost(f);
+  ttls_->Set(e->field(), at_ms);
+  if (compact_) Reposition(e, at_ms);
+}
+
+bool HashValue::PersistField(std::string_view f) {
+  HashEntry* e = idx_.Find(f);
+  if (e == nullptr || !DropTtl(f)) return false;
+  DropScanOrder();
+  if (compact_) Reposition(e, 0);
+  return true;
+}
+
+void HashValue::Reposition(HashEntry* e, int64_t at_ms) {
+  order_.erase(std::find(order_.begin(), order_.end(), e));
+  auto pos = order_.end();
+  if (at_ms != 0) {
+    // The fields with a TTL lead, earliest first (Entries' invariant): the
+    // first one without a TTL, or with one at or after at_ms, ends the scan.
+    pos = std::find_if(order_.begin(), order_.end(), [&](const HashEntry* g) {
+      const int64_t t = ttls_->Get(g->field());
+      return t == 0 || t >= at_ms;
+    });
+  }
+  order_.insert(pos, e);
 }
 
 const ScanOrder& CollectionBase::scan_order() const {

@@ -18,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "protocol/resp/core/command.h"
+#include "protocol/resp/types/hash_field_ttl.h"
 #include "protocol/resp/types/ptr_index.h"
 
 namespace trove::resp {
@@ -62,6 +63,10 @@ class CollectionBase : public engine::HeapValue {
   // Replaces the contents with Encode's form `in`; false on corrupt bytes
   // (the contents are then unspecified).
   virtual bool Decode(std::string_view in) = 0;
+  // The earliest expiry of an element (unix ms), 0 when none has one: a
+  // hash's field TTLs (hash_field_ttl.h); the other types have none. The
+  // stores in collection_access.cc register it for active expiry.
+  virtual int64_t next_field_expiry() const { return 0; }
 
   // The scan order of the current contents (building it if needed): only
   // for a collection past its compact thresholds.
@@ -181,34 +186,74 @@ class HashValue final : public CollectionBase {
     return std::make_unique<HashValue>(*this);
   }
   static constexpr engine::ValueType kType = engine::ValueType::kHash;
-  const char* encoding() const override { return compact_ ? "listpack" : "hashtable"; }
+  // Redis 7.4 calls a small hash that has (or had) field TTLs "listpackex".
+  const char* encoding() const override {
+    return !compact_ ? "hashtable" : ttls_ != nullptr ? "listpackex" : "listpack";
+  }
   bool compact() const override { return compact_; }
+  // Without field TTLs, the form CollectionBase describes. With the side
+  // table (even emptied): a 0 byte (no count of that form: an empty hash is
+  // never stored), the version byte 1, a varint of the earliest expiry (0
+  // none), the varint count, then per entry the field, the value and a
+  // varint expiry (0 none). Decode reads both.
   void Encode(std::string* out) const override;
   bool Decode(std::string_view in) override;
+  // The earliest field expiry of Encode's bytes without decoding them: 0
+  // for a hash without field TTLs (or bytes that are not a hash's).
+  static int64_t PeekNextFieldExpiry(std::string_view bytes);
   size_t size() const override { return idx_.size(); }
-  // The value of field f, or nullopt. Valid until the next change.
+  // The value of field f, or nullopt. Valid until the next change. A field
+  // whose TTL has passed is still found: the commands decide (lazy expiry).
   std::optional<std::string_view> Find(std::string_view f) const {
     const HashEntry* e = idx_.Find(f);
     if (e == nullptr) return std::nullopt;
     return e->value();
   }
-  // True if the field is new.
-  bool Set(std::string_view f, std::string_view v);
+  // True if the field is new. An existing field loses its TTL (HSET), unless
+  // keep_ttl (HINCRBY, HINCRBYFLOAT keep it, as Redis's HASH_SET_KEEP_TTL).
+  bool Set(std::string_view f, std::string_view v, bool keep_ttl = false);
   bool Erase(std::string_view f);
-  // Field/value pairs; in insertion order while compact (as a listpack).
-  // Valid until the next change.
+  // Field/value pairs; in insertion order while compact (as a listpack; with
+  // field TTLs as Redis's listpackex: the fields with a TTL first, earliest
+  // first, then the others). Valid until the next change.
   std::vector<std::pair<std::string_view, std::string_view>> Entries() const;
   // Leaves the compact encoding once past Redis's thresholds (never back).
   void CheckEncoding(int64_t max_entries, int64_t max_value);
 
+  // Field TTLs. The side table, or null while no field ever had a TTL.
+  const FieldTtls* field_ttls() const { return ttls_.get(); }
+  // f's expiry (unix ms), 0 when it has none (or is missing).
+  int64_t FieldExpiry(std::string_view f) const { return ttls_ ? ttls_->Get(f) : 0; }
+  // True when f has a TTL that has passed at now_ms (it is then gone for
+  // every read, whether or not it was deleted yet).
+  bool FieldPassed(std::string_view f, int64_t now_ms) const {
+    return ttls_ != nullptr && FieldTtlPassed(ttls_->Get(f), now_ms);
+  }
+  // REQUIRES: f present, 0 < at_ms <= kMaxFieldExpiryMs. Sets f's TTL
+  // (creating the side table on the first one).
+  void SetFieldExpiry(std::string_view f, int64_t at_ms);
+  // Removes f's TTL (HPERSIST); false when it had none.
+  bool PersistField(std::string_view f);
+  int64_t next_field_expiry() const override { return ttls_ ? ttls_->earliest() : 0; }
+
  private:
   void CollectScanRefs(std::vector<ScanOrder::Ref>* refs) const override;
+  // Drops f's TTL if it has one (accounting included); true if it had one.
+  bool DropTtl(std::string_view f);
+  // While compact with field TTLs: moves e to its listpackex place, before
+  // the first field that has no TTL or one at or after at_ms (at_ms 0: to
+  // the end, where Redis puts a field that lost its TTL).
+  void Reposition(HashEntry* e, int64_t at_ms);
   // Invariant: idx_ owns every entry; while compact_, order_ holds the same
-  // entries in insertion order (Redis's listpack order), else it is empty.
+  // entries in insertion order (Redis's listpack order; with field TTLs its
+  // listpackex order, see Entries), else it is empty.
   PtrIndex<HashEntry, HashEntryKey> idx_;
   std::vector<HashEntry*> order_;
   bool compact_ = true;
   size_t longest_ = 0;
+  // Invariant: every field named in ttls_ is in idx_; null until the first
+  // field TTL, then kept (an emptied table still says "listpackex").
+  std::unique_ptr<FieldTtls> ttls_;
 };
 
 class SetValue final : public CollectionBase {

@@ -58,7 +58,16 @@ void ItemLocks::AssertHeld(uint32_t stripe) const {
 }
 
 void ItemLocks::LockAll() NO_THREAD_SAFETY_ANALYSIS {
-  for (uint32_t i = 0; i <= mask_; ++i) Lock(i);
+  // Called holding none of these stripes (the expander, a script's or
+  // SORT's exclusive rerun): checked once here, since Lock's per-stripe
+  // check scans every stripe held so far and made this quadratic (about
+  // 0.25 s for 8,192 stripes in a debug build).
+  for ([[maybe_unused]] const Held& h : t_held) DCHECK(h.owner != this);
+  t_held.reserve(t_held.size() + mask_ + 1);
+  for (uint32_t i = 0; i <= mask_; ++i) {
+    locks_[i].mu.Lock();
+    t_held.push_back({this, i});
+  }
 }
 
 void ItemLocks::UnlockAll() NO_THREAD_SAFETY_ANALYSIS {

@@ -486,8 +486,8 @@ std::string SelfTest(uint64_t seed, size_t sparse_max_bytes) {
     uint64_t dense_card = 0, sparse_card = 0;
     if (!Count(dense, &dense_card) || !Count(sparse, &sparse_card) || dense_card != sparse_card)
       return "TESTFAILED dense/sparse disagree";
-    const uint64_t abserr = dense_card > checkpoint ? dense_card - checkpoint
-                                                    : checkpoint - dense_card;
+    const uint64_t abserr =
+        dense_card > checkpoint ? dense_card - checkpoint : checkpoint - dense_card;
     uint64_t maxerr =
         static_cast<uint64_t>(std::ceil(relerr * 6 * static_cast<double>(checkpoint)));
     if (j == 10) maxerr = 1;  // collisions at ten elements are likely enough to flake

@@ -34,15 +34,15 @@
 
 namespace trove::resp::hll {
 
-inline constexpr int kPrecision = 14;                       // index bits of the hash
-inline constexpr uint32_t kRegisters = 1u << kPrecision;    // 16384
-inline constexpr int kRankBits = 64 - kPrecision;           // 50: a rank is 1..51
-inline constexpr uint8_t kRegisterMax = 63;                 // six bits
+inline constexpr int kPrecision = 14;                     // index bits of the hash
+inline constexpr uint32_t kRegisters = 1u << kPrecision;  // 16384
+inline constexpr int kRankBits = 64 - kPrecision;         // 50: a rank is 1..51
+inline constexpr uint8_t kRegisterMax = 63;               // six bits
 inline constexpr size_t kHeaderSize = 16;
 inline constexpr size_t kDenseSize = kHeaderSize + kRegisters * 6 / 8;  // 12304
 inline constexpr uint8_t kEncodingDense = 0;
 inline constexpr uint8_t kEncodingSparse = 1;
-inline constexpr uint8_t kSparseValueMax = 32;              // a VAL opcode's largest value
+inline constexpr uint8_t kSparseValueMax = 32;  // a VAL opcode's largest value
 // Redis's hll-sparse-max-bytes default.
 inline constexpr int64_t kDefaultSparseMaxBytes = 3000;
 

@@ -4,10 +4,9 @@
 // 7.0.15 (GET after the same PFADDs; PFDEBUG DECODE; PFCOUNT).
 #include "protocol/resp/types/hyperloglog.h"
 
-#include <gtest/gtest.h>
-
 #include <array>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <random>
 #include <string>
 #include <vector>
@@ -59,10 +58,14 @@ TEST(HyperLogLogTest, ElementsLandInRedissRegisters) {
     uint32_t index;
     uint8_t rank;
   };
-  const Case cases[] = {{"a", 12711, 2},           {"b", 15780, 1},
-                        {"c", 8436, 1},            {"d", 7292, 1},
-                        {"", 5938, 2},             {"foo", 7348, 5},
-                        {"hello world!", 8716, 3}, {"0123456789abcdef", 5949, 1}};
+  const Case cases[] = {{"a", 12711, 2},
+                        {"b", 15780, 1},
+                        {"c", 8436, 1},
+                        {"d", 7292, 1},
+                        {"", 5938, 2},
+                        {"foo", 7348, 5},
+                        {"hello world!", 8716, 3},
+                        {"0123456789abcdef", 5949, 1}};
   for (const Case& c : cases) {
     const Pattern p = PatternOf(c.element);
     EXPECT_EQ(p.index, c.index) << c.element;
@@ -79,7 +82,8 @@ TEST(HyperLogLogTest, ElementsLandInRedissRegisters) {
 TEST(HyperLogLogTest, SparseEditsMakeRedissBytes) {
   std::string v;
   MakeEmpty(&v);
-  EXPECT_EQ(v, Unhex("48594c4c010000000000000000000000" "7fff"));
+  EXPECT_EQ(v, Unhex("48594c4c010000000000000000000000"
+                     "7fff"));
   ASSERT_TRUE(AddAll(&v, {"a", "b", "c"}));
   EXPECT_EQ(v, Unhex("48594c4c01000000000000000000008060f38050b1844bfb80425a"));
   EXPECT_EQ(CountAndCache(&v), 3u);
@@ -111,19 +115,18 @@ TEST(HyperLogLogTest, GrowthMatchesRedisDigestsAndCounts) {
     const char* sha_before;  // of GET before PFCOUNT
     const char* sha_after;   // and after
   };
-  const Case cases[] = {
-      {10, 10, kEncodingSparse, 48,
-       "266e2b5dce39739dda4f5b948719c2c317e796f214592e3b64147405c9c36d4b",
-       "9ab98344dc87019657e171f6e8a4f32d2e6ed98f3b8b15d9d275cb07433dead0"},
-      {1000, 995, kEncodingSparse, 1880,
-       "c2671a9624dab5ce1b720750b043da93e6c1cfb2bf4b545672c63a6ac04f30f8",
-       "a86ca62f68ba0d2df6c038a5445a3b8fb574702ab4d0bb5b1f50f78e0bdafa4f"},
-      {10000, 10077, kEncodingDense, kDenseSize,
-       "f900667938e991c396c6f8cea8ee52416b0e05c121eb5ef1097f9f192f7b074a",
-       "6b6f81a9f6ab61118aa080e4cc72b46db368efafda4b528a132cf8ebf4e7bdd9"},
-      {100000, 100342, kEncodingDense, kDenseSize,
-       "da808d14a4b1c73fe2b3a847521f9ceb5fb2098609528956fcd70f34f6b1c390",
-       "322b389d5a0941d13efdcbf535633e15466d543e186e2620dbab32ec1d5267e8"}};
+  const Case cases[] = {{10, 10, kEncodingSparse, 48,
+                         "266e2b5dce39739dda4f5b948719c2c317e796f214592e3b64147405c9c36d4b",
+                         "9ab98344dc87019657e171f6e8a4f32d2e6ed98f3b8b15d9d275cb07433dead0"},
+                        {1000, 995, kEncodingSparse, 1880,
+                         "c2671a9624dab5ce1b720750b043da93e6c1cfb2bf4b545672c63a6ac04f30f8",
+                         "a86ca62f68ba0d2df6c038a5445a3b8fb574702ab4d0bb5b1f50f78e0bdafa4f"},
+                        {10000, 10077, kEncodingDense, kDenseSize,
+                         "f900667938e991c396c6f8cea8ee52416b0e05c121eb5ef1097f9f192f7b074a",
+                         "6b6f81a9f6ab61118aa080e4cc72b46db368efafda4b528a132cf8ebf4e7bdd9"},
+                        {100000, 100342, kEncodingDense, kDenseSize,
+                         "da808d14a4b1c73fe2b3a847521f9ceb5fb2098609528956fcd70f34f6b1c390",
+                         "322b389d5a0941d13efdcbf535633e15466d543e186e2620dbab32ec1d5267e8"}};
   for (const Case& c : cases) {
     std::string v;
     MakeEmpty(&v);
@@ -263,9 +266,8 @@ TEST(HyperLogLogTest, EstimatesHandMadeDenseValuesAsRedisDoes) {
     SetCachedCardinality(&v, card);
     EXPECT_EQ(CachedCardinality(v, &card), c.count != INT64_MIN) << c.seed;
   }
-  std::string with_ones = HandMadeDense(1, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                            1, 1, 2});
+  std::string with_ones = HandMadeDense(1, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2});
   uint64_t card = 0;
   ASSERT_TRUE(Count(with_ones, &card));
   EXPECT_EQ(card, 1551u);

@@ -40,7 +40,9 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
      "bitfield decr decrby getex getset hincrby hincrbyfloat incr incrby incrbyfloat move setbit "
      "zincrby"},
     {"RW update", "expire expireat hmset hset lset persist pexpire pexpireat setrange zadd"},
-    {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd"},
+    {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd pfadd"},
+    // PFCOUNT may rewrite its keys' cached cardinality: RW though read-only.
+    {"RW access", "pfcount pfdebug"},
     {"RW delete", "hdel lrem ltrim srem zrem zremrangebylex zremrangebyrank zremrangebyscore"},
     {"OW update", "mset psetex setex"},
     {"OW insert", "msetnx setnx"},
@@ -58,7 +60,8 @@ constexpr TwoSpecFlags kTwoSpecFlags[] = {
     {"sinterstore", "RW update", "RO access"},     {"sdiffstore", "OW update", "RO access"},
     {"sunionstore", "OW update", "RO access"},     {"zdiffstore", "OW update", "RO access"},
     {"zinterstore", "OW update", "RO access"},     {"zunionstore", "OW update", "RO access"},
-    {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"}};
+    {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"},
+    {"pfmerge", "RW access insert", "RO access"}};
 
 bool HasWord(std::string_view list, std::string_view word) {
   while (!list.empty()) {

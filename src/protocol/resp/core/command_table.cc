@@ -38,7 +38,7 @@ CommandTable::CommandTable() {
                                                     group == "set" || group == "sorted-set");
     static constexpr std::string_view kReadsKeys[] = {
         "getset", "getdel", "getex", "copy", "sinterstore", "sunionstore", "sdiffstore",
-        "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "bitop"};
+        "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "bitop", "pfmerge"};
     for (std::string_view n : kReadsKeys) {
       if (n == s.name) s.reads_keys = true;
     }

@@ -19,6 +19,7 @@ namespace {
 uint32_t GroupCategory(std::string_view g) {
   if (g == "string") return kCatString;
   if (g == "bitmap") return kCatBitmap;
+  if (g == "hyperloglog") return kCatHyperloglog;
   if (g == "list") return kCatList;
   if (g == "hash") return kCatHash;
   if (g == "set") return kCatSet;
@@ -115,8 +116,8 @@ constexpr std::string_view kRedisOnlyCommands[] = {
     "geohash", "geopos", "georadius", "georadius_ro", "georadiusbymember", "georadiusbymember_ro",
     "geosearch", "geosearchstore", "hexpire", "hexpireat", "hexpiretime", "hpersist",
     "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "httl", "migrate", "module", "module|help",
-    "module|list", "module|load", "module|loadex", "module|unload", "pfadd", "pfcount", "pfdebug",
-    "pfmerge", "pfselftest", "psync", "readonly", "readwrite", "replconf", "replicaof", "restore",
+    "module|list", "module|load", "module|loadex", "module|unload",
+    "psync", "readonly", "readwrite", "replconf", "replicaof", "restore",
     "restore-asking", "script", "script|debug", "script|exists", "script|flush",
     "script|help", "script|kill", "script|load", "slaveof", "sort", "sort_ro", "sync",
     "wait", "waitaof", "xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xgroup|create",

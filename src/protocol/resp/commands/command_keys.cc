@@ -44,7 +44,9 @@ constexpr KeyFlagGroup kKeyFlagGroups[] = {
     {"RW update",
      "expire expireat hexpire hexpireat hmset hpersist hpexpire hpexpireat hset lset persist "
      "pexpire pexpireat setrange zadd geoadd"},
-    {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd"},
+    {"RW insert", "append hsetnx linsert lpush lpushx rpush rpushx sadd pfadd"},
+    // PFCOUNT may rewrite its keys' cached cardinality: RW though read-only.
+    {"RW access", "pfcount pfdebug"},
     {"RW delete", "hdel lrem ltrim srem zrem zremrangebylex zremrangebyrank zremrangebyscore"},
     {"OW update", "mset psetex restore setex"},
     {"OW insert", "msetnx setnx"},
@@ -65,7 +67,8 @@ constexpr TwoSpecFlags kTwoSpecFlags[] = {
     {"zrangestore", "OW update", "RO access"},     {"bitop", "OW update", "RO access"},
     {"sort", "RO access", "OW update"},
     {"georadius", "RO access", "OW update"},       {"georadiusbymember", "RO access", "OW update"},
-    {"geosearchstore", "OW update", "RO access"}};
+    {"geosearchstore", "OW update", "RO access"},
+    {"pfmerge", "RW access insert", "RO access"}};
 
 bool HasWord(std::string_view list, std::string_view word) {
   while (!list.empty()) {

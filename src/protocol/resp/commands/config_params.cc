@@ -28,6 +28,7 @@ const ConfigParam kParamTable[] = {
     {"zset-max-listpack-entries", &RespServer::zset_max_listpack_entries, true},
     {"zset-max-listpack-value", &RespServer::zset_max_listpack_value, true},
     {"proto-max-bulk-len", &RespServer::proto_max_bulk_len, true},
+    {"hll-sparse-max-bytes", nullptr, true},
     {"maxclients", nullptr, true},
     {"client-output-buffer-limit", nullptr, true},
     {"slowlog-log-slower-than", &RespServer::slowlog_log_slower_than, true, -1},
@@ -136,6 +137,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = ctx.server->busy_reply_all.load(std::memory_order_relaxed) ? "all" : "worker";
   else if (n == "client-query-buffer-limit")
     AppendI64(v, ctx.server->client_query_buffer_limit.load(std::memory_order_relaxed));
+  else if (n == "hll-sparse-max-bytes")
+    AppendI64(v, ctx.server->hll_sparse_max_bytes.load(std::memory_order_relaxed));
   return v;
 }
 
@@ -173,7 +176,8 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
     ctx.server->port_limit().max.store(static_cast<size_t>(n), std::memory_order_relaxed);
     return true;
   }
-  if (name == "maxmemory" || name == "client-query-buffer-limit") {
+  if (name == "maxmemory" || name == "client-query-buffer-limit" ||
+      name == "hll-sparse-max-bytes") {
     // Redis's memory values: bytes, or with k/kb/m/mb/g/gb.
     int64_t n;
     if (!ParseMemoryUnits(value, &n) || n < 0) {
@@ -188,6 +192,13 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
         return false;
       }
       ctx.server->client_query_buffer_limit.store(n, std::memory_order_relaxed);
+      return true;
+    }
+    if (name == "hll-sparse-max-bytes") {
+      // Redis's range is 0..LONG_MAX, which every memory value here is in.
+      // Values already sparse past a lowered limit turn dense at their
+      // next growth.
+      ctx.server->hll_sparse_max_bytes.store(n, std::memory_order_relaxed);
       return true;
     }
     // The same limit as memcached's cache_memlimit (0: none, as Redis's 0

@@ -24,6 +24,7 @@
   X(String)        /* strings.cc */                                       \
   X(StringRange)   /* string_ranges.cc: APPEND STRLEN GETRANGE SETRANGE LCS */ \
   X(Bitmap)        /* bitmaps.cc: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD(_RO) */ \
+  X(HyperLogLog)   /* hyperloglog.cc: PFADD PFCOUNT PFMERGE PFDEBUG PFSELFTEST */ \
   X(Transaction)   /* transactions.cc: MULTI EXEC DISCARD WATCH UNWATCH */ \
   X(Scripting)     /* scripting.cc: EVAL EVALSHA SCRIPT (+ scripting_lua.cc, scripting_call.cc) */ \
   X(Function)      /* functions.cc: FUNCTION FCALL FCALL_RO (+ scripting_library.cc) */ \

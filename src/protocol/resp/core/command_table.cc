@@ -40,7 +40,7 @@ CommandTable::CommandTable() {
     static constexpr std::string_view kReadsKeys[] = {
         "getset", "getdel", "getex", "copy", "sinterstore", "sunionstore", "sdiffstore",
         "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "bitop", "sort",
-        "georadius", "georadiusbymember", "geosearchstore"};
+        "georadius", "georadiusbymember", "geosearchstore", "pfmerge"};
     for (std::string_view n : kReadsKeys) {
       if (n == s.name) s.reads_keys = true;
     }

@@ -194,6 +194,9 @@ class RespServer final : public protocol::CommandLog {
   std::atomic<int64_t> zset_max_listpack_entries{128};
   std::atomic<int64_t> zset_max_listpack_value{64};
   std::atomic<int64_t> proto_max_bulk_len{512ll * 1024 * 1024};
+  // The largest sparse HyperLogLog, header included, before it turns dense
+  // (commands/hyperloglog.cc; Redis's default).
+  std::atomic<int64_t> hll_sparse_max_bytes{3000};
   // The RESP port's own connection limit (maxclients) and its refusals
   // (INFO rejected_connections); the memcached port keeps -c. The server
   // sets max to -c at start and binds the RESP listeners with it.

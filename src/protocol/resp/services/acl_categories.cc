@@ -19,6 +19,7 @@ namespace {
 uint32_t GroupCategory(std::string_view g) {
   if (g == "string") return kCatString;
   if (g == "bitmap") return kCatBitmap;
+  if (g == "hyperloglog") return kCatHyperloglog;
   if (g == "list") return kCatList;
   if (g == "hash") return kCatHash;
   if (g == "set") return kCatSet;
@@ -122,8 +123,8 @@ constexpr std::string_view kRedisOnlyCommands[] = {
     "function|delete", "function|dump", "function|flush", "function|help", "function|kill",
     "function|list", "function|load", "function|restore", "function|stats", "hexpire", "hexpireat", "hexpiretime", "hpersist",
     "hpexpire", "hpexpireat", "hpexpiretime", "hpttl", "httl", "migrate", "module", "module|help",
-    "module|list", "module|load", "module|loadex", "module|unload", "pfadd", "pfcount", "pfdebug",
-    "pfmerge", "pfselftest", "psync", "readonly", "readwrite", "replconf", "replicaof",
+    "module|list", "module|load", "module|loadex", "module|unload",
+    "psync", "readonly", "readwrite", "replconf", "replicaof",
     "restore-asking", "script", "script|debug", "script|exists", "script|flush",
     "script|help", "script|kill", "script|load", "slaveof", "sync",
     "wait", "waitaof", "xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xgroup|create",

@@ -28,6 +28,7 @@ inline constexpr uint32_t kCatList = 1u << 5;
 inline constexpr uint32_t kCatHash = 1u << 6;
 inline constexpr uint32_t kCatString = 1u << 7;
 inline constexpr uint32_t kCatBitmap = 1u << 8;
+inline constexpr uint32_t kCatHyperloglog = 1u << 9;
 inline constexpr uint32_t kCatGeo = 1u << 10;
 inline constexpr uint32_t kCatPubsub = 1u << 12;
 inline constexpr uint32_t kCatAdmin = 1u << 13;

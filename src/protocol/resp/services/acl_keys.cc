@@ -34,7 +34,7 @@ bool WriteOnly(std::string_view n) {
                 "srem",     "hset",      "hmset",     "hsetnx",  "hdel",   "zadd",
                 "zrem",     "zincrby",   "zremrangebyscore", "zremrangebyrank",
                 "zremrangebylex", "restore", "geoadd", "hexpire", "hpexpire", "hexpireat",
-                "hpexpireat", "hpersist"});
+                "hpexpireat", "hpersist", "pfadd"});
 }
 
 // Commands whose first key is written and whose other keys are read.
@@ -45,10 +45,10 @@ bool StoreCommand(std::string_view n) {
 
 // Per command id, computed once: the permission of its keys, and how its
 // first keys differ (store commands, source/destination pairs, SET ... GET,
-// BITFIELD with only GETs).
+// BITFIELD with only GETs, PFMERGE's destination that is also read).
 struct KeyRule {
   uint8_t base = kPermRead;
-  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield, kSrcThenDsts } kind =
+  enum Kind : uint8_t { kPlain, kStore, kSrcDst, kCopy, kSet, kBitfield, kSrcThenDsts, kMerge } kind =
       kPlain;
 };
 
@@ -81,6 +81,9 @@ const std::vector<KeyRule>& Rules() {
         }
         if (n == "set") r.kind = KeyRule::kSet;
         if (n == "bitfield") r.kind = KeyRule::kBitfield;
+        if (n == "pfmerge") r.kind = KeyRule::kMerge;
+        // PFDEBUG's key spec is RW ACCESS: reading it is what ACL checks.
+        if (n == "pfdebug") r.base = kPermRead;
       }
       v->push_back(r);
     }
@@ -109,6 +112,8 @@ void KeyPerms(const CommandSpec& spec, std::span<const std::string_view> argv,
   } else if (r.kind == KeyRule::kSrcDst) {
     (*perms)[0] = kPermAll;
     (*perms)[1] = kPermWrite;
+  } else if (r.kind == KeyRule::kMerge) {
+    for (size_t j = 1; j < idx.size(); ++j) (*perms)[j] = kPermRead;
   } else if (r.kind == KeyRule::kCopy) {
     (*perms)[0] = kPermRead;
     (*perms)[1] = kPermWrite;

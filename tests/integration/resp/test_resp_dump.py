@@ -13,6 +13,9 @@ restores them on either server (run against redis-server 7.0.15, it proves
 Redis loads what Trove writes), and the Trove-only test_trove_dump_bytes
 checks that Trove's DUMP produces exactly those bytes.
 
+Hashes with field TTLs (Redis 7.4's RDB types 22-25) have their own section
+at the end; they skip against a server without field TTLs (7.0.15).
+
 Redis's own unit (tests/unit/dump.tcl) has 27 tests. Its 15 MIGRATE tests
 do not apply (Trove has no MIGRATE: "unknown command"). Of the 12 DUMP/
 RESTORE ones, all are covered here but two: "RESTORE can set LRU" restores
@@ -250,9 +253,9 @@ def test_footer_errors(r, raw):
 
 def test_unknown_and_unsupported_types_are_bad_data(r, raw):
     c = raw()
-    # 8 is no type; 15/19/21 streams; 22-25 Redis 7.4's hashes with field
-    # expiries; 200 nothing. A stream or module payload is refused too.
-    for t in (8, 15, 19, 21, 22, 24, 200):
+    # 8 is no type; 15/19/21 streams; 200 nothing. A stream or module
+    # payload is refused too. (22-25, hashes with field TTLs: below.)
+    for t in (8, 15, 19, 21, 200):
         assert c.cmd("RESTORE", "k", "0", footer(bytes([t]) + b"\x01\x01x")) == \
             b"-ERR Bad data format\r\n", t
     assert c.cmd("RESTORE", "k", "0", footer(b"")) == b"-ERR Bad data format\r\n"
@@ -649,6 +652,305 @@ def test_older_forms_redis_7_still_loads(r):
     for name, (payload, want) in cases.items():
         assert ok(r.restore(name, 0, payload)), name
         assert contents(r, name) == want, name
+
+
+# ---- hashes with field TTLs (Redis 7.4) -------------------------------------------
+#
+# Debian's redis-server 7.0.15 has no field TTLs: against it these skip (the
+# `hfe` fixture); a redis-server 7.4+ runs them, but the Trove-only ones.
+# Redis's tests/unit/type/hash-field-expire.tcl has three DUMP/RESTORE tests,
+# each run for listpackex and hashtable: test_redis_tcl_* below.
+
+FAR_MS = 4102444800000  # 2100-01-01, in ms
+
+
+@pytest.fixture
+def hfe(r):
+    """Skips unless the server has hash field TTLs; puts back what a test
+    changes."""
+    info = r.execute_command("COMMAND INFO", "hexpire")
+    if not info or info[0] is None:
+        pytest.skip("hash field TTLs: Redis 7.4+; this server predates them")
+    entries = r.config_get("hash-max-listpack-entries")["hash-max-listpack-entries"]
+    yield
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    r.config_set("hash-max-listpack-entries", entries)
+
+
+def wait_until(fn, timeout=3.0, step=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if fn():
+            return True
+        time.sleep(step)
+    return fn()
+
+
+def pexpiretimes(r, key, fields):
+    return r.execute_command("HPEXPIRETIME", key, "FIELDS", len(fields), *fields)
+
+
+def version_of(payload):
+    return struct.unpack("<H", payload[-10:-8])[0]
+
+
+def lp_int(v):
+    """A listpack integer entry (7-bit or int64 form), as Redis writes TTLs."""
+    if 0 <= v <= 127:
+        return bytes([v, 1])
+    return b"\xf4" + struct.pack("<q", v) + b"\x09"
+
+
+def lp_str(s):
+    s = s.encode() if isinstance(s, str) else s
+    return bytes([0x80 | len(s)]) + s + bytes([1 + len(s)])
+
+
+def listpack_of(entries):
+    data = b"".join(entries)
+    return struct.pack("<IH", 6 + len(data) + 1, len(entries)) + data + b"\xff"
+
+
+def lp_ex(triplets):
+    """Field, value, TTL triplets as a listpack (TTL 0: none)."""
+    out = []
+    for f, v, t in triplets:
+        out += [lp_str(f), lp_str(v), lp_int(t)]
+    return listpack_of(out)
+
+
+def metadata(triplets, earliest):
+    """RDB_TYPE_HASH_METADATA (24): TTLs relative to the earliest, +1."""
+    body = b"\x18" + struct.pack("<Q", earliest) + rlen(len(triplets))
+    for f, v, t in triplets:
+        body += rlen(t - earliest + 1 if t else 0) + rstr(f) + rstr(v)
+    return footer(body, 12)
+
+
+@pytest.mark.parametrize("n", [5, 300])
+def test_field_ttls_round_trip(r, hfe, n):
+    """Small (listpackex) and large (hashtable) hashes, some fields without a
+    TTL, TTLs in ms (some equal): the copy has the same fields, values,
+    expiry times, encoding and (small) order."""
+    fields = ["f%d" % i for i in range(n)]
+    r.hset("h", mapping={f: "v%d" % i for i, f in enumerate(fields)})
+    for i in range(0, n, 2):
+        r.execute_command("HPEXPIREAT", "h", FAR_MS + (i % 7) * 1001, "FIELDS", 1, fields[i])
+    p = r.dump("h")
+    assert p[0] in (24, 25)  # Trove writes 24; Redis 24 (hashtable) or 25 (listpackex)
+    assert version_of(p) == 12
+    assert ok(r.restore("copy", 0, p))
+    if n < 128:  # a listpackex's order is kept; a hashtable's is its own
+        assert list(r.hgetall("copy").items()) == list(r.hgetall("h").items())
+    assert sorted(r.hgetall("copy").items()) == sorted(r.hgetall("h").items())
+    assert pexpiretimes(r, "copy", fields) == pexpiretimes(r, "h", fields)
+    assert pexpiretimes(r, "copy", ["f0", "f1"]) == [FAR_MS, -1]
+    assert r.execute_command("HTTL", "copy", "FIELDS", 1, "f1") == [-1]
+    assert r.object("encoding", "copy") == r.object("encoding", "h")
+    assert r.object("encoding", "copy") == (b"listpackex" if n < 128 else b"hashtable")
+    assert r.ttl("copy") == -1
+    # A key TTL and field TTLs together.
+    assert ok(r.restore("copy2", 100000, p))
+    assert 0 < r.pttl("copy2") <= 100000
+    assert pexpiretimes(r, "copy2", fields) == pexpiretimes(r, "h", fields)
+
+
+def test_field_ttls_restored_hash_expires_actively(r, hfe):
+    """RESTORE registers the hash with the active field expiry: its fields go,
+    and then the key, with nobody reading it."""
+    for key, n in (("small", 3), ("big", 200)):
+        r.hset(key, mapping={"f%d" % i: "v" for i in range(n)})
+        r.execute_command("HPEXPIRE", key, 300, "FIELDS", n, *["f%d" % i for i in range(n)])
+        p = r.dump(key)
+        r.delete(key)
+        assert ok(r.restore(key + ":r", 0, p))
+    assert wait_until(lambda: r.dbsize() == 0, timeout=5), r.keys()
+
+
+def test_field_ttls_passed_between_dump_and_restore(r, hfe):
+    """Fields whose TTL passed before RESTORE are loaded, as Redis loads them
+    (rdbLoadObject keeps every field): gone for reads, counted by HLEN until
+    deleted, then deleted by the active expiry."""
+    r.hset("h", mapping={"a": "1", "b": "2", "c": "3"})
+    r.execute_command("HPEXPIRE", "h", 100, "FIELDS", 2, "a", "b")
+    p = r.dump("h")
+    time.sleep(0.25)
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    assert ok(r.restore("copy", 0, p))
+    assert r.hgetall("copy") == {b"c": b"3"}
+    assert r.hlen("copy") == 3
+    assert pexpiretimes(r, "copy", ["a", "b", "c"]) == [-2, -2, -1]
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    assert wait_until(lambda: r.hlen("copy") == 1)
+    assert r.hgetall("copy") == {b"c": b"3"}
+
+
+def test_field_ttls_all_passed_before_restore(r, hfe):
+    """Every field passed: RESTORE still answers OK and adds the key (Redis
+    loads the fields blindly), which reads see as empty and the active expiry
+    deletes."""
+    r.hset("h", mapping={"a": "1", "b": "2"})
+    r.execute_command("HPEXPIRE", "h", 100, "FIELDS", 2, "a", "b")
+    p = r.dump("h")
+    time.sleep(0.25)
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    assert ok(r.restore("copy", 0, p))
+    assert r.exists("copy") == 1
+    assert r.hgetall("copy") == {}
+    assert r.hget("copy", "a") is None  # lazily deleted
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    assert wait_until(lambda: r.exists("copy") == 0)
+
+
+@pytest.mark.parametrize("encoding", ["listpackex", "hashtable"])
+def test_redis_tcl_dump_restore_a_hash(r, hfe, encoding):
+    """"DUMP / RESTORE are able to serialize / unserialize a hash"."""
+    if encoding == "hashtable":
+        r.config_set("hash-max-listpack-entries", 0)
+    r.hset("myhash", mapping={"a": 1, "b": 2, "c": 3})
+    r.execute_command("HEXPIREAT", "myhash", 2524600800, "FIELDS", 1, "a")
+    r.execute_command("HEXPIREAT", "myhash", 2524600801, "FIELDS", 1, "b")
+    encoded = r.dump("myhash")
+    r.delete("myhash")
+    assert ok(r.restore("myhash", 0, encoded))
+    assert sorted(r.hgetall("myhash").items()) == [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]
+    assert r.execute_command("HEXPIRETIME", "myhash", "FIELDS", 3, "a", "b", "c") == \
+        [2524600800, 2524600801, -1]
+    assert r.object("encoding", "myhash") == encoding.encode()
+
+
+@pytest.mark.parametrize("encoding", ["listpackex", "hashtable"])
+def test_redis_tcl_restore_hash_that_had_ttls(r, hfe, encoding):
+    """"RESTORE hash that had in the past HFEs but not during the dump"."""
+    if encoding == "hashtable":
+        r.config_set("hash-max-listpack-entries", 0)
+    r.hset("myhash", mapping={"a": 1, "b": 2, "c": 3})
+    r.execute_command("HPEXPIRE", "myhash", 1, "FIELDS", 1, "a")
+    time.sleep(0.01)
+    encoded = r.dump("myhash")
+    r.delete("myhash")
+    assert ok(r.restore("myhash", 0, encoded))
+    assert sorted(r.hgetall("myhash").items()) == [(b"b", b"2"), (b"c", b"3")]
+    r.execute_command("HPEXPIRE", "myhash", 1, "FIELDS", 2, "b", "c")
+    assert wait_until(lambda: r.exists("myhash") == 0, timeout=1)
+
+
+@pytest.mark.parametrize("encoding", ["listpackex", "hashtable"])
+def test_redis_tcl_dump_restore_ttl_0_for_all_fields(r, hfe, encoding):
+    """"DUMP / RESTORE are able to serialize / unserialize a hash with TTL 0
+    for all fields"; the encoding survives too (a listpackex is dumped with
+    its TTLs, all 0, and restored as listpackex)."""
+    if encoding == "hashtable":
+        r.config_set("hash-max-listpack-entries", 0)
+    r.hset("myhash", mapping={"a": 1, "b": 2, "c": 3})
+    r.execute_command("HEXPIRE", "myhash", 9999999, "FIELDS", 1, "a")
+    r.execute_command("HPERSIST", "myhash", "FIELDS", 1, "a")
+    assert r.object("encoding", "myhash") == encoding.encode()
+    encoded = r.dump("myhash")
+    r.delete("myhash")
+    assert ok(r.restore("myhash", 0, encoded))
+    assert sorted(r.hgetall("myhash").items()) == [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]
+    assert r.execute_command("HEXPIRETIME", "myhash", "FIELDS", 3, "a", "b", "c") == [-1, -1, -1]
+    assert r.object("encoding", "myhash") == encoding.encode()
+
+
+def test_restore_hand_made_field_ttl_forms(r, hfe):
+    """The four forms, built here from rdb.c's layout: 25 and 23 keep the
+    listpack's order (ties included); 24's TTLs are relative to the earliest
+    (+1), 22's absolute; each loads as listpackex when small."""
+    t = FAR_MS
+    trip = [("x", "1", t), ("y", "2", t), ("z", "3", t + 9), ("w", "", 0)]
+    cases = {
+        "t25": footer(b"\x19" + struct.pack("<Q", t) + rstr(lp_ex(trip)), 12),
+        "t23": footer(b"\x17" + rstr(lp_ex(trip)), 12),
+        "t24": metadata([("w", "", 0), ("z", "3", t + 9), ("y", "2", t), ("x", "1", t)], t),
+        "t22": footer(b"\x16\x04" + b"".join(rlen(0) + rstr(f) + rstr(v) for f, v, _ in trip[3:]) +
+                      b"".join(b"\x81" + struct.pack(">Q", tt) + rstr(f) + rstr(v)
+                               for f, v, tt in reversed(trip[:3])), 12),
+    }
+    for key, p in cases.items():
+        assert ok(r.restore(key, 0, p)), key
+        assert list(r.hgetall(key).items()) == \
+            [(b"x", b"1"), (b"y", b"2"), (b"z", b"3"), (b"w", b"")], key
+        assert pexpiretimes(r, key, ["x", "y", "z", "w"]) == [t, t, t + 9, -1], key
+        assert r.object("encoding", key) == b"listpackex", key
+    # All TTLs 0 is still a listpackex.
+    assert ok(r.restore("zeros", 0, footer(b"\x19" + b"\0" * 8 + rstr(lp_ex([("a", "1", 0)])), 12)))
+    assert r.object("encoding", "zeros") == b"listpackex"
+    assert r.execute_command("HTTL", "zeros", "FIELDS", 1, "a") == [-1]
+    # Past the listpack thresholds: a hashtable with the same TTLs.
+    r.config_set("hash-max-listpack-entries", 2)
+    assert ok(r.restore("big", 0, cases["t25"]))
+    assert r.object("encoding", "big") == b"hashtable"
+    assert pexpiretimes(r, "big", ["x", "y", "z", "w"]) == [t, t, t + 9, -1]
+
+
+def test_restore_bad_field_ttl_forms(r, raw, hfe):
+    """What Redis's loader refuses (with sanitize-dump-payload yes; Trove
+    always checks as deeply)."""
+    if not ON_TROVE:
+        r.config_set("sanitize-dump-payload", "yes")
+    t = FAR_MS
+
+    def ex(entries):
+        return footer(b"\x19" + struct.pack("<Q", t) + rstr(listpack_of(entries)), 12)
+    bad = [
+        ex([lp_str("a"), lp_str("1"), lp_str("5")]),                  # a TTL as a string
+        ex([lp_str("a"), lp_str("1"), lp_int(t + 1), lp_str("b"), lp_str("2"), lp_int(t)]),
+        ex([lp_str("a"), lp_str("1"), lp_int(0), lp_str("b"), lp_str("2"), lp_int(t)]),
+        ex([lp_str("a"), lp_str("1"), lp_int(-1)]),
+        ex([lp_str("a"), lp_str("1"), lp_int(1 << 48)]),
+        ex([lp_str("a"), lp_str("1"), lp_int(0), lp_str("a"), lp_str("2"), lp_int(0)]),
+        ex([lp_str("a"), lp_str("1")]),                               # not whole triplets
+        ex([]),                                                       # empty
+        footer(b"\x19" + b"\0" * 7, 12),                               # cut short
+        footer(b"\x18" + struct.pack("<Q", t) + b"\x00", 12),           # no fields
+        footer(b"\x18" + struct.pack("<Q", t) + b"\x01\x81" + struct.pack(">Q", 1 << 48) +
+               rstr("a") + rstr("A"), 12),                            # past 2^48 - 1
+        footer(b"\x16\x02" + (rlen(0) + rstr("a") + rstr("A")) * 2, 12),  # duplicate
+    ]
+    c = raw()
+    try:
+        for p in bad:
+            assert c.cmd("RESTORE", "k", "0", p) == b"-ERR Bad data format\r\n", p
+        assert r.exists("k") == 0
+    finally:
+        if not ON_TROVE:
+            r.config_set("sanitize-dump-payload", "no")
+
+
+def test_field_ttls_past_hexpire_limit_refused(trove, r, raw, hfe):
+    """Trove refuses a field expiry past 2^46 - 1 ms, the latest HEXPIRE sets
+    (so the latest any Redis writes); Redis's loader takes up to 2^48 - 1."""
+    c = raw()
+    limit = (1 << 46) - 1
+    assert c.cmd("RESTORE", "k", "0", metadata([("a", "A", limit + 1)], limit + 1)) == \
+        b"-ERR Bad data format\r\n"
+    assert ok(r.restore("k", 0, metadata([("a", "A", limit)], limit)))
+    assert pexpiretimes(r, "k", ["a"]) == [limit]
+
+
+def test_trove_dump_bytes_with_field_ttls(trove, r, hfe):
+    """Trove writes RDB_TYPE_HASH_METADATA in RDB version 12: the earliest
+    expiry, then the fields with a TTL last first, then the others; a hash
+    without TTLs keeps its type-4 version-10 bytes (KNOWN["hash"]); a small
+    one that had TTLs keeps the form (all TTLs 0), a large one does not."""
+    r.hset("h", mapping={"a": "va", "b": "vb", "c": "vc", "d": "vd"})
+    r.execute_command("HPEXPIREAT", "h", FAR_MS + 5, "FIELDS", 2, "a", "b")
+    r.execute_command("HPEXPIREAT", "h", FAR_MS + 1, "FIELDS", 1, "c")
+    assert list(r.hgetall("h")) == [b"c", b"b", b"a", b"d"]  # listpackex order
+    assert r.dump("h") == metadata([("a", "va", FAR_MS + 5), ("b", "vb", FAR_MS + 5),
+                                    ("c", "vc", FAR_MS + 1), ("d", "vd", 0)], FAR_MS + 1)
+    assert ok(r.restore("copy", 0, r.dump("h")))
+    assert list(r.hgetall("copy")) == [b"c", b"b", b"a", b"d"]
+    r.hset("had", mapping={"a": "va", "b": "vb"})
+    r.execute_command("HPEXPIRE", "had", 1000, "FIELDS", 1, "a")
+    r.execute_command("HPERSIST", "had", "FIELDS", 1, "a")
+    assert r.dump("had") == metadata([("b", "vb", 0), ("a", "va", 0)], 0)
+    r.config_set("hash-max-listpack-entries", 1)
+    r.hset("had", "c", "vc")  # now a hashtable without TTLs: type 4, version 10
+    p = r.dump("had")
+    assert p[0] == 4 and version_of(p) == 10
 
 
 def test_migrate_is_not_supported(trove, raw):

@@ -176,6 +176,10 @@ void CmdRestore(CommandContext& ctx) {
     if (!StoreStringLocked(ctx, key, v.str, expire_ms, false)) return;
   } else {
     CheckRestoredEncoding(ctx, v.type, v.coll.get());
+    // After the encoding: the TTLs reorder a compact hash, cheaply only
+    // while it is small. The store registers a hash with field TTLs with
+    // the active field expiry (NoteFieldTtls), passed ones included.
+    ApplyFieldTtls(&v);
     if (StoreNewCollection(ctx, key, v.type, std::move(v.coll), expire_ms) == nullptr) return;
   }
   if (o.idle >= 0) {

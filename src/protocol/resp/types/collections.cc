@@ -113,13 +113,16 @@ void HashValue::SetFieldExpiry(std::string_view f, int64_t at_ms) {
   DCHECK(e != nullptr && at_ms > 0);
   if (e == nullptr) return;
   DropScanOrder();
-  if (ttls_ == nullptr) {
-    ttls_ = std::make_unique<FieldTtls>();
-    bytes_ += FieldTtls::kTableCost;
-  }
+  EnableFieldTtls();
   if (ttls_->Get(f) == 0) bytes_ += FieldTtls::Cost(f);
   ttls_->Set(e->field(), at_ms);
   if (compact_) Reposition(e, at_ms);
+}
+
+void HashValue::EnableFieldTtls() {
+  if (ttls_ != nullptr) return;
+  ttls_ = std::make_unique<FieldTtls>();
+  bytes_ += FieldTtls::kTableCost;
 }
 
 bool HashValue::PersistField(std::string_view f) {

@@ -232,6 +232,10 @@ class HashValue final : public CollectionBase {
   // REQUIRES: f present, 0 < at_ms <= kMaxFieldExpiryMs. Sets f's TTL
   // (creating the side table on the first one).
   void SetFieldExpiry(std::string_view f, int64_t at_ms);
+  // Creates the side table, empty, if there is none: RESTORE of a hash form
+  // with field TTLs, which Redis loads as listpackex even when no field has
+  // a TTL.
+  void EnableFieldTtls();
   // Removes f's TTL (HPERSIST); false when it had none.
   bool PersistField(std::string_view f);
   int64_t next_field_expiry() const override { return ttls_ ? ttls_->earliest() : 0; }

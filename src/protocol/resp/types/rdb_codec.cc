@@ -78,9 +78,13 @@ void AppendRdbStringValue(std::string* out, std::string_view s) {
   AppendRdbString(out, s);
 }
 
-void AppendRdbFooter(std::string* out) {
-  out->push_back(static_cast<char>(kRdbVersionWritten & 0xff));
-  out->push_back(static_cast<char>(kRdbVersionWritten >> 8));
+void AppendRdbMillisecondTime(std::string* out, uint64_t ms) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((ms >> (8 * i)) & 0xff));
+}
+
+void AppendRdbFooter(std::string* out, uint16_t version) {
+  out->push_back(static_cast<char>(version & 0xff));
+  out->push_back(static_cast<char>(version >> 8));
   uint64_t crc = Crc64(0, *out);
   for (int i = 0; i < 8; ++i) {
     out->push_back(static_cast<char>(crc & 0xff));
@@ -195,6 +199,15 @@ bool RdbReader::ReadBinaryDouble(double* d) {
   uint64_t u = 0;
   for (size_t i = 8; i-- > 0;) u = (u << 8) | static_cast<uint8_t>(v[i]);
   std::memcpy(d, &u, sizeof *d);
+  return true;
+}
+
+bool RdbReader::ReadMillisecondTime(uint64_t* ms) {
+  std::string_view v;
+  if (!ReadBytes(8, &v)) return false;
+  uint64_t u = 0;
+  for (size_t i = 8; i-- > 0;) u = (u << 8) | static_cast<uint8_t>(v[i]);
+  *ms = u;
   return true;
 }
 

@@ -14,9 +14,12 @@
 
 namespace trove::resp {
 
-// The RDB version written in footers; and the newest one read.
-inline constexpr uint16_t kRdbVersionWritten = 10;  // Redis 7.0
-inline constexpr uint16_t kRdbVersionRead = 12;     // Redis 7.4
+// The RDB version written in footers; the one a payload needs when it holds
+// a hash with field TTLs (the forms Redis 7.4 added; a Redis that does not
+// know them refuses the payload by its version); and the newest one read.
+inline constexpr uint16_t kRdbVersionWritten = 10;         // Redis 7.0
+inline constexpr uint16_t kRdbVersionHashFieldTtls = 12;  // Redis 7.4
+inline constexpr uint16_t kRdbVersionRead = 12;            // Redis 7.4
 
 void AppendRdbLength(std::string* out, uint64_t len);
 void AppendRdbString(std::string* out, std::string_view s);
@@ -24,8 +27,10 @@ void AppendRdbString(std::string* out, std::string_view s);
 // canonical decimal form of a 32-bit integer ("123", not "0123" or "+1"),
 // else raw. Reads back as the same bytes.
 void AppendRdbStringValue(std::string* out, std::string_view s);
-// Appends the footer over *out's bytes so far.
-void AppendRdbFooter(std::string* out);
+// A unix time in ms as RDB writes one: 8 bytes, little-endian.
+void AppendRdbMillisecondTime(std::string* out, uint64_t ms);
+// Appends the footer of `version` over *out's bytes so far.
+void AppendRdbFooter(std::string* out, uint16_t version = kRdbVersionWritten);
 // The payload without its footer, if the footer's version is one Trove
 // reads and its checksum matches; false otherwise.
 bool StripRdbFooter(std::string_view payload, std::string_view* body);
@@ -44,6 +49,8 @@ class RdbReader {
   bool ReadString(std::string* s);
   // 8 bytes of a little-endian IEEE double (ZSET_2 scores).
   bool ReadBinaryDouble(double* d);
+  // 8 bytes of a little-endian unix time in ms (AppendRdbMillisecondTime).
+  bool ReadMillisecondTime(uint64_t* ms);
   // A score of the old ZSET form: a length byte, then that many bytes of
   // decimal text; 253, 254, 255 stand for nan, inf and -inf.
   bool ReadTextDouble(double* d);

@@ -14,6 +14,7 @@
 
 #include "common/check.h"
 #include "protocol/resp/types/rdb_codec.h"
+#include "protocol/resp/types/rdb_hash_ttl.h"
 #include "protocol/resp/types/rdb_packed.h"
 
 namespace trove::resp {
@@ -205,8 +206,13 @@ bool LoadObject(RdbType type, RdbReader& in, RdbValue* out) {
       out->coll = std::move(b.v);
       return ok;
     }
+    case RdbType::kHashMetadataPreGa:
+    case RdbType::kHashListpackExPreGa:
+    case RdbType::kHashMetadata:
+    case RdbType::kHashListpackEx:
+      return LoadHashWithFieldTtls(type, in, out);
   }
-  return false;  // module, stream, hash-with-field-TTL (22-25) or no type at all
+  return false;  // module, stream or no type at all
 }
 
 bool KnownType(uint8_t t) {
@@ -227,6 +233,10 @@ bool KnownType(uint8_t t) {
     case RdbType::kZsetListpack:
     case RdbType::kListQuicklist2:
     case RdbType::kSetListpack:
+    case RdbType::kHashMetadataPreGa:
+    case RdbType::kHashListpackExPreGa:
+    case RdbType::kHashMetadata:
+    case RdbType::kHashListpackEx:
       return true;
   }
   return false;
@@ -277,6 +287,11 @@ void DumpCollection(engine::ValueType type, const CollectionBase& v, std::string
     }
     case engine::ValueType::kHash: {
       const auto& hash = static_cast<const HashValue&>(v);
+      if (DumpsWithFieldTtls(hash)) {
+        AppendHashWithFieldTtls(hash, out);
+        AppendRdbFooter(out, kRdbVersionHashFieldTtls);
+        return;
+      }
       AppendType(out, RdbType::kHash);
       AppendRdbLength(out, hash.size());
       for (const auto& [f, val] : hash.Entries()) {

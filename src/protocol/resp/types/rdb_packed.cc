@@ -29,6 +29,11 @@ bool EmitInt(int64_t v, const PackedEntryFn& each) {
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() && each(std::string_view(buf, static_cast<size_t>(end - buf)));
 }
+bool EmitInt(int64_t v, const PackedTypedEntryFn& each) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() && each(std::string_view(buf, static_cast<size_t>(end - buf)), true);
+}
 
 // --- listpack ---
 // [total bytes: 4 LE][count: 2 LE, 65535 = not kept][entries][0xff]. An entry
@@ -59,6 +64,10 @@ bool BacklenMatches(std::string_view b, size_t at, size_t size, uint64_t len) {
 }  // namespace
 
 bool WalkListpack(std::string_view b, const PackedEntryFn& each) {
+  return WalkListpackTyped(b, [&each](std::string_view e, bool) { return each(e); });
+}
+
+bool WalkListpackTyped(std::string_view b, const PackedTypedEntryFn& each) {
   if (b.size() < kLpHeader + 1 || LittleEndian(b, 0, 4) != b.size()) return false;
   if (static_cast<uint8_t>(b.back()) != kEnd) return false;
   const uint64_t declared = LittleEndian(b, 4, 2);
@@ -107,7 +116,7 @@ bool WalkListpack(std::string_view b, const PackedEntryFn& each) {
     const size_t back = BacklenSize(entry);
     if (back > left - entry || !BacklenMatches(b, pos + entry, back, entry)) return false;
     const bool ok = is_int ? EmitInt(iv, each)
-                           : each(b.substr(pos + head, static_cast<size_t>(slen)));
+                           : each(b.substr(pos + head, static_cast<size_t>(slen)), false);
     if (!ok) return false;
     pos += entry + back;
     ++n;

@@ -16,12 +16,17 @@ namespace trove::resp {
 // fails.
 using PackedEntryFn = std::function<bool(std::string_view)>;
 using PackedPairFn = std::function<bool(std::string_view, std::string_view)>;
+// Also says whether the entry was stored as an integer (a listpack keeps
+// "12" written as a string apart from the integer 12; the TTLs in Redis's
+// hash listpacks with field TTLs must be integers).
+using PackedTypedEntryFn = std::function<bool(std::string_view, bool is_int)>;
 
 // Each walks every entry in order and returns true only if the blob is well
 // formed and every call returned true. An empty listpack or ziplist is
 // well formed (the caller decides whether it may be); an empty intset or
 // zipmap is not (Redis never writes one).
 bool WalkListpack(std::string_view blob, const PackedEntryFn& each);
+bool WalkListpackTyped(std::string_view blob, const PackedTypedEntryFn& each);
 bool WalkZiplist(std::string_view blob, const PackedEntryFn& each);
 // Intset members must be strictly ascending (so no duplicates).
 bool WalkIntset(std::string_view blob, const PackedEntryFn& each);

@@ -1,8 +1,9 @@
 // DUMP/RESTORE payloads (types/rdb_objects.h) and the packed blobs inside
 // them (types/rdb_packed.h): round trips of every type, payloads captured
-// from redis-server 7.0.15, the older forms built here by hand, and
-// malformed input (every truncation, flipped bytes, duplicates, lying
-// headers) refused without reading outside the payload.
+// from redis-server 7.0.15, the older forms built here by hand, Redis 7.4's
+// hashes with field TTLs (types 22-25, built by hand from rdb.c's layout),
+// and malformed input (every truncation, flipped bytes, duplicates, lying
+// headers, bad TTLs) refused without reading outside the payload.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,11 +101,43 @@ std::map<std::string, std::string> HashOf(const RdbValue& v) {
   return m;
 }
 
+// Loads a payload as RESTORE does, field TTLs applied (the encoding left
+// as loaded: compact).
 RdbValue MustLoad(const std::string& payload) {
   RdbValue v;
   EXPECT_EQ(LoadPayload(payload, &v), RdbLoad::kOk);
+  ApplyFieldTtls(&v);
   return v;
 }
+
+// Listpack entries as Redis writes them: a short string, or an integer (7-bit
+// or int64 form).
+std::string LpStr(const std::string& s) {
+  return static_cast<char>(0x80 | s.size()) + s + static_cast<char>(1 + s.size());
+}
+std::string LpInt(int64_t v) {
+  if (v >= 0 && v <= 127) return std::string{static_cast<char>(v), '\x01'};
+  std::string e(1, '\xf4');
+  PutLe(&e, static_cast<uint64_t>(v), 8);
+  return e + '\x09';
+}
+std::string ListpackOf(const std::vector<std::string>& entries) {
+  std::string data;
+  for (const auto& e : entries) data += e;
+  std::string lp;
+  PutLe(&lp, 6 + data.size() + 1, 4);
+  PutLe(&lp, entries.size(), 2);
+  return lp + data + "\xff";
+}
+// A hash's (field, expiry) in its order (Entries: listpackex order).
+using TtlList = std::vector<std::pair<std::string, int64_t>>;
+TtlList TtlOrder(const HashValue& h) {
+  TtlList out;
+  for (const auto& [f, val] : h.Entries()) out.emplace_back(std::string(f), h.FieldExpiry(f));
+  return out;
+}
+TtlList TtlOrder(const RdbValue& v) { return TtlOrder(static_cast<const HashValue&>(*v.coll)); }
+constexpr int64_t kT = 1700000000000;  // a unix time in ms
 
 TEST(RdbObjectsTest, StringsAreWrittenAsRedis70WritesThem) {
   std::string p;
@@ -311,7 +344,7 @@ TEST(RdbObjectsTest, RefusesWhatRedisRefuses) {
   PutLe(&is, 5, 2);
   PutLe(&is, 5, 2);
   EXPECT_TRUE(bad(PackedPayload(RdbType::kSetIntset, is)));
-  for (int t : {6, 7, 8, 15, 19, 21, 22, 23, 24, 25, 200}) {
+  for (int t : {6, 7, 8, 15, 19, 21, 200}) {
     EXPECT_TRUE(bad(WithFooter(std::string(1, static_cast<char>(t)) + "\x01\x01x"))) << t;
   }
   std::string ok;
@@ -345,6 +378,16 @@ TEST(RdbObjectsTest, TruncatedAndCorruptedBodiesFailCleanly) {
   bodies.push_back(body_of(PackedPayload(RdbType::kHashZiplist, Ziplist({"f", "v", "g", "w"}))));
   bodies.push_back(body_of(PackedPayload(RdbType::kHashListpack, Listpack({"f", "v"}))));
   bodies.push_back(body_of(PackedPayload(RdbType::kHashZipmap, Bytes("\x01\x01" "a" "\x01\x00" "b" "\xff", 7))));
+  HashValue h;
+  h.Set("a", "1");
+  h.Set("b", "2");
+  h.SetFieldExpiry("a", kT);
+  DumpCollection(ValueType::kHash, h, &p);
+  bodies.push_back(body_of(p));
+  std::string ex(1, static_cast<char>(RdbType::kHashListpackEx));
+  PutLe(&ex, kT, 8);
+  AppendRdbString(&ex, ListpackOf({LpStr("a"), LpStr("1"), LpInt(kT), LpStr("b"), LpStr("2"), LpInt(0)}));
+  bodies.push_back(ex);
   RdbValue v;
   for (const auto& b : bodies) {
     ASSERT_EQ(LoadPayload(WithFooter(b), &v), RdbLoad::kOk);
@@ -357,8 +400,188 @@ TEST(RdbObjectsTest, TruncatedAndCorruptedBodiesFailCleanly) {
     std::string b = bodies[rng() % bodies.size()];
     const int flips = 1 + static_cast<int>(rng() % 3);
     for (int i = 0; i < flips; ++i) b[rng() % b.size()] = static_cast<char>(rng());
-    (void)LoadPayload(WithFooter(b), &v);
+    if (LoadPayload(WithFooter(b), &v) == RdbLoad::kOk) ApplyFieldTtls(&v);
   }
+}
+
+// ---- hashes with field TTLs (Redis 7.4's types 22-25) ----
+
+// DUMP of a hash with a field TTL: RDB_TYPE_HASH_METADATA (24), the earliest
+// expiry, then per field the TTL relative to it (+1; 0 none), field, value,
+// in RDB version 12. The fields with a TTL come last first, so a loader
+// inserting each before the first not-earlier TTL rebuilds the order.
+TEST(RdbObjectsTest, HashWithFieldTtlsIsWrittenAsMetadata) {
+  HashValue h;
+  for (const char* f : {"a", "b", "c", "d"}) h.Set(f, std::string("v") + f);
+  h.SetFieldExpiry("a", kT + 5);
+  h.SetFieldExpiry("b", kT + 5);
+  h.SetFieldExpiry("c", kT + 1);
+  ASSERT_EQ(TtlOrder(h),
+            (TtlList{{"c", kT + 1}, {"b", kT + 5}, {"a", kT + 5}, {"d", 0}}));
+  std::string p;
+  DumpCollection(ValueType::kHash, h, &p);
+  std::string body(1, '\x18');
+  PutLe(&body, kT + 1, 8);
+  body += '\x04';
+  body += Bytes("\x05\x01" "a" "\x02" "va", 6);
+  body += Bytes("\x05\x01" "b" "\x02" "vb", 6);
+  body += Bytes("\x01\x01" "c" "\x02" "vc", 6);
+  body += Bytes("\x00\x01" "d" "\x02" "vd", 6);
+  EXPECT_EQ(p, WithFooter(body, 12));
+  RdbValue v = MustLoad(p);
+  EXPECT_STREQ(v.coll->encoding(), "listpackex");
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"c", kT + 1}, {"b", kT + 5}, {"a", kT + 5}, {"d", 0}}));
+}
+
+TEST(RdbObjectsTest, HashFieldTtlsRoundTripSmallAndLarge) {
+  for (int n : {3, 1000}) {
+    HashValue h;
+    for (int i = 0; i < n; ++i) h.Set("f" + std::to_string(i), std::to_string(i * 7));
+    if (n > 128) h.CheckEncoding(128, 64);
+    for (int i = 0; i < n; i += 2) h.SetFieldExpiry("f" + std::to_string(i), kT + i % 5);
+    h.SetFieldExpiry("f1", 1);  // long past: kept, as Redis keeps it
+    std::string p;
+    DumpCollection(ValueType::kHash, h, &p);
+    EXPECT_EQ(p[0], '\x18');
+    RdbValue v;
+    ASSERT_EQ(LoadPayload(p, &v), RdbLoad::kOk);
+    auto* back = static_cast<HashValue*>(v.coll.get());
+    back->CheckEncoding(128, 64);  // as RESTORE: the encoding, then the TTLs
+    ApplyFieldTtls(&v);
+    ASSERT_EQ(back->size(), static_cast<size_t>(n));
+    for (const auto& [f, val] : h.Entries()) {
+      EXPECT_EQ(back->Find(f).value_or("?"), val);
+      EXPECT_EQ(back->FieldExpiry(f), h.FieldExpiry(f)) << f;
+    }
+    EXPECT_EQ(back->next_field_expiry(), 1);
+    EXPECT_STREQ(back->encoding(), n > 128 ? "hashtable" : "listpackex");
+    if (n <= 128) {
+      EXPECT_EQ(TtlOrder(v), TtlOrder(MustLoad(p)));
+    }
+  }
+}
+
+// A hash that had field TTLs: a small one (listpackex) keeps the TTL form,
+// all TTLs 0, so it restores as listpackex (Redis dumps it as type 25 with
+// TTLs 0); a large one whose TTLs are gone is a plain type-4 hash, as in
+// Redis; one that never had any is the version-10 type-4 payload.
+TEST(RdbObjectsTest, HashThatHadFieldTtls) {
+  HashValue small;
+  small.Set("a", "1");
+  small.Set("b", "2");
+  small.SetFieldExpiry("a", kT);
+  small.PersistField("a");
+  std::string p;
+  DumpCollection(ValueType::kHash, small, &p);
+  std::string body(1, '\x18');
+  PutLe(&body, 0, 8);
+  body += Bytes("\x02\x00\x01" "b" "\xc0\x02" "\x00\x01" "a" "\xc0\x01", 11);
+  EXPECT_EQ(p, WithFooter(body, 12));
+  RdbValue v = MustLoad(p);
+  EXPECT_STREQ(v.coll->encoding(), "listpackex");
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"b", 0}, {"a", 0}}));
+  EXPECT_EQ(v.coll->next_field_expiry(), 0);
+
+  HashValue large = small;
+  large.CheckEncoding(1, 64);
+  DumpCollection(ValueType::kHash, large, &p);
+  EXPECT_EQ(p[0], '\x04');
+  EXPECT_EQ(p[p.size() - 10], '\x0a');  // RDB version 10
+  HashValue never;
+  never.Set("b", "2");
+  never.Set("a", "1");
+  std::string q;
+  DumpCollection(ValueType::kHash, never, &q);
+  EXPECT_EQ(q, WithFooter(Bytes("\x04\x02\x01" "b" "\xc0\x02\x01" "a" "\xc0\x01", 10)));
+}
+
+// Hand-made payloads of the four forms.
+TEST(RdbObjectsTest, LoadsTheHashFormsWithFieldTtls) {
+  // 25: the listpack's order is kept, ties included.
+  std::string body(1, '\x19');
+  PutLe(&body, kT, 8);
+  AppendRdbString(&body, ListpackOf({LpStr("x"), LpStr("1"), LpInt(kT), LpStr("y"), LpInt(2),
+                                     LpInt(kT), LpStr("z"), LpStr("3"), LpInt(kT + 9),
+                                     LpStr("w"), LpStr(""), LpInt(0)}));
+  RdbValue v = MustLoad(WithFooter(body, 12));
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"x", kT}, {"y", kT}, {"z", kT + 9}, {"w", 0}}));
+  EXPECT_EQ(HashOf(v), (std::map<std::string, std::string>{{"x", "1"}, {"y", "2"}, {"z", "3"}, {"w", ""}}));
+  EXPECT_STREQ(v.coll->encoding(), "listpackex");
+  // 23: the same without the earliest expiry; a TTL 1 ms after the epoch
+  // (long past) is kept.
+  body = std::string(1, '\x17');
+  AppendRdbString(&body, ListpackOf({LpStr("a"), LpStr("1"), LpInt(1), LpStr("b"), LpStr("2"), LpInt(0)}));
+  v = MustLoad(WithFooter(body, 12));
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"a", 1}, {"b", 0}}));
+  // 24: TTLs relative to the earliest (+1), fields in any order; Redis's
+  // loader puts each before the first not-earlier TTL, so ties come out
+  // last first.
+  body = std::string(1, '\x18');
+  PutLe(&body, kT, 8);
+  body += '\x04';
+  body += Bytes("\x00\x01" "n" "\x01" "N", 5);
+  body += Bytes("\x05\x01" "a" "\x01" "A", 5);
+  body += Bytes("\x01\x01" "b" "\x01" "B", 5);
+  body += Bytes("\x05\x01" "c" "\x01" "C", 5);
+  v = MustLoad(WithFooter(body, 12));
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"b", kT}, {"c", kT + 4}, {"a", kT + 4}, {"n", 0}}));
+  // 22: absolute TTLs, no earliest expiry; all TTLs 0 is still listpackex.
+  body = Bytes("\x16\x02\x00\x01" "a" "\x01" "A" "\x00\x01" "b" "\x01" "B", 12);
+  v = MustLoad(WithFooter(body, 12));
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"a", 0}, {"b", 0}}));
+  EXPECT_STREQ(v.coll->encoding(), "listpackex");
+  body = std::string("\x16\x01", 2);
+  AppendRdbLength(&body, static_cast<uint64_t>(kT));
+  body += Bytes("\x01" "a" "\x01" "A", 4);
+  v = MustLoad(WithFooter(body, 12));
+  EXPECT_EQ(TtlOrder(v), (TtlList{{"a", kT}}));
+  // The latest time HEXPIRE accepts, relative and absolute.
+  body = std::string(1, '\x18');
+  PutLe(&body, static_cast<uint64_t>(kMaxFieldExpiryMs), 8);
+  body += Bytes("\x01\x01\x01" "a" "\x01" "A", 6);
+  EXPECT_EQ(TtlOrder(MustLoad(WithFooter(body, 12))), (TtlList{{"a", kMaxFieldExpiryMs}}));
+}
+
+TEST(RdbObjectsTest, RefusesBadHashFormsWithFieldTtls) {
+  RdbValue v;
+  auto bad = [&](const std::string& body) {
+    return LoadPayload(WithFooter(body, 12), &v) == RdbLoad::kBadData;
+  };
+  auto ex = [](const std::vector<std::string>& entries) {
+    std::string b(1, '\x19');
+    PutLe(&b, kT, 8);
+    AppendRdbString(&b, ListpackOf(entries));
+    return b;
+  };
+  EXPECT_FALSE(bad(ex({LpStr("a"), LpStr("1"), LpInt(kT)})));
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1"), LpStr("5")})));  // a TTL as a string
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1"), LpInt(kT + 1), LpStr("b"), LpStr("2"), LpInt(kT)})));
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1"), LpInt(0), LpStr("b"), LpStr("2"), LpInt(kT)})));
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1"), LpInt(-1)})));
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1"), LpInt(kMaxFieldExpiryMs + 1)})));
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1"), LpInt(0), LpStr("a"), LpStr("2"), LpInt(0)})));
+  EXPECT_TRUE(bad(ex({LpStr("a"), LpStr("1")})));  // not whole triplets
+  EXPECT_TRUE(bad(ex({})));                        // empty
+  std::string cut(1, '\x19');
+  PutLe(&cut, kT, 7);  // the earliest expiry cut short
+  EXPECT_TRUE(bad(cut));
+  auto meta = [](uint64_t earliest, uint64_t ttl) {
+    std::string b(1, '\x18');
+    PutLe(&b, earliest, 8);
+    b += '\x01';
+    AppendRdbLength(&b, ttl);
+    return b + Bytes("\x01" "a" "\x01" "A", 4);
+  };
+  EXPECT_FALSE(bad(meta(kT, 1)));
+  EXPECT_FALSE(bad(meta(~uint64_t{0}, 0)));  // a bad earliest expiry, unused
+  EXPECT_TRUE(bad(meta(~uint64_t{0}, 1)));
+  EXPECT_TRUE(bad(meta(kT, ~uint64_t{0})));  // no wrap-around
+  EXPECT_TRUE(bad(meta(static_cast<uint64_t>(kMaxFieldExpiryMs), 2)));
+  EXPECT_TRUE(bad(Bytes("\x18\x00\x00\x00\x00\x00\x00\x00\x00\x00", 10)));  // no fields
+  EXPECT_TRUE(bad(Bytes("\x16\x02\x00\x01" "a" "\x01" "A" "\x00\x01" "a" "\x01" "B", 12)));
+  std::string far = "\x16\x01";
+  AppendRdbLength(&far, static_cast<uint64_t>(kMaxFieldExpiryMs) + 1);
+  EXPECT_TRUE(bad(far + Bytes("\x01" "a" "\x01" "A", 4)));
 }
 
 }  // namespace

@@ -956,3 +956,16 @@ def test_trove_dump_bytes_with_field_ttls(trove, r, hfe):
 def test_migrate_is_not_supported(trove, raw):
     got = raw().cmd("MIGRATE", "127.0.0.1", "1", "k", "0", "1000")
     assert got.startswith(b"-ERR unknown command 'MIGRATE'"), got
+
+
+def test_sanitize_dump_payload_parameter(trove, r):
+    """Trove checks every payload whole: CONFIG GET says `yes`; `yes` and
+    `clients` are accepted, `no` (a promise to skip the check) is refused."""
+    assert r.config_get("sanitize-dump-payload") == {"sanitize-dump-payload": "yes"}
+    assert r.config_set("sanitize-dump-payload", "yes")
+    assert r.config_set("sanitize-dump-payload", "clients")
+    with pytest.raises(redis.ResponseError, match="always checks DUMP payloads in full"):
+        r.config_set("sanitize-dump-payload", "no")
+    with pytest.raises(redis.ResponseError, match="must be one of the following: no, yes, clients"):
+        r.config_set("sanitize-dump-payload", "maybe")
+    assert r.config_get("sanitize-dump-payload") == {"sanitize-dump-payload": "yes"}

@@ -37,6 +37,7 @@ const ConfigParam kParamTable[] = {
     {"busy-reply-threshold", &RespServer::busy_reply_threshold, true, 0},
     {"lua-time-limit", &RespServer::busy_reply_threshold, true, 0},
     {"busy-reply-scope", nullptr, true},
+    {"sanitize-dump-payload", nullptr, true},
     {"latency-tracking", nullptr, true},
     {"hash-max-ziplist-entries", &RespServer::hash_max_listpack_entries, true},
     {"hash-max-ziplist-value", &RespServer::hash_max_listpack_value, true},
@@ -133,6 +134,8 @@ std::string ConfigValue(CommandContext& ctx, const ConfigParam& p) {
     v = ctx.server->acl().pubsub_default_all() ? "allchannels" : "resetchannels";
   else if (n == "protected-mode")
     v = ctx.server->protected_mode().enabled() ? "yes" : "no";
+  else if (n == "sanitize-dump-payload")
+    v = "yes";  // RESTORE always checks a payload whole (commands/dump.cc)
   else if (n == "busy-reply-scope")
     v = ctx.server->busy_reply_all.load(std::memory_order_relaxed) ? "all" : "worker";
   else if (n == "client-query-buffer-limit")
@@ -283,6 +286,21 @@ bool SetSpecial(CommandContext& ctx, const std::string& name, std::string_view v
       return false;
     }
     ctx.server->busy_reply_all.store(v == "all", std::memory_order_relaxed);
+    return true;
+  }
+  if (name == "sanitize-dump-payload") {
+    // RESTORE checks every payload whole, whoever sends it (there is no
+    // replication stream): `yes` and `clients` say what it does; `no`
+    // would promise a skipped check, so it is refused.
+    const std::string v = ToLower(value);
+    if (v != "no" && v != "yes" && v != "clients") {
+      SetFailed(ctx, name, "argument(s) must be one of the following: no, yes, clients");
+      return false;
+    }
+    if (v == "no") {
+      SetFailed(ctx, name, "Trove always checks DUMP payloads in full");
+      return false;
+    }
     return true;
   }
   if (name == "acl-pubsub-default") {

@@ -8,7 +8,6 @@ memcached port keeps memcached's -I rule for its own stores.
 import socket
 
 import pytest
-import redis
 
 from resp_errors import err
 

@@ -13,13 +13,12 @@ or the small Python models below.
 """
 
 import random
-import time
 
 import pytest
-import redis
 
 from conftest import resp_target
 from resp_errors import err
+from keyspace_observe import changes, keyevents, listen  # noqa: E402
 
 TARGET = resp_target()
 ON_REDIS = TARGET == "redis"
@@ -245,7 +244,6 @@ def test_bitcount_matches_python_across_sizes(r):
             assert x(r, "BITCOUNT", "pc", lo, hi) == sum(bin(b).count("1") for b in v[lo:hi + 1])
     r.set("ones", b"\xff" * 40000)
     assert x(r, "BITCOUNT", "ones") == 320000
-
 
 
 @pytest.mark.parametrize("vec,count", [
@@ -805,28 +803,9 @@ def test_bitfield_fail_is_a_null_in_both_protocols(raw):
         b"-ERR bit offset is not an integer or out of range\r\n"
 
 
-def _listen(r, flags):
-    r.config_set("notify-keyspace-events", flags)
-    p = r.pubsub()
-    p.psubscribe("__keyevent@0__:*")
-    m = p.get_message(timeout=5)
-    assert m is not None and m["type"] == "psubscribe", m
-    return p
-
-
-def _keyevents(p, n, timeout=5.0):
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < deadline:
-        m = p.get_message(timeout=0.2)
-        if m is not None and m["type"] == "pmessage":
-            out.append("%s %s" % (m["channel"].decode().split("__:", 1)[1], m["data"].decode()))
-    return out
-
-
 @pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front has no workers to deliver")
 def test_bitmap_keyspace_events(r):
-    p = _listen(r, "E$g")
+    p = listen(r, "E$g")
     try:
         x(r, "SETBIT", "b", 3, 1)      # setbit
         x(r, "SETBIT", "b", 3, 1)      # no change: no event
@@ -842,47 +821,34 @@ def test_bitmap_keyspace_events(r):
         x(r, "BITOP", "AND", "d", "nothing")                # del
         x(r, "BITOP", "AND", "d", "nothing")                # nothing to delete: none
         r.set("end", "1")
-        assert _keyevents(p, 7) == ["setbit b", "setbit b", "setbit f", "setbit f", "set d",
+        assert keyevents(p, 7) == ["setbit b", "setbit b", "setbit f", "setbit f", "set d",
                                     "set d", "del d"]
-        assert _keyevents(p, 1) == ["set end"]
+        assert keyevents(p, 1) == ["set end"]
     finally:
         p.close()
         r.config_set("notify-keyspace-events", "")
 
 
-def _dirty(r):
-    return int(r.info("persistence")["rdb_changes_since_last_save"])
-
-
-def _changes(r, *args):
-    before = _dirty(r)
-    try:
-        r.execute_command(*args)
-    except redis.exceptions.ResponseError:
-        pass
-    return _dirty(r) - before
-
-
 def test_bitmap_writes_count_their_changes(r):
     # bitops.tcl, "SETBIT/BITFIELD only increase dirty when the value changed".
-    assert _changes(r, "SETBIT", "foo", 0, 0) == 1  # created
-    assert _changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 0) == 1
-    assert _changes(r, "SETBIT", "foo", 0, 0) == 0
-    assert _changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 0) == 0
-    assert _changes(r, "SETBIT", "foo", 0, 1) == 1
-    assert _changes(r, "SETBIT", "foo", 0, 1) == 0
-    assert _changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 1) == 1
-    assert _changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 1) == 0
-    assert _changes(r, "BITFIELD", "foo3", "INCRBY", "i5", 0, 1) == 1
-    assert _changes(r, "BITFIELD", "foo3", "INCRBY", "i5", 0, 1) == 1
-    assert _changes(r, "SETBIT", "foo", 90, 0) == 1  # length only
-    assert _changes(r, "BITFIELD", "foo2", "SET", "i5", 90, 0) == 1
-    assert _changes(r, "BITFIELD", "foo3", "SET", "u8", 0, 1, "SET", "u8", 8, 1) == 2
-    assert _changes(r, "BITFIELD", "foo3", "GET", "u8", 0) == 0
-    assert _changes(r, "SETBIT", "foo", -1, 0) == 0  # error
-    assert _changes(r, "BITOP", "OR", "d", "foo") == 1
-    assert _changes(r, "BITOP", "OR", "d", "none") == 1  # deletes d
-    assert _changes(r, "BITOP", "OR", "d", "none") == 0
+    assert changes(r, "SETBIT", "foo", 0, 0) == 1  # created
+    assert changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 0) == 1
+    assert changes(r, "SETBIT", "foo", 0, 0) == 0
+    assert changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 0) == 0
+    assert changes(r, "SETBIT", "foo", 0, 1) == 1
+    assert changes(r, "SETBIT", "foo", 0, 1) == 0
+    assert changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 1) == 1
+    assert changes(r, "BITFIELD", "foo2", "SET", "i5", 0, 1) == 0
+    assert changes(r, "BITFIELD", "foo3", "INCRBY", "i5", 0, 1) == 1
+    assert changes(r, "BITFIELD", "foo3", "INCRBY", "i5", 0, 1) == 1
+    assert changes(r, "SETBIT", "foo", 90, 0) == 1  # length only
+    assert changes(r, "BITFIELD", "foo2", "SET", "i5", 90, 0) == 1
+    assert changes(r, "BITFIELD", "foo3", "SET", "u8", 0, 1, "SET", "u8", 8, 1) == 2
+    assert changes(r, "BITFIELD", "foo3", "GET", "u8", 0) == 0
+    assert changes(r, "SETBIT", "foo", -1, 0) == 0  # error
+    assert changes(r, "BITOP", "OR", "d", "foo") == 1
+    assert changes(r, "BITOP", "OR", "d", "none") == 1  # deletes d
+    assert changes(r, "BITOP", "OR", "d", "none") == 0
 
 
 def test_watch_sees_bit_changes_only(raw):

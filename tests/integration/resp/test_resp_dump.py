@@ -35,6 +35,7 @@ import redis
 
 from conftest import resp_target
 from resp_errors import err
+from keyspace_observe import keyevents  # noqa: E402
 
 TARGET = resp_target()
 ON_TROVE = TARGET == "trove"
@@ -321,15 +322,6 @@ def test_restore_freq_is_accepted_without_lfu(r):
 
 # ---- events, WATCH -----------------------------------------------------------------
 
-def _keyevents(p, n, timeout=5.0):
-    out, deadline = [], time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < deadline:
-        m = p.get_message(timeout=0.2)
-        if m is not None and m["type"] == "pmessage":
-            out.append("%s %s" % (m["channel"].decode().split("__:", 1)[1], m["data"].decode()))
-    return out
-
-
 def test_keyspace_events(r):
     r.set("src", "v")
     p_payload = r.dump("src")
@@ -339,17 +331,17 @@ def test_keyspace_events(r):
         p.psubscribe("__keyevent@*")
         assert p.get_message(timeout=5)["type"] == "psubscribe"
         r.restore("k", 0, p_payload)
-        assert _keyevents(p, 1) == ["restore k"]
+        assert keyevents(p, 1) == ["restore k"]
         r.restore("k", 0, p_payload, replace=True)
-        assert _keyevents(p, 1) == ["restore k"]
+        assert keyevents(p, 1) == ["restore k"]
         r.restore("k", 1, p_payload, absttl=True, replace=True)  # past: the key goes
-        assert _keyevents(p, 1) == ["del k"]
+        assert keyevents(p, 1) == ["del k"]
         r.restore("k", 1, p_payload, absttl=True)  # past, nothing there: no event
         r.set("marker", "1")
-        assert _keyevents(p, 1) == ["set marker"]
+        assert keyevents(p, 1) == ["set marker"]
         r.config_set("notify-keyspace-events", "En")
         r.restore("n", 0, p_payload)
-        assert _keyevents(p, 1) == ["new n"]
+        assert keyevents(p, 1) == ["new n"]
         p.close()
     finally:
         r.config_set("notify-keyspace-events", "")

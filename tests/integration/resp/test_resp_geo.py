@@ -11,13 +11,13 @@ Redis is the reference: every test runs against redis-server too
 
 import math
 import random
-import time
 
 import pytest
 import redis
 
 from conftest import resp_target
 from resp_errors import err
+from keyspace_observe import changes, keyevents, listen  # noqa: E402
 
 TARGET = resp_target()
 
@@ -40,6 +40,10 @@ def x(r, *args):
         if name.upper().startswith("GEO"):
             del r.response_callbacks[name]
     return r.execute_command(*args)
+
+
+def _changes(r, *args):
+    return changes(r, *args, call=lambda *a: x(r, *a))
 
 
 @pytest.fixture
@@ -517,28 +521,9 @@ def test_resp2_and_resp3_shapes(raw):
 
 # ---- keyspace events, dirty, WATCH -------------------------------------------------
 
-def _listen(r, flags):
-    r.config_set("notify-keyspace-events", flags)
-    p = r.pubsub()
-    p.psubscribe("__keyevent@0__:*")
-    m = p.get_message(timeout=5)
-    assert m is not None and m["type"] == "psubscribe", m
-    return p
-
-
-def _keyevents(p, n, timeout=5.0):
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < deadline:
-        m = p.get_message(timeout=0.2)
-        if m is not None and m["type"] == "pmessage":
-            out.append("%s %s" % (m["channel"].decode().split("__:", 1)[1], m["data"].decode()))
-    return out
-
-
 @pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front has no workers to deliver")
 def test_geo_keyspace_events(r):
-    p = _listen(r, "KEA")
+    p = listen(r, "KEA")
     try:
         x(r, "GEOADD", "s", *SICILY)                                  # zadd
         x(r, "GEOADD", "s", *SICILY)                                  # no change: none
@@ -555,26 +540,13 @@ def test_geo_keyspace_events(r):
         x(r, "GEORADIUS", "s", "15", "37", "300", "km", "STORE", "s")  # georadiusstore
         x(r, "GEORADIUS", "s", "15", "37", "300", "km", "STORE", "a", "STOREDIST", "b")  # b
         r.set("end", "1")
-        assert _keyevents(p, 9) == [
+        assert keyevents(p, 9) == [
             "zadd s", "zadd s", "georadiusstore d1", "georadiusstore d1", "geosearchstore d2",
             "del d2", "del d1", "georadiusstore s", "georadiusstore b"]
-        assert _keyevents(p, 1) == ["set end"]
+        assert keyevents(p, 1) == ["set end"]
     finally:
         p.close()
         r.config_set("notify-keyspace-events", "")
-
-
-def _dirty(r):
-    return int(r.info("persistence")["rdb_changes_since_last_save"])
-
-
-def _changes(r, *args):
-    before = _dirty(r)
-    try:
-        x(r, *args)
-    except redis.exceptions.ResponseError:
-        pass
-    return _dirty(r) - before
 
 
 def test_geo_writes_count_their_changes(r):

@@ -21,6 +21,7 @@ import redis
 
 from conftest import resp_target
 from resp_errors import err
+from keyspace_observe import keyevents, listen  # noqa: E402
 
 SERVER_ARGS = ["-t", "2"]
 
@@ -577,27 +578,6 @@ def test_converting_to_a_hashtable_keeps_ttls(r):
 
 
 # ---- keyspace events ------------------------------------------------------------------
-
-def listen(r, flags):
-    if TARGET == "fake":
-        pytest.skip("the fake RESP front has no workers to deliver messages")
-    r.config_set("notify-keyspace-events", flags)
-    p = r.pubsub()
-    p.psubscribe("__keyevent@0__:*")
-    m = p.get_message(timeout=5)
-    assert m is not None and m["type"] == "psubscribe", m
-    return p
-
-
-def keyevents(p, n, timeout=5.0):
-    out = []
-    deadline = time.monotonic() + timeout * SLOW
-    while len(out) < n and time.monotonic() < deadline:
-        m = p.get_message(timeout=0.2)
-        if m is not None and m["type"] == "pmessage":
-            out.append("%s %s" % (m["channel"].decode().split("__:", 1)[1], m["data"].decode()))
-    return out
-
 
 def quiet(p, wait=0.3):
     m = p.get_message(timeout=wait)

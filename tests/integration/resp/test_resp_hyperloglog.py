@@ -15,13 +15,13 @@ tests follow Redis's own tests/unit/hyperloglog.tcl.
 
 import hashlib
 import random
-import time
 
 import pytest
 import redis
 
 from conftest import resp_target
 from resp_errors import err
+from keyspace_observe import changes, keyevents, listen  # noqa: E402
 
 TARGET = resp_target()
 
@@ -524,28 +524,9 @@ def test_replies_in_both_protocols(raw):
         assert c.cmd("PFADD", "str", "a") == b"-" + NOT_HLL.encode() + b"\r\n"
 
 
-def _listen(r, flags):
-    r.config_set("notify-keyspace-events", flags)
-    p = r.pubsub()
-    p.psubscribe("__keyevent@0__:*")
-    m = p.get_message(timeout=5)
-    assert m is not None and m["type"] == "psubscribe", m
-    return p
-
-
-def _keyevents(p, n, timeout=5.0):
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < deadline:
-        m = p.get_message(timeout=0.2)
-        if m is not None and m["type"] == "pmessage":
-            out.append("%s %s" % (m["channel"].decode().split("__:", 1)[1], m["data"].decode()))
-    return out
-
-
 @pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front has no workers to deliver")
 def test_keyspace_events(r):
-    p = _listen(r, "E$gn")
+    p = listen(r, "E$gn")
     try:
         r.pfadd("h", "a")             # new, pfadd
         r.pfadd("h", "a")             # nothing rose: none
@@ -561,44 +542,31 @@ def test_keyspace_events(r):
         except redis.ResponseError:
             pass
         r.set("end", "1")
-        assert _keyevents(p, 9) == ["new h", "pfadd h", "pfadd h", "new d", "pfadd d",
+        assert keyevents(p, 9) == ["new h", "pfadd h", "pfadd h", "new d", "pfadd d",
                                     "pfadd d", "new str", "set str", "new end"]
-        assert _keyevents(p, 1) == ["set end"]
+        assert keyevents(p, 1) == ["set end"]
     finally:
         p.close()
         r.config_set("notify-keyspace-events", "")
 
 
-def _dirty(r):
-    return int(r.info("persistence")["rdb_changes_since_last_save"])
-
-
-def _changes(r, *args):
-    before = _dirty(r)
-    try:
-        r.execute_command(*args)
-    except redis.exceptions.ResponseError:
-        pass
-    return _dirty(r) - before
-
-
 def test_dirty_counter(r):
-    assert _changes(r, "PFADD", "h", "a", "b", "c") == 4    # the key and three registers
-    assert _changes(r, "PFADD", "h", "a", "b", "c") == 0
-    assert _changes(r, "PFADD", "h", "d") == 1
-    assert _changes(r, "PFCOUNT", "h") == 1                 # the cache written back
-    assert _changes(r, "PFCOUNT", "h") == 0
-    assert _changes(r, "PFCOUNT", "h", "other") == 0
-    assert _changes(r, "PFMERGE", "d", "h") == 1
-    assert _changes(r, "PFMERGE", "d", "h") == 1
-    assert _changes(r, "PFDEBUG", "ENCODING", "d") == 0
-    assert _changes(r, "PFDEBUG", "TODENSE", "d") == 1
-    assert _changes(r, "PFDEBUG", "TODENSE", "d") == 0
-    assert _changes(r, "PFDEBUG", "GETREG", "d") == 0
-    assert _changes(r, "PFADD", "h2") == 1
-    assert _changes(r, "PFDEBUG", "GETREG", "h2") == 1
+    assert changes(r, "PFADD", "h", "a", "b", "c") == 4    # the key and three registers
+    assert changes(r, "PFADD", "h", "a", "b", "c") == 0
+    assert changes(r, "PFADD", "h", "d") == 1
+    assert changes(r, "PFCOUNT", "h") == 1                 # the cache written back
+    assert changes(r, "PFCOUNT", "h") == 0
+    assert changes(r, "PFCOUNT", "h", "other") == 0
+    assert changes(r, "PFMERGE", "d", "h") == 1
+    assert changes(r, "PFMERGE", "d", "h") == 1
+    assert changes(r, "PFDEBUG", "ENCODING", "d") == 0
+    assert changes(r, "PFDEBUG", "TODENSE", "d") == 1
+    assert changes(r, "PFDEBUG", "TODENSE", "d") == 0
+    assert changes(r, "PFDEBUG", "GETREG", "d") == 0
+    assert changes(r, "PFADD", "h2") == 1
+    assert changes(r, "PFDEBUG", "GETREG", "h2") == 1
     r.set("str", "x")
-    assert _changes(r, "PFADD", "str", "a") == 0
+    assert changes(r, "PFADD", "str", "a") == 0
 
 
 def test_watch(raw):

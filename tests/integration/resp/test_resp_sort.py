@@ -22,6 +22,7 @@ import redis
 
 from conftest import resp_target
 from resp_errors import err
+from keyspace_observe import keyevents, listen  # noqa: E402
 
 SERVER_ARGS = ["-t", "4"]  # readers and writers on different workers
 
@@ -406,29 +407,10 @@ def test_watch_sees_sort_store(raw):
     assert c.cmd("EXEC") == b"*1\r\n+PONG\r\n"
 
 
-def _listen(r, flags):
-    r.config_set("notify-keyspace-events", flags)
-    p = r.pubsub()
-    p.psubscribe("__keyevent@0__:*")
-    m = p.get_message(timeout=5)
-    assert m is not None and m["type"] == "psubscribe", m
-    return p
-
-
-def _keyevents(p, n, timeout=5.0):
-    out = []
-    deadline = time.monotonic() + timeout
-    while len(out) < n and time.monotonic() < deadline:
-        m = p.get_message(timeout=0.2)
-        if m is not None and m["type"] == "pmessage":
-            out.append("%s %s" % (m["channel"].decode().split("__:", 1)[1], m["data"].decode()))
-    return out
-
-
 @pytest.mark.skipif(TARGET == "fake", reason="the fake RESP front has no workers to deliver")
 def test_sort_store_keyspace_events(r):
     r.rpush("src", 2, 1)
-    p = _listen(r, "Elgn")
+    p = listen(r, "Elgn")
     try:
         s(r, "src")                          # no STORE: nothing
         s(r, "src", "STORE", "dst")          # new dst, sortstore dst
@@ -437,9 +419,9 @@ def test_sort_store_keyspace_events(r):
         s(r, "none", "STORE", "dst")         # nothing to delete: none
         s(r, "src", "STORE", "src")          # sortstore src
         r.set("end", 1)
-        assert _keyevents(p, 5) == ["new dst", "sortstore dst", "sortstore dst", "del dst",
+        assert keyevents(p, 5) == ["new dst", "sortstore dst", "sortstore dst", "del dst",
                                     "sortstore src"]
-        assert _keyevents(p, 1) == ["new end"]  # nothing else came before it
+        assert keyevents(p, 1) == ["new end"]  # nothing else came before it
     finally:
         p.close()
         r.config_set("notify-keyspace-events", "")

@@ -152,6 +152,15 @@ void CmdHPExpireAt(CommandContext& ctx) { HExpireGeneric(ctx, true, true); }
 // HTTL / HPTTL / HEXPIRETIME / HPEXPIRETIME key FIELDS numfields field ...
 // A field whose TTL passed answers -2 (it is gone for reads) without being
 // deleted: these commands only read, as in Redis.
+// What HTTL and HPERSIST see of field f: kNoField when it is missing or its
+// TTL has passed, kNoTtl when it has none, else its expiry (unix ms, > 0).
+int64_t LiveFieldExpiry(const HashValue& v, std::string_view f, int64_t now) {
+  if (!v.Find(f).has_value()) return kNoField;
+  const int64_t at = v.FieldExpiry(f);
+  if (at == 0) return kNoTtl;
+  return FieldTtlPassed(at, now) ? kNoField : at;
+}
+
 enum class TtlForm : uint8_t { kSeconds, kMillis, kUnixSeconds, kUnixMillis };
 void HTtlGeneric(CommandContext& ctx, TtlForm form) {
   HashValue* v;
@@ -166,17 +175,9 @@ void HTtlGeneric(CommandContext& ctx, TtlForm form) {
   ctx.w->ArrayHeader(ctx.argc() - first);
   for (size_t i = first; i < ctx.argc(); ++i) {
     const std::string_view f = ctx.argv[i];
-    if (!v->Find(f).has_value()) {
-      ctx.w->Integer(kNoField);
-      continue;
-    }
-    const int64_t at = v->FieldExpiry(f);
-    if (at == 0) {
-      ctx.w->Integer(kNoTtl);
-      continue;
-    }
-    if (FieldTtlPassed(at, now)) {
-      ctx.w->Integer(kNoField);
+    const int64_t at = LiveFieldExpiry(*v, f, now);
+    if (at < 0) {  // kNoField or kNoTtl: the reply itself
+      ctx.w->Integer(at);
       continue;
     }
     // Seconds round up, as Redis's (expire + 999 - base) / 1000.
@@ -220,17 +221,9 @@ void CmdHPersist(CommandContext& ctx) {
   ctx.w->ArrayHeader(ctx.argc() - first);
   for (size_t i = first; i < ctx.argc(); ++i) {
     const std::string_view f = ctx.argv[i];
-    if (!v->Find(f).has_value()) {
-      ctx.w->Integer(kNoField);
-      continue;
-    }
-    const int64_t at = v->FieldExpiry(f);
-    if (at == 0) {
-      ctx.w->Integer(kNoTtl);
-      continue;
-    }
-    if (FieldTtlPassed(at, now)) {
-      ctx.w->Integer(kNoField);
+    const int64_t at = LiveFieldExpiry(*v, f, now);
+    if (at < 0) {  // kNoField or kNoTtl: the reply itself
+      ctx.w->Integer(at);
       continue;
     }
     v->PersistField(f);

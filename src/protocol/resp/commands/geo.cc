@@ -184,21 +184,32 @@ void CmdGeoAdd(CommandContext& ctx) {
   ctx.w->Integer(ch ? added + changed : added);
 }
 
-// GEOPOS key member [member ...]: each member's cell centre, or a null.
-void CmdGeoPos(CommandContext& ctx) {
+// GEOPOS and GEOHASH: one reply per member argument, none() for a member
+// (or key) that is missing, found(score) for one that is there.
+template <class None, class Found>
+void ReplyPerMember(CommandContext& ctx, None none, Found found) {
   ZsetValue* v;
   if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
   ctx.w->ArrayHeader(ctx.argc() - 2);
   for (size_t i = 2; i < ctx.argc(); ++i) {
     const double* score = v != nullptr ? v->Score(ctx.argv[i]) : nullptr;
     if (score == nullptr) {
-      ctx.w->NullArray();
-      continue;
+      none();
+    } else {
+      found(*score);
     }
-    double xy[2];
-    geo::ScoreToLonLat(*score, xy);
-    WriteLonLat(ctx, xy);
   }
+}
+
+// GEOPOS key member [member ...]: each member's cell centre, or a null.
+void CmdGeoPos(CommandContext& ctx) {
+  ReplyPerMember(
+      ctx, [&] { ctx.w->NullArray(); },
+      [&](double score) {
+        double xy[2];
+        geo::ScoreToLonLat(score, xy);
+        WriteLonLat(ctx, xy);
+      });
 }
 
 // GEODIST key member1 member2 [unit]: null when the key or a member is missing.
@@ -226,18 +237,12 @@ void CmdGeoDist(CommandContext& ctx) {
 
 // GEOHASH key member [member ...]: 11-character standard geohashes, or nulls.
 void CmdGeoHash(CommandContext& ctx) {
-  ZsetValue* v;
-  if (!ReadCollection(ctx, ctx.Key(1), &v)) return;
-  ctx.w->ArrayHeader(ctx.argc() - 2);
-  for (size_t i = 2; i < ctx.argc(); ++i) {
-    const double* score = v != nullptr ? v->Score(ctx.argv[i]) : nullptr;
-    if (score == nullptr) {
-      ctx.w->Null();
-      continue;
-    }
-    const std::array<char, 11> h = geo::GeohashString(*score);
-    ctx.w->Bulk(std::string_view(h.data(), h.size()));
-  }
+  ReplyPerMember(
+      ctx, [&] { ctx.w->Null(); },
+      [&](double score) {
+        const std::array<char, 11> h = geo::GeohashString(score);
+        ctx.w->Bulk(std::string_view(h.data(), h.size()));
+      });
 }
 
 }  // namespace

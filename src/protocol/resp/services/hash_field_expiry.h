@@ -119,6 +119,9 @@ class HashFieldExpiry : private NonCopyable {
   std::map<std::string, int64_t, std::less<>> by_key_ GUARDED_BY(mu_);
   std::set<std::pair<int64_t, std::string_view>> by_time_ GUARDED_BY(mu_);
   std::string sweep_from_ GUARDED_BY(mu_);  // the sweep resumes after this key
+  // Not a common::BackgroundThread: that one starts and stops from one
+  // control thread and may start again, while this thread starts on the
+  // first Note from any worker (under mu_) and never after Stop.
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_ GUARDED_BY(mu_);
 };

@@ -571,7 +571,7 @@ class CpuLayout:
 
 def free_port():
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))  # free on every address: servers listen on 0.0.0.0
         return s.getsockname()[1]
 
 

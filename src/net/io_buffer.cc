@@ -6,14 +6,14 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "common/check.h"
+#include "net/buffer_pool.h"
 
 namespace trove::net {
-
-InputBuffer::InputBuffer(size_t initial) : buf_(new char[initial]), cap_(initial) {}
 
 void InputBuffer::Consume(size_t n) {
   DCHECK(n <= size());
@@ -23,45 +23,78 @@ void InputBuffer::Consume(size_t n) {
 
 void InputBuffer::Reserve(size_t n) {
   if (cap_ - end_ >= n) return;
-  size_t live = end_ - begin_;
+  const size_t live = end_ - begin_;
   if (begin_ > 0 && cap_ - live >= n) {
-    std::memmove(buf_.get(), buf_.get() + begin_, live);
+    std::memmove(buf_, buf_ + begin_, live);
     begin_ = 0;
     end_ = live;
     return;
   }
-  size_t ncap = cap_ * 2;
-  while (ncap - live < n) ncap *= 2;
-  std::unique_ptr<char[]> nb(new char[ncap]);
-  std::memcpy(nb.get(), buf_.get() + begin_, live);
-  buf_ = std::move(nb);
+  char* nb;
+  size_t ncap;
+  if (live + n <= BufferPool::kBlockSize) {
+    // Only reached without storage: a pool block with room enough would
+    // have taken the branches above.
+    DCHECK(buf_ == nullptr);
+    nb = BufferPool::Take();
+    ncap = BufferPool::kBlockSize;
+  } else {
+    ncap = cap_ > BufferPool::kBlockSize ? cap_ * 2 : 2 * BufferPool::kBlockSize;
+    while (ncap - live < n) ncap *= 2;
+    nb = static_cast<char*>(std::malloc(ncap));
+    CHECK(nb != nullptr);
+  }
+  if (live > 0) std::memcpy(nb, buf_ + begin_, live);
+  Release();
+  buf_ = nb;
   cap_ = ncap;
   begin_ = 0;
   end_ = live;
 }
 
-void InputBuffer::ShrinkIfIdle(size_t keep) {
-  if (size() != 0 || cap_ <= keep) return;
-  buf_.reset(new char[keep]);
-  cap_ = keep;
-  begin_ = end_ = 0;
+void InputBuffer::Release() {
+  if (buf_ != nullptr) {
+    if (cap_ == BufferPool::kBlockSize) {
+      BufferPool::Give(buf_);
+    } else {
+      std::free(buf_);
+    }
+  }
+  buf_ = nullptr;
+  cap_ = begin_ = end_ = 0;
 }
 
-OutputBuffer::OutputBuffer() { entries_.reserve(64); }
+OutputBuffer::OutputBuffer() = default;
 
 OutputBuffer::~OutputBuffer() { Clear(); }
+
+void OutputBuffer::Reset() {
+  head_ = head_off_ = 0;
+  pending_ = 0;
+  for (auto& b : blocks_) BufferPool::Give(b.mem);
+  blocks_.clear();
+  cur_block_ = 0;
+  last_is_copy_ = false;
+  // The entry array keeps a small capacity (no allocation per request) but
+  // not what a burst grew it to.
+  if (entries_.capacity() > kKeepEntries) {
+    std::vector<Entry>().swap(entries_);
+  } else {
+    entries_.clear();
+  }
+}
 
 OutputBuffer::Block* OutputBuffer::CurrentBlock(size_t need) {
   CHECK(need <= kBlockSize);
   if (blocks_.empty()) {
-    blocks_.push_back(Block{std::unique_ptr<char[]>(new char[kBlockSize]), 0});
+    blocks_.push_back(Block{BufferPool::Take(), 0});
     cur_block_ = 0;
   }
   Block* b = &blocks_[cur_block_];
   if (kBlockSize - b->used < need) {
     ++cur_block_;
     if (cur_block_ == blocks_.size()) {
-      blocks_.push_back(Block{std::unique_ptr<char[]>(new char[kBlockSize]), 0});
+      blocks_.push_back(Block{BufferPool::Take(), 0});
     }
     b = &blocks_[cur_block_];
     b->used = 0;
@@ -82,13 +115,16 @@ void OutputBuffer::Append(std::string_view s) {
 
 char* OutputBuffer::Reserve(size_t n) {
   Block* b = CurrentBlock(n);
-  return b->mem.get() + b->used;
+  return b->mem + b->used;
 }
 
 void OutputBuffer::Commit(size_t n) {
-  if (n == 0) return;
+  if (n == 0) {
+    ResetIfDrained();  // a Reserve nothing was written to holds no block
+    return;
+  }
   Block* b = &blocks_[cur_block_];
-  char* p = b->mem.get() + b->used;
+  char* p = b->mem + b->used;
   if (last_is_copy_ && !entries_.empty() && entries_.back().base + entries_.back().len == p) {
     entries_.back().len += n;
   } else {
@@ -159,14 +195,7 @@ void OutputBuffer::Advance(size_t n) {
 
 void OutputBuffer::ResetIfDrained() {
   if (head_ < entries_.size()) return;
-  entries_.clear();
-  head_ = 0;
-  head_off_ = 0;
-  for (auto& b : blocks_) b.used = 0;
-  cur_block_ = 0;
-  last_is_copy_ = false;
-  // Keep at most a few blocks around after a large burst.
-  if (blocks_.size() > 4) blocks_.resize(4);
+  Reset();
 }
 
 int64_t OutputBuffer::Flush(int fd) {
@@ -199,12 +228,7 @@ void OutputBuffer::Clear() {
   for (size_t i = head_; i < entries_.size(); ++i) {
     if (entries_[i].rel.fn) entries_[i].rel.fn(entries_[i].rel.ctx, entries_[i].rel.obj);
   }
-  entries_.clear();
-  head_ = head_off_ = 0;
-  pending_ = 0;
-  for (auto& b : blocks_) b.used = 0;
-  cur_block_ = 0;
-  last_is_copy_ = false;
+  Reset();
 }
 
 void OutputBuffer::AppendCopyOf(const OutputBuffer& other) {

@@ -11,28 +11,41 @@
 #include <vector>
 
 #include "common/non_copyable.h"
+#include "net/buffer_pool.h"
 
 namespace trove::net {
 
-// Bytes read from a socket, consumed from the front by a parser.
-// Invariant: begin_ <= end_ <= cap_.
-class InputBuffer {
+// Bytes read from a socket, consumed from the front by a parser. Holds no
+// memory while empty: Reserve takes a BufferPool block (or, for one large
+// value, a heap buffer) and ReleaseIfEmpty gives it back once everything
+// read has been parsed, so an idle connection costs no buffer.
+// Invariants: begin_ <= end_ <= cap_; buf_ == nullptr <=> cap_ == 0;
+// cap_ == BufferPool::kBlockSize <=> buf_ is a pool block (heap buffers are
+// always larger).
+class InputBuffer : NonCopyable {
  public:
-  explicit InputBuffer(size_t initial = 16 * 1024);
-  const char* data() const { return buf_.get() + begin_; }
+  InputBuffer() = default;
+  ~InputBuffer() { Release(); }
+  const char* data() const { return buf_ + begin_; }
   size_t size() const { return end_ - begin_; }
   void Consume(size_t n);
-  // Ensures at least n bytes of free space after the data (moving or growing).
+  // Ensures at least n bytes of free space after the data (taking storage,
+  // moving the data to the front, or growing).
   void Reserve(size_t n);
-  char* write_ptr() { return buf_.get() + end_; }
+  char* write_ptr() { return buf_ + end_; }
   size_t writable() const { return cap_ - end_; }
   void Commit(size_t n) { end_ += n; }
-  // Gives back memory above `keep` bytes when empty (after a large value).
-  void ShrinkIfIdle(size_t keep);
+  // Gives the storage back when no unparsed byte is left. Pointers into the
+  // consumed bytes are dead after this (poisoned under ASan).
+  void ReleaseIfEmpty() {
+    if (begin_ == end_) Release();
+  }
   size_t capacity() const { return cap_; }
 
  private:
-  std::unique_ptr<char[]> buf_;
+  void Release();
+
+  char* buf_ = nullptr;
   size_t cap_ = 0;
   size_t begin_ = 0;
   size_t end_ = 0;
@@ -47,10 +60,12 @@ struct Releaser {
   void* obj = nullptr;
 };
 
-// Replies waiting to be written: small replies are copied into reused 16 KiB
-// blocks and adjacent copies coalesce into one iovec; values are referenced in
-// place. Flush() sends everything with sendmsg, keeping its place on a partial
-// write. No allocation per request once blocks and the entry array have grown.
+// Replies waiting to be written: small replies are copied into 16 KiB blocks
+// borrowed from the thread's BufferPool and adjacent copies coalesce into one
+// iovec; values are referenced in place. Flush() sends everything with
+// sendmsg, keeping its place on a partial write. Once everything is written
+// the blocks go back to the pool, so an idle connection holds none. No
+// allocation per request once the pool and the entry array have grown.
 class OutputBuffer : NonCopyable {
  public:
   OutputBuffer();
@@ -96,12 +111,17 @@ class OutputBuffer : NonCopyable {
     Releaser rel;   // fn == nullptr for copied bytes
   };
   struct Block {
-    std::unique_ptr<char[]> mem;
+    char* mem;  // a BufferPool block
     size_t used = 0;
   };
-  static constexpr size_t kBlockSize = 16 * 1024;
+  static constexpr size_t kBlockSize = BufferPool::kBlockSize;
+  // Entries kept allocated once drained: a pipelined batch's worth.
+  static constexpr size_t kKeepEntries = 64;
   Block* CurrentBlock(size_t need);
   void ResetIfDrained();
+  // Forgets every entry (their releasers have run) and gives every block
+  // back to the pool.
+  void Reset();
 
   std::vector<Entry> entries_;
   size_t head_ = 0;        // first unsent entry

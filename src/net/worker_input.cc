@@ -78,6 +78,7 @@ bool Worker::ReadOnce(Connection* c) {
   if (c->stamps_flag != nullptr && c->stamps_flag->load(std::memory_order_relaxed))
     StartStamps(c);
   ssize_t n = c->tls != nullptr ? RecvTls(c) : c->rx_stamps ? RecvStamped(c) : RecvPlain(c);
+  if (n <= 0) c->in.ReleaseIfEmpty();  // nothing read: an idle connection holds no buffer
   if (n == 0) {
     Close(c);  // EOF: the client is gone; what it did not read is dropped
     return false;
@@ -186,7 +187,7 @@ void Worker::Parse(Connection* c, bool from_socket) {
     Close(c);
     return;
   }
-  if (c->in.size() == 0) c->in.ShrinkIfIdle(limits::kReadChunk);
+  c->in.ReleaseIfEmpty();  // everything parsed: the block goes back to the pool
   if (c->out.empty()) {
     AfterIo(c);
   } else {

@@ -2,8 +2,15 @@
 // both protocol handlers use. Before each request runs, it scans a few of the
 // requests behind it for their key and has the engine prefetch that key's
 // bucket slot and stripe lock, and, closer in, the bucket's first item, so a
-// batch of lookups overlaps its cache misses (docs/adr/0004). Owned by one
-// connection's handler, so its worker only.
+// batch of lookups overlaps its cache misses (docs/adr/0004).
+//
+// One window per thread (ForThread), shared by every connection of the
+// worker: its state lives only while one OnData call runs, so a connection
+// needs none of its own (an idle connection's memory, issue 42). Each call
+// names its owner (the handler); a call from another owner than the last one
+// (a connection served nested, while a script is busy, between two of the
+// outer one's requests) starts the window afresh, which costs at most a few
+// prefetches. Thread safety: thread-local.
 #pragma once
 
 #include <cstddef>
@@ -24,8 +31,15 @@ class PrefetchWindow {
   static constexpr size_t kAhead = 8;    // requests whose bucket is prefetched
   static constexpr size_t kItemLag = 4;  // ... and, this close, their first item
 
-  // Starts a new input buffer (each OnData call).
-  void Reset() {
+  // The calling thread's window.
+  static PrefetchWindow& ForThread() {
+    static thread_local PrefetchWindow w;
+    return w;
+  }
+
+  // Starts a new input buffer (each OnData call) of `owner`.
+  void Reset(const void* owner) {
+    owner_ = owner;
     scan_ = 0;
     head_ = count_ = 0;
     stopped_ = false;
@@ -33,7 +47,9 @@ class PrefetchWindow {
 
   // Called before running the request that ends `end` bytes into data.
   template <typename Scan>
-  void Before(const engine::Engine* e, const char* data, size_t len, size_t end, Scan&& scan) {
+  void Before(const void* owner, const engine::Engine* e, const char* data, size_t len,
+              size_t end, Scan&& scan) {
+    if (owner != owner_) Reset(owner);  // another connection used it since
     while (count_ > 0 && ring_[head_].end <= end) {
       head_ = (head_ + 1) % kAhead;
       --count_;
@@ -70,6 +86,7 @@ class PrefetchWindow {
     bool item_done;
   };
   Slot ring_[kAhead];
+  const void* owner_ = nullptr;  // whose input the offsets refer to
   size_t head_ = 0, count_ = 0;
   size_t scan_ = 0;
   bool stopped_ = false;

@@ -42,6 +42,11 @@ MemcacheHandler::~MemcacheHandler() {
   if (watcher_id_ != 0) ctx_->log->RemoveWatcher(watcher_id_);
 }
 
+char* MemcacheHandler::KeyBuf() {
+  static thread_local char buf[kMaxDecodedKey];
+  return buf;
+}
+
 size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   wanted_ = 0;
   if (watcher_id_ != 0) return len;  // a watcher's input is ignored (memcached stops reading)
@@ -71,7 +76,7 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
     if (pending_.active) return used;
     ++handled;
   }
-  prefetch_.Reset();
+  protocol::PrefetchWindow::ForThread().Reset(this);
   // One clock read per command, as RESP does: a command's start is the
   // previous one's end (or this batch's start).
   protocol::CommandLog::Sink* const sink = sink_ != nullptr && sink_->active() ? sink_ : nullptr;
@@ -115,7 +120,10 @@ size_t MemcacheHandler::OnData(const char* data, size_t len, net::OutputBuffer& 
       if (swallow_ > 0) break;
     }
     // The requests behind the next one: their keys' cache lines, in advance.
-    if (used < len) prefetch_.Before(engine_, data, len, used, ScanTextRequest);
+    if (used < len) {
+      protocol::PrefetchWindow::ForThread().Before(this, engine_, data, len, used,
+                                                   ScanTextRequest);
+    }
   }
   return used;
 }

@@ -292,9 +292,10 @@ class MemcacheHandler final : public net::ProtocolHandler {
   bool PermitSlow(protocol::McCmd c, std::string_view key, uint8_t need, ReplyWriter& w);
   uint32_t ke_mask_ = 0;   // KeyEventSink::enabled() at the start of this OnData
   uint64_t watcher_id_ = 0;  // != 0: a `watch` connection (reads nothing more)
-  protocol::PrefetchWindow prefetch_;  // keys of the pipelined requests ahead
   PendingValue pending_;
-  char key_buf_[kMaxDecodedKey];  // base64-decoded meta keys
+  // Scratch for a base64-decoded meta key, used within one request: the
+  // thread's, not each connection's (an idle connection's memory, issue 42).
+  static char* KeyBuf();
 };
 
 }  // namespace trove::memcache

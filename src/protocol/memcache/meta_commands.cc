@@ -77,7 +77,7 @@ bool MemcacheHandler::MetaKeyChecks(const Request& r, const char* key_error, Rep
 }
 
 bool MemcacheHandler::ParseMetaRequest(const ParsedLine& pl, MetaFlags* f, ReplyWriter& w) {
-  if (const char* err = ParseMetaFlags(pl, 2, key_buf_, f)) {
+  if (const char* err = ParseMetaFlags(pl, 2, KeyBuf(), f)) {
     w.ClientError(err);  // "invalid flag" / "duplicate flag" (1.6.45)
     return false;
   }
@@ -203,7 +203,7 @@ size_t MemcacheHandler::MetaArith(const Request& r, ReplyWriter& w) {
   constexpr const char* kFlagError = "invalid or duplicate flag";
   if (!MetaKeyChecks(r, kFlagError, w)) return r.line_len;
   MetaFlags f;
-  if (ParseMetaFlags(pl, 2, key_buf_, &f) != nullptr) {
+  if (ParseMetaFlags(pl, 2, KeyBuf(), &f) != nullptr) {
     w.ClientError(kFlagError);
     return r.line_len;
   }
@@ -292,12 +292,12 @@ size_t MemcacheHandler::MetaDebug(const Request& r, ReplyWriter& w) {
   std::string_view key = pl.tokens[1];
   bool binary = nt >= 4 && pl.tokens[2] == "b";
   if (binary) {
-    size_t n = Base64Decode(key, key_buf_, kMaxDecodedKey);
+    size_t n = Base64Decode(key, KeyBuf(), kMaxDecodedKey);
     if (n == 0) {
       w.ClientError(kBadFormat);
       return r.line_len;
     }
-    key = std::string_view(key_buf_, n);
+    key = std::string_view(KeyBuf(), n);
   }
   engine::MetaGetArgs args;
   args.bump = false;

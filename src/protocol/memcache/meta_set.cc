@@ -32,7 +32,7 @@ size_t MemcacheHandler::MetaSet(const Request& r, ReplyWriter& w) {
   if (!Permit(*r.cmd, pl.tokens[1], w)) return line_len + Swallow(total, after_len);
   // From here on an error swallows the value, which memcached can size now.
   MetaFlags f;
-  const char* err = ParseMetaFlags(pl, 3, key_buf_, &f);
+  const char* err = ParseMetaFlags(pl, 3, KeyBuf(), &f);
   if (err == nullptr && OpaqueTooLong(f)) err = "opaque token too long";
   engine::StoreArgs args;
   args.key_binary = f.key_binary;

@@ -88,7 +88,7 @@ void MemcacheHandler::FinishPending(ReplyWriter& w) {
     ParsedLine pl;
     Tokenize(pv.line, &pl);
     MetaFlags f;
-    (void)ParseMetaFlags(pl, 3, key_buf_, &f);
+    (void)ParseMetaFlags(pl, 3, KeyBuf(), &f);
     MetaSetReply(pl, f, r, cas, w);
   } else {
     StoreReply(r, w);

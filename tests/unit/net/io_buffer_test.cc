@@ -1,4 +1,5 @@
 #include "net/io_buffer.h"
+#include "net/buffer_pool.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -128,16 +129,81 @@ TEST(OutputBufferTest, PartialWritesKeepTheirPlace) {
 }
 
 TEST(InputBufferTest, ReserveMovesOrGrows) {
-  InputBuffer in(16);
+  InputBuffer in;
+  in.Reserve(16);
+  ASSERT_EQ(in.capacity(), BufferPool::kBlockSize);  // a pool block
+  const size_t cap = in.capacity();
+  std::memset(in.write_ptr(), 'x', cap - 10);
+  in.Commit(cap - 10);
   std::memcpy(in.write_ptr(), "0123456789", 10);
   in.Commit(10);
-  in.Consume(8);
-  in.Reserve(12);
+  in.Consume(cap - 2);
+  in.Reserve(12);  // moves "89" to the front of the same block
+  EXPECT_EQ(in.capacity(), cap);
   EXPECT_EQ(std::string(in.data(), in.size()), "89");
   EXPECT_GE(in.writable(), 12u);
-  in.Reserve(100);
+  in.Reserve(100000);  // one large value: a heap buffer
   EXPECT_EQ(std::string(in.data(), in.size()), "89");
-  EXPECT_GE(in.writable(), 100u);
+  EXPECT_GE(in.writable(), 100000u);
+  EXPECT_GT(in.capacity(), BufferPool::kBlockSize);
+}
+
+// An idle connection holds no input buffer: storage is taken for a read and
+// given back once everything read has been consumed.
+TEST(InputBufferTest, HoldsNoMemoryWhenEmpty) {
+  InputBuffer in;
+  EXPECT_EQ(in.capacity(), 0u);
+  EXPECT_EQ(in.size(), 0u);
+  in.ReleaseIfEmpty();  // nothing to give back
+  in.Reserve(1024);
+  const size_t free_before = BufferPool::FreeCount();
+  std::memcpy(in.write_ptr(), "get k\r\nget", 10);
+  in.Commit(10);
+  in.Consume(7);
+  in.ReleaseIfEmpty();  // "get" is unparsed: kept
+  EXPECT_EQ(std::string(in.data(), in.size()), "get");
+  EXPECT_EQ(in.capacity(), BufferPool::kBlockSize);
+  in.Consume(3);
+  in.ReleaseIfEmpty();
+  EXPECT_EQ(in.capacity(), 0u);
+  EXPECT_EQ(BufferPool::FreeCount(), free_before + 1);  // back in this thread's pool
+  in.Reserve(1);  // and taken again from it
+  EXPECT_EQ(BufferPool::FreeCount(), free_before);
+}
+
+TEST(InputBufferTest, LargeValueBufferIsFreedWhenParsed) {
+  InputBuffer in;
+  in.Reserve(1 << 20);
+  EXPECT_GE(in.capacity(), size_t{1} << 20);
+  std::memset(in.write_ptr(), 'v', 1 << 20);
+  in.Commit(1 << 20);
+  in.Consume(1 << 20);
+  in.ReleaseIfEmpty();
+  EXPECT_EQ(in.capacity(), 0u);
+}
+
+// Output blocks go back to the pool once written: an idle connection keeps
+// none, and the next reply takes one again without allocating.
+TEST(OutputBufferTest, BlocksReturnToThePoolWhenDrained) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  OutputBuffer out;
+  out.Append("VALUE k 0 1\r\nv\r\nEND\r\n");
+  const size_t free_before = BufferPool::FreeCount();
+  ASSERT_GT(out.Flush(sv[0]), 0);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(BufferPool::FreeCount(), free_before + 1);
+  // A Reserve that nothing was written to keeps no block either.
+  out.Reserve(100);
+  out.Commit(0);
+  EXPECT_EQ(BufferPool::FreeCount(), free_before + 1);
+  // Unwritten output dropped by Clear gives its blocks back too.
+  out.Append(std::string(40000, 'x'));  // three blocks: one from the pool, two new
+  EXPECT_EQ(BufferPool::FreeCount(), free_before);
+  out.Clear();
+  EXPECT_EQ(BufferPool::FreeCount(), free_before + 3);
+  close(sv[0]);
+  close(sv[1]);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
   RespWriter w(&out, conn_.identity().proto());
   w.set_error_sink(stats_);
   size_t used = 0;
-  prefetch_.Reset();
+  KeyPrefetcher::Reset(this);
   cmd_clock_ns_ = server_->engine()->clock()->MonoNanos();
   while (!close_ && used < len) {
     parser_.set_unauthenticated(!conn_.identity().authenticated());
@@ -101,7 +101,8 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
       if (pause_waiting_) LeavePause();
     }
     if (!argv.empty()) {
-      prefetch_.Before(server_->engine(), conn_.identity().db(), data, len, used + consumed);
+      KeyPrefetcher::Before(this, server_->engine(), conn_.identity().db(), data, len,
+                            used + consumed);
       Identity& id = conn_.identity();
       cur_qbuf_ = len - used;
       // CLIENT REPLY OFF / SKIP: the command runs, its reply is dropped.
@@ -111,7 +112,8 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
         w.set_proto(id.proto());
         Execute(argv, &w);
       } else {
-        RespWriter dw(&dropped_, id.proto());
+        if (dropped_ == nullptr) dropped_ = std::make_unique<net::OutputBuffer>();
+        RespWriter dw(dropped_.get(), id.proto());
         dw.set_error_sink(stats_);
         w.set_proto(id.proto());
         push_w_ = &w;
@@ -119,8 +121,8 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
         push_w_ = nullptr;
         // CLIENT REPLY ON answers +OK although replies were off (or this
         // reply skipped) before it.
-        if (id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(dropped_);
-        dropped_.Clear();
+        if (id.reply_mode() == Identity::Reply::kOn) out.AppendCopyOf(*dropped_);
+        dropped_->Clear();
       }
       // Skipped and left as it was: replies are on again (a SKIP, ON or OFF
       // run by this command stays).
@@ -378,9 +380,8 @@ void Session::Run(const CommandSpec& spec, int slot, std::span<const std::string
   ctx.notify = server_->key_events().enabled();
   ctx.locked = locked;
   {
-    ExecBuffers buf = std::move(exec_buf_);  // a nested Run starts with empty ones
-    ExecuteCommand(ctx, &buf);
-    exec_buf_ = std::move(buf);
+    ExecBuffersLease buf;  // a nested Run borrows another
+    ExecuteCommand(ctx, buf.get());
   }
   if (evictions.has_value()) {  // no stripe held now
     std::vector<std::string> evicted = evictions->Take();

@@ -226,17 +226,16 @@ class Session final : public net::ProtocolHandler, public Client {
   WorkerStats* stats_;
   ConnState conn_;
   RespParser parser_;
-  KeyPrefetcher prefetch_;
   // Reused per command so the hot path allocates nothing (moved out while in
   // use, so a nested Run simply starts with empty ones).
-  ExecBuffers exec_buf_;
   Effects fx_;  // this connection's commands' effects, not yet carried out
   bool close_ = false;
   uint64_t monitor_id_ = 0;  // LogHub watcher id while MONITOR is on
   // While OnData executes a command: the unparsed input from that command's
   // first byte on (CLIENT LIST qbuf=; its argv-mem= is parser_.args()).
   size_t cur_qbuf_ = 0;
-  net::OutputBuffer dropped_;     // replies dropped under CLIENT REPLY OFF/SKIP
+  // Replies dropped under CLIENT REPLY OFF/SKIP; made on first use.
+  std::unique_ptr<net::OutputBuffer> dropped_;
   ConnOutputLimit obuf_;          // this connection against its output limit
   // Under CLIENT REPLY OFF/SKIP, the real writer: pub/sub confirmations go
   // through it (Redis's CLIENT_PUSHING). Null while replies are on.

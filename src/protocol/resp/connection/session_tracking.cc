@@ -16,12 +16,12 @@ void Session::TrackAfterCommand(const CommandSpec& spec, std::span<const std::st
   const bool reads = script ? script_read : (spec.flags & kCmdReadonly) != 0;
   if (reads && (spec.flags & kCmdPubsub) == 0 && !t.bcast &&
       !((t.optin && !t.caching) || (t.optout && t.caching))) {
-    std::vector<size_t> idx = std::move(exec_buf_.idx);
+    ExecBuffersLease buf;
+    std::vector<size_t>& idx = buf->idx;
     CommandTable::KeyIndexes(spec, argv, &idx);
     Tracking& table = server_->tracking();
     const uint64_t me = conn_.identity().id();
     for (size_t i : idx) table.Remember(argv[i], me);
-    exec_buf_.idx = std::move(idx);
   }
   // Not inside EXEC: its stripes are held, and evicting posts messages.
   if (!in_exec) server_->tracking().EnforceLimit();

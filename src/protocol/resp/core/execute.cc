@@ -58,6 +58,25 @@ void RunExclusive(CommandContext& ctx, ExecBuffers* buf) {
 
 }  // namespace
 
+namespace {
+// Given-back buffers: a worker needs one per nesting level.
+constexpr size_t kKeepLeases = 4;
+thread_local std::vector<ExecBuffers> tl_exec_buffers;
+}  // namespace
+
+ExecBuffersLease::ExecBuffersLease() {
+  auto& free = tl_exec_buffers;
+  if (!free.empty()) {
+    buf_ = std::move(free.back());
+    free.pop_back();
+  }
+}
+
+ExecBuffersLease::~ExecBuffersLease() {
+  auto& free = tl_exec_buffers;
+  if (free.size() < kKeepLeases) free.push_back(std::move(buf_));
+}
+
 void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
   DCHECK(ctx.fx != nullptr);
   const CommandSpec& spec = *ctx.spec;

@@ -31,6 +31,25 @@ struct ExecBuffers {
   KeyChangeBuffers changes;
 };
 
+// One ExecBuffers borrowed from its thread's small stack for one command's
+// run and given back after it: the vectors' grown capacity stays with the
+// worker rather than with each connection (an idle connection holds none,
+// issue 42), and the hot path still allocates nothing. A nested run (a
+// connection served while a script is busy) borrows a second one.
+// Thread safety: the thread that made it only.
+class ExecBuffersLease {
+ public:
+  ExecBuffersLease();
+  ~ExecBuffersLease();
+  ExecBuffersLease(const ExecBuffersLease&) = delete;
+  ExecBuffersLease& operator=(const ExecBuffersLease&) = delete;
+  ExecBuffers* get() { return &buf_; }
+  ExecBuffers* operator->() { return &buf_; }
+
+ private:
+  ExecBuffers buf_;
+};
+
 // Runs ctx.spec->fn for ctx.argv.
 // - ctx.locked true: the caller holds the stripes of every key the command
 //   names (EXEC, a blocked client's serve); they stay held.

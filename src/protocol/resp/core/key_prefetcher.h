@@ -1,5 +1,5 @@
 // KeyPrefetcher: the RESP look-ahead scanner for protocol::PrefetchWindow.
-// Owned by one Session (its worker only).
+// Stateless: the window is the thread's (PrefetchWindow::ForThread).
 #pragma once
 
 #include <cstddef>
@@ -14,10 +14,12 @@ namespace trove::resp {
 // argv[1] as the key; anything else ends the look-ahead for this batch.
 class KeyPrefetcher {
  public:
-  void Reset() { window_.Reset(); }
+  // Starts `owner`'s input buffer (each OnData call).
+  static void Reset(const void* owner) { protocol::PrefetchWindow::ForThread().Reset(owner); }
   // Called before running the request that ends `end` bytes into data.
-  void Before(const engine::Engine* e, int db, const char* data, size_t len, size_t end) {
-    window_.Before(e, data, len, end,
+  static void Before(const void* owner, const engine::Engine* e, int db, const char* data,
+                     size_t len, size_t end) {
+    protocol::PrefetchWindow::ForThread().Before(owner, e, data, len, end,
                    [db](const char* d, size_t n, size_t start, size_t* stop, uint64_t* hv) {
                      return ScanRequest(db, d, n, start, stop, hv);
                    });
@@ -28,9 +30,6 @@ class KeyPrefetcher {
   // multibulk request of 2 to 64 arguments.
   static bool ScanRequest(int db, const char* data, size_t len, size_t start, size_t* end,
                           uint64_t* hv);
-
- private:
-  protocol::PrefetchWindow window_;
 };
 
 }  // namespace trove::resp

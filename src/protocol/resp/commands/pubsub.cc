@@ -55,7 +55,7 @@ void SubscribeCmd(CommandContext& ctx, Kind k) {
 }
 
 void UnsubscribeCmd(CommandContext& ctx, Kind k) {
-  PubSubState& ps = ctx.conn->pubsub();
+  const PubSubState& ps = ctx.conn->pubsub();
   if (ctx.argc() > 1) {
     for (size_t i = 1; i < ctx.argc(); ++i) {
       ctx.client->Unsubscribe(k, ctx.argv[i]);

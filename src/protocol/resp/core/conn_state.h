@@ -19,12 +19,16 @@
 namespace trove::resp {
 
 // Who the client is and what it negotiated.
+// Memory (issue 42: every idle connection carries this): the names few
+// clients set (CLIENT SETNAME, CLIENT SETINFO lib-name / lib-ver) live in a
+// part allocated when the first of them is set non-empty and freed when all
+// three are empty again; without it the getters return an empty string.
 // Thread safety: owner worker only.
 class Identity {
  public:
   uint64_t id() const { return id_; }
   const std::string& addr() const { return addr_; }
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return names_ != nullptr ? names_->name : EmptyString(); }
   int proto() const { return proto_; }
   int db() const { return db_; }
   const std::string& user() const { return user_; }
@@ -34,12 +38,14 @@ class Identity {
     id_ = id;
     addr_ = std::move(addr);
   }
-  void SetName(std::string_view n) { name_.assign(n); }
+  void SetName(std::string_view n) { SetNameField(&Names::name, n); }
   // CLIENT SETINFO, NO-EVICT, REPLY; the last command run (CLIENT LIST cmd=).
-  const std::string& lib_name() const { return lib_name_; }
-  const std::string& lib_ver() const { return lib_ver_; }
-  void SetLibName(std::string_view v) { lib_name_.assign(v); }
-  void SetLibVer(std::string_view v) { lib_ver_.assign(v); }
+  const std::string& lib_name() const {
+    return names_ != nullptr ? names_->lib_name : EmptyString();
+  }
+  const std::string& lib_ver() const { return names_ != nullptr ? names_->lib_ver : EmptyString(); }
+  void SetLibName(std::string_view v) { SetNameField(&Names::lib_name, v); }
+  void SetLibVer(std::string_view v) { SetNameField(&Names::lib_ver, v); }
   bool no_evict() const { return no_evict_; }
   // CLIENT NO-TOUCH: this client's reads leave the keys' LRU position and
   // last-access time alone (TOUCH still touches).
@@ -86,7 +92,7 @@ class Identity {
   }
   // RESET: back to the state of a new connection (keeps id and address).
   void Reset(std::shared_ptr<const acl::User> def, uint64_t epoch, bool open) {
-    name_.clear();
+    SetName({});
     no_evict_ = false;
     no_touch_ = false;
     reply_ = Reply::kOn;
@@ -96,24 +102,45 @@ class Identity {
   }
 
  private:
+  // The rarely set names (see the class comment): present iff one is non-empty.
+  struct Names {
+    std::string name;
+    std::string lib_name;
+    std::string lib_ver;
+  };
+  static const std::string& EmptyString() {
+    static const std::string kEmpty;
+    return kEmpty;
+  }
+  // Sets one of the names, allocating the part on the first non-empty one
+  // and freeing it when all three are empty.
+  void SetNameField(std::string Names::*field, std::string_view v) {
+    if (names_ == nullptr) {
+      if (v.empty()) return;
+      names_ = std::make_unique<Names>();
+    }
+    ((*names_).*field).assign(v);
+    if (names_->name.empty() && names_->lib_name.empty() && names_->lib_ver.empty())
+      names_.reset();
+  }
+
+  // Word-sized and larger fields first, so the small ones share the last word.
   uint64_t id_ = 0;
   std::string addr_;
-  std::string name_;
-  int proto_ = 2;
-  int db_ = 0;
   std::string user_ = "default";
-  bool authenticated_ = true;
   std::shared_ptr<const acl::User> acl_user_;  // null only in unit tests: no checks
   uint64_t acl_epoch_ = 0;
+  acl::RateLease rate_lease_;
+  std::unique_ptr<Names> names_;   // null: no name, lib-name or lib-ver
+  const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
+  int proto_ = 2;
+  int db_ = 0;
+  bool authenticated_ = true;
   bool unrestricted_ = true;
   bool rate_limited_ = false;
-  acl::RateLease rate_lease_;
-  std::string lib_name_;
-  std::string lib_ver_;
   bool no_evict_ = false;
   bool no_touch_ = false;
   Reply reply_ = Reply::kOn;
-  const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
 };
 
 // A key's state as far as writes go: any write changes at least one field
@@ -134,11 +161,17 @@ struct WatchedKey {
 };
 
 // MULTI queue and WATCHed keys.
+// Memory (issue 42: every idle connection carries this): the queue and the
+// watch list live in a part allocated by the first queued command or WATCH
+// and freed when both are empty again (EXEC, DISCARD, UNWATCH, RESET);
+// without it queued() and watched() return an empty list. The registry keeps
+// copies of the keys, never pointers into the part.
 // Thread safety: owner worker only.
 // Invariants: 1. queued() is empty unless active(). 2. dirty() only if active().
 // 3. Once attached, the registry holds exactly this connection's watched keys
 //    (every change of watched() goes through Watch/Unwatch, and the owner
 //    calls Unwatch before the state dies).
+// 4. lists_ is null iff queued() and watched() are both empty.
 class TransactionState {
  public:
   // The server's registry of watched keys (INFO); tests may leave it null.
@@ -148,70 +181,132 @@ class TransactionState {
   void Begin() {
     active_ = true;
     dirty_ = false;
-    queue_.clear();
+    ClearQueue();
   }
-  void Queue(std::vector<std::string> argv) { queue_.push_back(std::move(argv)); }
+  void Queue(std::vector<std::string> argv) { MutableLists().queue.push_back(std::move(argv)); }
   void MarkDirty() {
     if (active_) dirty_ = true;
   }
-  const std::vector<std::vector<std::string>>& queued() const { return queue_; }
+  const std::vector<std::vector<std::string>>& queued() const {
+    if (lists_ == nullptr) {
+      static const std::vector<std::vector<std::string>> kEmpty;
+      return kEmpty;
+    }
+    return lists_->queue;
+  }
   // Ends MULTI (EXEC/DISCARD); watches are cleared separately.
   void End() {
     active_ = false;
     dirty_ = false;
-    queue_.clear();
+    ClearQueue();
   }
 
   void Watch(WatchedKey w) {
-    for (const WatchedKey& k : watched_)
+    const bool first = watched().empty();
+    for (const WatchedKey& k : watched())
       if (k.key == w.key) return;
-    if (registry_ != nullptr) registry_->Add(w.key, watched_.empty());
-    watched_.push_back(std::move(w));
+    if (registry_ != nullptr) registry_->Add(w.key, first);
+    MutableLists().watched.push_back(std::move(w));
   }
   // Only a connection that watches something touches the registry.
   void Unwatch() {
-    if (watched_.empty()) return;
-    if (registry_ != nullptr) registry_->RemoveClient(watched_.begin(), watched_.end());
-    watched_.clear();
+    if (watched().empty()) return;
+    std::vector<WatchedKey>& keys = lists_->watched;
+    if (registry_ != nullptr) registry_->RemoveClient(keys.begin(), keys.end());
+    keys.clear();
+    FreeListsIfEmpty();
   }
-  const std::vector<WatchedKey>& watched() const { return watched_; }
+  const std::vector<WatchedKey>& watched() const {
+    if (lists_ == nullptr) {
+      static const std::vector<WatchedKey> kEmpty;
+      return kEmpty;
+    }
+    return lists_->watched;
+  }
 
  private:
+  // The rarely used part (see the class comment).
+  struct Lists {
+    std::vector<std::vector<std::string>> queue;
+    std::vector<WatchedKey> watched;
+  };
+  Lists& MutableLists() {
+    if (lists_ == nullptr) lists_ = std::make_unique<Lists>();
+    return *lists_;
+  }
+  void ClearQueue() {
+    if (lists_ == nullptr) return;
+    lists_->queue.clear();
+    FreeListsIfEmpty();
+  }
+  void FreeListsIfEmpty() {
+    if (lists_->queue.empty() && lists_->watched.empty()) lists_.reset();
+  }
+
+  std::unique_ptr<Lists> lists_;       // null: nothing queued or watched
+  WatchRegistry* registry_ = nullptr;  // the server's; outlives every connection
   bool active_ = false;
   bool dirty_ = false;
-  std::vector<std::vector<std::string>> queue_;
-  std::vector<WatchedKey> watched_;
-  WatchRegistry* registry_ = nullptr;  // the server's; outlives every connection
 };
 
 // Subscriptions. "In pub/sub mode" is derived from the sets, never stored.
 // The server-wide PubSubHub holds the same subscriptions keyed by name; the
 // session keeps both in step (PubSubHub::Subscribe, services/pubsub.h).
+// Memory (issue 42: every idle connection carries this): the three sets live
+// in a part allocated by the first subscription and freed when the last one
+// goes; without it set() is an empty set and the counts are 0. So the sets
+// change only through Add / Remove / Clear (set() is read-only).
 // Thread safety: owner worker only.
+// Invariant: sets_ is null iff count() == 0.
 class PubSubState {
  public:
   enum Kind : uint8_t { kChannel = 0, kPattern = 1, kShard = 2 };
-  size_t count() const { return channels_.size() + patterns_.size() + shard_channels_.size(); }
+  size_t count() const { return global_count() + shard_count(); }
   // Redis's subscription count: channels plus patterns (shard kept apart).
-  size_t global_count() const { return channels_.size() + patterns_.size(); }
-  size_t shard_count() const { return shard_channels_.size(); }
+  size_t global_count() const {
+    return sets_ != nullptr ? sets_->channels.size() + sets_->patterns.size() : 0;
+  }
+  size_t shard_count() const { return sets_ != nullptr ? sets_->shard_channels.size() : 0; }
   bool active() const { return count() > 0; }
-  std::set<std::string>& set(Kind k) {
-    return k == kChannel ? channels_ : k == kPattern ? patterns_ : shard_channels_;
-  }
   const std::set<std::string>& set(Kind k) const {
-    return k == kChannel ? channels_ : k == kPattern ? patterns_ : shard_channels_;
+    if (sets_ == nullptr) {
+      static const std::set<std::string> kEmpty;
+      return kEmpty;
+    }
+    return sets_->of(k);
   }
-  void Clear() {
-    channels_.clear();
-    patterns_.clear();
-    shard_channels_.clear();
+  // Subscribes to `name`: false if already subscribed.
+  bool Add(Kind k, std::string_view name) {
+    if (sets_ == nullptr) sets_ = std::make_unique<Sets>();
+    return sets_->of(k).emplace(name).second;
   }
+  // Unsubscribes from `name`: false if not subscribed.
+  bool Remove(Kind k, std::string_view name) {
+    if (sets_ == nullptr) return false;
+    std::set<std::string>& s = sets_->of(k);
+    auto it = s.find(std::string(name));
+    if (it == s.end()) return false;
+    s.erase(it);
+    if (count() == 0) sets_.reset();
+    return true;
+  }
+  void Clear() { sets_.reset(); }
 
  private:
-  std::set<std::string> channels_;
-  std::set<std::string> patterns_;
-  std::set<std::string> shard_channels_;
+  // The rarely used part (see the class comment).
+  struct Sets {
+    std::set<std::string> channels;
+    std::set<std::string> patterns;
+    std::set<std::string> shard_channels;
+    std::set<std::string>& of(Kind k) {
+      return k == kChannel ? channels : k == kPattern ? patterns : shard_channels;
+    }
+    const std::set<std::string>& of(Kind k) const {
+      return k == kChannel ? channels : k == kPattern ? patterns : shard_channels;
+    }
+  };
+
+  std::unique_ptr<Sets> sets_;  // null: no subscription
 };
 
 // CLIENT TRACKING: this connection's mode (commands/tracking.cc). The server-wide
@@ -259,6 +354,9 @@ class BlockedState {
 };
 
 // The whole state of one RESP connection.
+// Memory: embedded in every RESP Session, so what most connections never use
+// (names, MULTI queue and watches, subscriptions) sits in parts the nested
+// classes allocate on first use and free when empty (issue 42).
 // Thread safety: created on and used by the owner worker only; accessors
 // DCHECK the owner thread.
 class ConnState {

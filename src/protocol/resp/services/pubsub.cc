@@ -110,16 +110,13 @@ size_t PubSubHub::NumPat() const {
 void PubSubHub::Subscribe(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients,
                           Kind k, std::string_view name) {
   const bool was = ps.active();
-  if (ps.set(k).emplace(name).second) Add(k, name, conn_id);
+  if (ps.Add(k, name)) Add(k, name, conn_id);
   if (!was && ps.active()) clients.fetch_add(1, std::memory_order_relaxed);
 }
 
 void PubSubHub::Unsubscribe(PubSubState& ps, uint64_t conn_id, std::atomic<int64_t>& clients,
                             Kind k, std::string_view name) {
-  auto& set = ps.set(k);
-  auto it = set.find(std::string(name));
-  if (it == set.end()) return;
-  set.erase(it);
+  if (!ps.Remove(k, name)) return;
   Remove(k, name, conn_id);
   if (!ps.active()) clients.fetch_sub(1, std::memory_order_relaxed);
 }

@@ -42,6 +42,7 @@ Acceptor::~Acceptor() { Stop(); }
 
 void Acceptor::AddListener(BoundListener l) {
   CHECK(!thread_.joinable());
+  l.shared_name = std::make_shared<const std::string>(l.listener.name);
   listeners_.push_back(std::make_unique<ListenWatcher>(this, std::move(l)));
 }
 
@@ -210,7 +211,7 @@ Acceptor::Pause Acceptor::AcceptFrom(const BoundListener& l) {
     c.is_unix = l.listener.is_unix;
     c.peer = l.listener.is_unix ? l.listener.name.substr(5)
                                 : FormatSockaddr(reinterpret_cast<sockaddr*>(&ss), len);
-    c.listen_name = l.listener.name;
+    c.listen_name = l.shared_name;
     if (l.tls.holder != nullptr) {  // one lock per accept, none per request
       c.tls = l.tls.holder->current();
       c.tls_verify = l.tls.verify_live != nullptr ? l.tls.verify_live->load(std::memory_order_relaxed)

@@ -40,6 +40,9 @@ struct BoundListener {
   PortLimit* own_limit = nullptr;  // null: the server-wide limit (-c)
   AcceptGate* gate = nullptr;      // null: every peer is admitted
   ListenerTls tls;                 // holder null: plain TCP
+  // listener.name, shared by the connections it accepts (set by AddListener):
+  // one string per listener, not one per connection.
+  std::shared_ptr<const std::string> shared_name;
 };
 
 struct AcceptorOptions {

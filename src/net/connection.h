@@ -55,7 +55,8 @@ struct NewConn {
   ProtocolFactory* factory = nullptr;
   bool is_unix = false;
   std::string peer;         // "ip:port", "[v6]:port" or the unix path
-  std::string listen_name;  // the listener's name, "tcp:0.0.0.0:11211"
+  // The listener's name, "tcp:0.0.0.0:11211" (BoundListener::shared_name).
+  std::shared_ptr<const std::string> listen_name;
   PortLimit* own_limit = nullptr;  // its port's own limit (else the server-wide one)
   // A TLS listener's: the context current at accept, and the listener's
   // verify override (kTlsVerifyDefault, or btls:/mtls:'s).
@@ -111,7 +112,7 @@ class Connection final : public IoWatcher, public ConnControl {
   uint64_t conn_id = 0;
   bool is_unix = false;
   std::string peer;
-  std::string listen_name;
+  std::shared_ptr<const std::string> listen_name;  // NewConn::listen_name (never null)
   std::unique_ptr<ProtocolHandler> handler;
   InputBuffer in;
   OutputBuffer out;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "common/vector_pool.h"
 #include "net/buffer_pool.h"
 
 namespace trove::net {
@@ -75,13 +76,9 @@ void OutputBuffer::Reset() {
   blocks_.clear();
   cur_block_ = 0;
   last_is_copy_ = false;
-  // The entry array keeps a small capacity (no allocation per request) but
-  // not what a burst grew it to.
-  if (entries_.capacity() > kKeepEntries) {
-    std::vector<Entry>().swap(entries_);
-  } else {
-    entries_.clear();
-  }
+  // The entry array goes back to the thread's spares (a burst's big one is
+  // freed): an idle connection holds none, a busy one takes one back.
+  VectorPool<Entry>::Give(&entries_);
 }
 
 OutputBuffer::Block* OutputBuffer::CurrentBlock(size_t need) {
@@ -128,6 +125,7 @@ void OutputBuffer::Commit(size_t n) {
   if (last_is_copy_ && !entries_.empty() && entries_.back().base + entries_.back().len == p) {
     entries_.back().len += n;
   } else {
+    if (entries_.capacity() == 0) VectorPool<Entry>::Take(&entries_);
     entries_.push_back(Entry{p, n, Releaser{}});
   }
   b->used += n;
@@ -136,6 +134,7 @@ void OutputBuffer::Commit(size_t n) {
 }
 
 void OutputBuffer::AppendExternal(const iovec* spans, int n, Releaser rel) {
+  if (entries_.capacity() == 0) VectorPool<Entry>::Take(&entries_);
   for (int i = 0; i < n; ++i) {
     bool last = i == n - 1;
     entries_.push_back(Entry{static_cast<const char*>(spans[i].iov_base), spans[i].iov_len,

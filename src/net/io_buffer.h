@@ -115,12 +115,10 @@ class OutputBuffer : NonCopyable {
     size_t used = 0;
   };
   static constexpr size_t kBlockSize = BufferPool::kBlockSize;
-  // Entries kept allocated once drained: a pipelined batch's worth.
-  static constexpr size_t kKeepEntries = 64;
   Block* CurrentBlock(size_t need);
   void ResetIfDrained();
   // Forgets every entry (their releasers have run) and gives every block
-  // back to the pool.
+  // and the entry array back to the thread's pools.
   void Reset();
 
   std::vector<Entry> entries_;

@@ -172,7 +172,7 @@ ClientInfo Worker::ClientInfoOf(Connection& c) {
       ci.laddr = std::string(host) + ":" + std::to_string(port);
     }
   } else {
-    ci.laddr = c.listen_name;
+    ci.laddr = *c.listen_name;
   }
   ci.fd = c.fd;
   const int64_t now = Now();
@@ -220,6 +220,7 @@ void Worker::AcceptNew() {
     c->conn_id = nc.id;
     c->is_unix = nc.is_unix;
     c->peer = std::move(nc.peer);
+    DCHECK(nc.listen_name != nullptr);  // the Acceptor's AddListener set it
     c->listen_name = std::move(nc.listen_name);
     c->own_limit = nc.own_limit;
     c->last_active_ns = TurnNow();
@@ -242,7 +243,7 @@ void Worker::AcceptNew() {
     if (Verbose(2)) {
       std::fprintf(stderr, "<%llu new client connection from %s on %s\n",
                    static_cast<unsigned long long>(c->conn_id), c->peer.c_str(),
-                   c->listen_name.c_str());
+                   c->listen_name->c_str());
     }
     counters_->connection_structures.fetch_add(1, std::memory_order_relaxed);
     num_conns_.fetch_add(1, std::memory_order_relaxed);
@@ -512,7 +513,7 @@ ServerServices::ConnInfo Worker::Describe(const Connection& c) const {
   ci.id = c.conn_id;
   ci.fd = c.fd;
   ci.addr = (c.is_unix ? "unix:" : "tcp:") + c.peer;
-  ci.listen_addr = c.listen_name;
+  ci.listen_addr = *c.listen_name;
   if (c.closing || c.close_requested) {
     ci.state = "conn_closing";
   } else if (c.read_paused) {

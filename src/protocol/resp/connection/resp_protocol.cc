@@ -1,9 +1,10 @@
-// NewRespFactory: creates a Session per RESP connection on its worker.
+// NewRespFactory: creates a LazySession (a Session on first use) per RESP
+// connection on its worker.
 #include "protocol/resp/connection/resp_protocol.h"
 
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_server.h"
-#include "protocol/resp/connection/session.h"
+#include "protocol/resp/connection/lazy_session.h"
 
 namespace trove::resp {
 namespace {
@@ -20,7 +21,9 @@ class RespFactory final : public net::ProtocolFactory {
   }
   std::unique_ptr<net::ProtocolHandler> Create(int worker_id,
                                                const net::ConnInfoView& conn) override {
-    return std::make_unique<Session>(&server_, worker_id, conn);
+    // The Session itself comes with the connection's first command (an idle
+    // connection costs only the LazySession: lazy_session.h).
+    return std::make_unique<LazySession>(&server_, worker_id, conn);
   }
   void InitWorker(int worker_id) override {
     (void)server_.ThreadStatsFor(worker_id);

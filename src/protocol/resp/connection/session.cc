@@ -13,33 +13,53 @@
 #include "protocol/resp/services/blocked_serve.h"
 #include "protocol/resp/services/latency_histogram.h"
 #include "protocol/resp/commands/server_commands.h"
+#include "protocol/resp/connection/lazy_session.h"
 
 namespace trove::resp {
 
-Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& conn)
+Session::Session(RespServer* server, int worker_id, const net::ConnInfoView& conn,
+                 const SessionStart* start)
     : server_(server),
       control_(conn.control),
       worker_id_(worker_id),
       ts_(server->ThreadStatsFor(worker_id)),
       stats_(server->StatsFor(worker_id)),
-      admin_(conn.privileged) {
+      admin_(conn.privileged),
+      registered_(start == nullptr) {
   uint64_t id =
       conn.id != 0
           ? conn.id
           : static_cast<uint64_t>(server->next_client_id.fetch_add(1, std::memory_order_relaxed));
   conn_.identity().Init(id, conn.peer);
-  ResetToDefaultUser();
+  if (start == nullptr) {
+    ResetToDefaultUser();
+  } else {
+    // The default user as it was when the connection was accepted: a
+    // password set since then does not log it out (as in Redis); the old
+    // epoch makes the next command re-read the user's rules.
+    conn_.identity().Deauthenticate(server->acl().Get("default"), start->acl_epoch,
+                                    start->default_open);
+  }
   // tls-auth-clients-user CN: a verified certificate names the user (made
   // after the handshake, so the certificate is known here).
   if (conn.tls_verified && !conn.tls_peer_cn.empty() && server->tls().auth_user_cn())
     AuthenticateByCertificate(conn.tls_peer_cn);
   conn_.txn().AttachRegistry(&server->watches());
-  server->live_clients().Add(id);
+  if (registered_) Register(server, stats_, id);
   parser_.set_max_bulk(
       static_cast<size_t>(server->proto_max_bulk_len.load(std::memory_order_relaxed)));
   cmd_clock_ns_ = server->engine()->clock()->MonoNanos();
-  stats_->connected_clients.fetch_add(1, std::memory_order_relaxed);
-  stats_->total_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Session::Register(RespServer* server, WorkerStats* stats, uint64_t id) {
+  server->live_clients().Add(id);
+  stats->connected_clients.fetch_add(1, std::memory_order_relaxed);
+  stats->total_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Session::Unregister(RespServer* server, WorkerStats* stats, uint64_t id) {
+  server->live_clients().Remove(id);
+  stats->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
 Session* Session::OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_closing) {
@@ -47,7 +67,7 @@ Session* Session::OnThisWorker(uint64_t conn_id, net::Connection** c, bool even_
   if (self == nullptr) return nullptr;
   *c = self->Find(conn_id);
   if (*c == nullptr || ((*c)->close_requested && !even_closing)) return nullptr;
-  return dynamic_cast<Session*>((*c)->handler.get());
+  return SessionOfHandler((*c)->handler.get());  // made now if it was not yet
 }
 
 Session::~Session() {
@@ -57,14 +77,13 @@ Session::~Session() {
   }
   ReleaseLease();
   if (conn_.tracking().on) DisableTracking();
-  server_->live_clients().Remove(conn_.identity().id());
+  if (registered_) Unregister(server_, stats_, conn_.identity().id());
   if (pause_waiting_) LeavePause();
   if (conn_.blocked().blocked())
     (void)server_->blocks().CancelWaiter(conn_.blocked().waiter, Waiter::Cancel::kGone);
   UnsubscribeAll();
   StopMonitor();
   conn_.txn().Unwatch();
-  stats_->connected_clients.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool Session::EnforceOutputLimit(net::OutputBuffer& out) {
@@ -137,8 +156,12 @@ size_t Session::OnData(const char* data, size_t len, net::OutputBuffer& out) {
     }
     if (control_ != nullptr && control_->suspended()) break;  // invariant 3
   }
-  // A command suspended for a cross-worker answer (CLIENT LIST) still runs.
-  if (control_ == nullptr || !control_->suspended()) cur_qbuf_ = 0;
+  // A command suspended for a cross-worker answer (CLIENT LIST) still runs
+  // (and its argv is still counted: client_info.cc).
+  if (control_ == nullptr || !control_->suspended()) {
+    cur_qbuf_ = 0;
+    parser_.ReleaseIdle();  // an idle connection holds no request buffers
+  }
   stats_->net_input_bytes.fetch_add(used, std::memory_order_relaxed);
   // client-query-buffer-limit: a client whose unparsed input passed it is
   // closed, as Redis closes it (no reply).

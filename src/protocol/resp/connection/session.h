@@ -37,10 +37,27 @@ namespace trove::resp {
 //     worker or a later event), OnData returns at once; that reply is
 //     written before any later request's.
 
+// How a connection that began without a Session was admitted (LazySession,
+// lazy_session.h): the default user's state when it was accepted, and that
+// its client registration is already done. Null for a Session made at accept.
+struct SessionStart {
+  uint64_t acl_epoch = 0;     // AclStore::epoch() at accept
+  bool default_open = true;   // AclStore::default_open() at accept
+};
+
 class Session final : public net::ProtocolHandler, public Client {
  public:
-  Session(RespServer* server, int worker_id, const net::ConnInfoView& conn);
+  // start: see SessionStart; with it, the connection's registration
+  // (connected_clients, total_connections, live_clients) belongs to its
+  // owner, not to this Session.
+  Session(RespServer* server, int worker_id, const net::ConnInfoView& conn,
+          const SessionStart* start = nullptr);
   ~Session() override;
+  // A connection's registration as a client, done once per connection
+  // whether or not it ever gets a Session (Session's constructor and
+  // destructor, or LazySession's).
+  static void Register(RespServer* server, WorkerStats* stats, uint64_t id);
+  static void Unregister(RespServer* server, WorkerStats* stats, uint64_t id);
 
   size_t OnData(const char* data, size_t len, net::OutputBuffer& out) override;
   bool WantsClose() const override { return close_; }
@@ -242,10 +259,13 @@ class Session final : public net::ProtocolHandler, public Client {
   RespWriter* push_w_ = nullptr;
   int64_t cmd_clock_ns_ = 0;  // end of the last command (commandstats usec)
   int cur_slot_ = -1;  // the running command's histogram slot (Run)
-  net::Timer block_timer_{[this] { OnBlockTimeout(); }};
+  // Made on first use: most connections never block or wait out a pause,
+  // and a timer is 64 bytes (an idle connection's memory, issue 42).
+  std::unique_ptr<net::Timer> block_timer_;
   bool pause_waiting_ = false;  // in its worker's paused_conns
   const bool admin_;            // on the admin port: never rate-limited
-  net::Timer pause_timer_{[this] { control_->Resume(); }};
+  const bool registered_;       // made without a SessionStart: Register'd itself
+  std::unique_ptr<net::Timer> pause_timer_;  // see block_timer_
 };
 
 }  // namespace trove::resp

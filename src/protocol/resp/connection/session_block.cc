@@ -40,7 +40,11 @@ void Session::Block(CommandContext& ctx, int64_t timeout_ms, std::span<const siz
   b.slot = cur_slot_;
   b.just_blocked = true;
   control_->Suspend();
-  if (timeout_ms > 0 && timeout_ms < kForeverMs) control_->loop().ArmAfter(&block_timer_, timeout_ms);
+  if (timeout_ms > 0 && timeout_ms < kForeverMs) {
+    if (block_timer_ == nullptr)
+      block_timer_ = std::make_unique<net::Timer>([this] { OnBlockTimeout(); });
+    control_->loop().ArmAfter(block_timer_.get(), timeout_ms);
+  }
 }
 
 void Session::ServeBlocked() {
@@ -88,7 +92,8 @@ void Session::EndBlock() {
   BlockedState& b = conn_.blocked();
   std::shared_ptr<Waiter> w = std::move(b.waiter);
   b.waiter.reset();
-  if (block_timer_.armed()) control_->loop().Cancel(&block_timer_);
+  if (block_timer_ != nullptr && block_timer_->armed())
+    control_->loop().Cancel(block_timer_.get());
   const CommandSpec& spec = *w->spec;
   std::vector<std::string_view> argv(w->argv.begin(), w->argv.end());
   CommandCounters& c = stats_->cmds[static_cast<size_t>(spec.id)];

@@ -31,7 +31,9 @@ void Session::PostponeForPause() {
   const int64_t left = server_->pause().end_ns() - server_->engine()->clock()->MonoNanos();
   // At most a day ahead (a "forever" pause must not overflow the timer);
   // a waiter woken before the end simply waits again.
-  control_->loop().ArmAfter(&pause_timer_,
+  if (pause_timer_ == nullptr)
+    pause_timer_ = std::make_unique<net::Timer>([this] { control_->Resume(); });
+  control_->loop().ArmAfter(pause_timer_.get(),
                             std::clamp<int64_t>(left / 1000000 + 1, 1, 86400 * 1000));
 }
 
@@ -40,7 +42,8 @@ void Session::LeavePause() {
   auto& v = server_->pause().HeldOn(worker_id_);
   v.erase(std::remove(v.begin(), v.end(), conn_.identity().id()), v.end());
   server_->pause().held.fetch_sub(1, std::memory_order_relaxed);
-  if (pause_timer_.armed() && control_ != nullptr) control_->loop().Cancel(&pause_timer_);
+  if (pause_timer_ != nullptr && pause_timer_->armed() && control_ != nullptr)
+    control_->loop().Cancel(pause_timer_.get());
 }
 
 void WakePaused(protocol::ClientPause* pause) {

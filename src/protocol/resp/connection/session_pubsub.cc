@@ -3,6 +3,7 @@
 
 #include "net/worker.h"
 #include "protocol/resp/connection/session.h"
+#include "protocol/resp/connection/lazy_session.h"
 
 namespace trove::resp {
 
@@ -24,12 +25,15 @@ void ReleaseMessage(void* /*ctx*/, void* obj) {
 void Session::DeliverPubSub(uint64_t conn_id, const std::shared_ptr<const PublishedMessage>& msg,
                             int pattern) {
   // Once per receiver of every message: a static_cast, not OnThisWorker's
-  // dynamic_cast, since only Sessions subscribe (hub invariant 1).
+  // dynamic_cast, since only Sessions subscribe (hub invariant 1) and every
+  // RESP connection's handler is a LazySession, whose Session a subscriber
+  // has made.
   net::Worker* self = net::Worker::Current();
   if (self == nullptr) return;
   net::Connection* c = self->Find(conn_id);
   if (c == nullptr || c->close_requested) return;
-  auto* s = static_cast<Session*>(c->handler.get());
+  Session* s = static_cast<LazySession*>(c->handler.get())->made();
+  if (s == nullptr) return;
   if (s->obuf_.killed()) return;  // being closed for its limit: nothing more goes out
   const PublishedMessage& m = *msg;
   net::OutputBuffer& out = c->output();

@@ -70,8 +70,11 @@ class Client {
 };
 
 // The RESP connection behind a worker's connection handler; null when the
-// handler is another protocol's. Not for hot paths (a dynamic_cast).
-inline Client* ClientOfHandler(net::ProtocolHandler* h) { return dynamic_cast<Client*>(h); }
+// handler is another protocol's, or a RESP connection that has not needed
+// its Session yet (an idle one: connection/lazy_session.h), which is a new
+// connection of the default user in every respect. Not for hot paths (a
+// dynamic_cast). Defined in connection/lazy_session.cc.
+Client* ClientOfHandler(net::ProtocolHandler* h);
 
 // Entry points that the connection layer (connection/) provides to the
 // layers below it, which never include it: each runs on the worker named.

@@ -1,6 +1,8 @@
 // RespParser implementation; runs on the owning connection's worker.
 #include "protocol/resp/core/resp_parser.h"
 
+#include "common/vector_pool.h"
+
 #include <climits>
 #include <cstring>
 
@@ -149,6 +151,16 @@ size_t RespParser::bytes_wanted() const {
   return pos_ + static_cast<size_t>(bulk_len_) + 2;
 }
 
+using SpanPool = VectorPool<std::pair<size_t, size_t>>;
+using ArgPool = VectorPool<std::string_view>;
+
+void RespParser::ReleaseIdle() {
+  if (in_multibulk_) return;
+  SpanPool::Give(&spans_);
+  ArgPool::Give(&args_);
+  if (inline_storage_.capacity() != 0) std::vector<std::string>().swap(inline_storage_);
+}
+
 ParseStatus RespParser::Parse(const char* data, size_t len) {
   args_.clear();
   consumed_ = 0;
@@ -169,6 +181,7 @@ ParseStatus RespParser::ParseInline(const char* data, size_t len) {
   if (!SplitInlineArgs(std::string_view(data, line_len), &inline_storage_)) {
     return Fail("Protocol error: unbalanced quotes in request");
   }
+  ArgPool::Take(&args_);
   for (const std::string& s : inline_storage_) args_.emplace_back(s);
   consumed_ = nl_pos + 1;
   return ParseStatus::kOk;
@@ -200,6 +213,7 @@ ParseStatus RespParser::ParseMultibulk(const char* data, size_t len) {
     multibulk_left_ = count;
     bulk_len_ = -1;
     spans_.clear();
+    SpanPool::Take(&spans_);
     // Never trust the count for allocation: a client may announce 2^31.
     spans_.reserve(static_cast<size_t>(count < 1024 ? count : 1024));
   }
@@ -238,6 +252,7 @@ ParseStatus RespParser::ParseMultibulk(const char* data, size_t len) {
     bulk_len_ = -1;
     --multibulk_left_;
   }
+  ArgPool::Take(&args_);
   args_.reserve(spans_.size());
   for (const auto& [off, n] : spans_) args_.emplace_back(data + off, n);
   consumed_ = pos_;

@@ -45,6 +45,10 @@ class RespParser {
   size_t bytes_wanted() const;
 
   void set_max_bulk(size_t n) { max_bulk_ = n; }
+  // Between requests (none half read): gives the request buffers back to
+  // the thread's spares (common/vector_pool.h), so an idle connection holds
+  // none; args() is empty afterwards. A half-read request keeps them.
+  void ReleaseIdle();
   // Redis's limits for a client that has not authenticated yet (when a
   // password is required): at most 10 arguments and 16 KiB per argument, so
   // a stranger cannot make the server allocate. Set before each Parse.

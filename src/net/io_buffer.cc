@@ -73,7 +73,7 @@ void OutputBuffer::Reset() {
   head_ = head_off_ = 0;
   pending_ = 0;
   for (auto& b : blocks_) BufferPool::Give(b.mem);
-  blocks_.clear();
+  VectorPool<Block>::Give(&blocks_);
   cur_block_ = 0;
   last_is_copy_ = false;
   // The entry array goes back to the thread's spares (a burst's big one is
@@ -84,6 +84,7 @@ void OutputBuffer::Reset() {
 OutputBuffer::Block* OutputBuffer::CurrentBlock(size_t need) {
   CHECK(need <= kBlockSize);
   if (blocks_.empty()) {
+    if (blocks_.capacity() == 0) VectorPool<Block>::Take(&blocks_);
     blocks_.push_back(Block{BufferPool::Take(), 0});
     cur_block_ = 0;
   }

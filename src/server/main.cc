@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -41,6 +42,41 @@ int ApplyCoreLimit(const Config& cfg) {
   rlimit now{};
   if (::getrlimit(RLIMIT_CORE, &now) != 0 || now.rlim_cur == 0) {
     std::fprintf(stderr, "failed to ensure corefile creation\n");
+    return kExitOsErr;
+  }
+  return 0;
+}
+
+// memcached raises the open-file limit to -c at start (a descriptor per
+// connection) and refuses to start when it cannot. Trove needs one per
+// connection on each client port (the RESP port's maxclients starts at -c)
+// plus a few of its own, so it raises the soft limit, and the hard one when
+// allowed, toward 2 * -c + 64; it never lowers it, and fails with
+// memcached's message only when not even -c descriptors are allowed.
+int ApplyFileLimit(const Config& cfg) {
+  rlimit cur{};
+  if (::getrlimit(RLIMIT_NOFILE, &cur) != 0) {
+    std::fprintf(stderr, "failed to getrlimit number of files\n");
+    return kExitOsErr;
+  }
+  const rlim_t want = static_cast<rlim_t>(cfg.max_connections) * 2 + 64;
+  if (cur.rlim_cur != RLIM_INFINITY && cur.rlim_cur < want) {
+    rlimit next = cur;
+    next.rlim_cur = want;
+    if (next.rlim_max != RLIM_INFINITY && next.rlim_max < want) next.rlim_max = want;
+    if (::setrlimit(RLIMIT_NOFILE, &next) != 0) {
+      // Not allowed past the hard limit: as far as it goes.
+      next.rlim_max = cur.rlim_max;
+      next.rlim_cur = cur.rlim_max == RLIM_INFINITY ? want : std::min(want, cur.rlim_max);
+      (void)::setrlimit(RLIMIT_NOFILE, &next);
+    }
+  }
+  rlimit now{};
+  if (::getrlimit(RLIMIT_NOFILE, &now) != 0 ||
+      (now.rlim_cur != RLIM_INFINITY && now.rlim_cur < cfg.max_connections)) {
+    std::fprintf(stderr,
+                 "failed to set rlimit for open files. Try starting as root or requesting "
+                 "smaller maxconns value.\n");
     return kExitOsErr;
   }
   return 0;
@@ -114,6 +150,7 @@ int main(int argc, char** argv) {
     for (const std::string& w : cfg.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
   if (int rc = ApplyCoreLimit(cfg); rc != 0) return rc;
+  if (int rc = ApplyFileLimit(cfg); rc != 0) return rc;  // before -u gives up root
   if (int rc = ApplyUser(cfg); rc != 0) return rc;
   ApplyLockMemory(cfg);
   if (cfg.daemonize) {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -198,10 +199,11 @@ TEST(OutputBufferTest, BlocksReturnToThePoolWhenDrained) {
   out.Commit(0);
   EXPECT_EQ(BufferPool::FreeCount(), free_before + 1);
   // Unwritten output dropped by Clear gives its blocks back too.
-  out.Append(std::string(40000, 'x'));  // three blocks: one from the pool, two new
-  EXPECT_EQ(BufferPool::FreeCount(), free_before);
+  out.Append(std::string(40000, 'x'));  // three blocks, from the pool while it has some
+  const size_t during = BufferPool::FreeCount();
+  EXPECT_EQ(during, free_before + 1 - std::min<size_t>(3, free_before + 1));
   out.Clear();
-  EXPECT_EQ(BufferPool::FreeCount(), free_before + 3);
+  EXPECT_EQ(BufferPool::FreeCount(), during + 3);
   close(sv[0]);
   close(sv[1]);
 }

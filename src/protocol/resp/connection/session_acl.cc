@@ -75,7 +75,8 @@ std::string Session::ClientInfoLine() {
 
 void Session::ReleaseLease() {
   const std::shared_ptr<const acl::User>& u = conn_.identity().acl_user();
-  if (u != nullptr) conn_.identity().rate_lease().Release(u->buckets(), u->cps(), u->bps());
+  if (u != nullptr && conn_.identity().has_rate_lease())
+    conn_.identity().rate_lease().Release(u->buckets(), u->cps(), u->bps());
 }
 
 bool Session::RateAllows(uint64_t cmds, uint64_t bytes, RespWriter* w) {

@@ -78,7 +78,12 @@ class Identity {
   // Its user has ratelimit:cps / ratelimit:bps.
   bool rate_limited() const { return rate_limited_; }
   // Tokens taken from its user's rate buckets and not yet spent.
-  acl::RateLease& rate_lease() { return rate_lease_; }
+  // Made on first use: only rate-limited users take tokens.
+  acl::RateLease& rate_lease() {
+    if (rate_lease_ == nullptr) rate_lease_ = std::make_unique<acl::RateLease>();
+    return *rate_lease_;
+  }
+  bool has_rate_lease() const { return rate_lease_ != nullptr; }
   void Authenticate(std::shared_ptr<const acl::User> u, uint64_t epoch) {
     user_ = u->name();
     SetAclUser(std::move(u), epoch);
@@ -130,7 +135,7 @@ class Identity {
   std::string user_ = "default";
   std::shared_ptr<const acl::User> acl_user_;  // null only in unit tests: no checks
   uint64_t acl_epoch_ = 0;
-  acl::RateLease rate_lease_;
+  std::unique_ptr<acl::RateLease> rate_lease_;  // see rate_lease()
   std::unique_ptr<Names> names_;   // null: no name, lib-name or lib-ver
   const char* last_cmd_ = "NULL";  // a CommandSpec name (static storage)
   int proto_ = 2;

@@ -141,7 +141,7 @@ void RespParser::ResetRequest() {
 }
 
 ParseStatus RespParser::Fail(std::string msg) {
-  error_ = std::move(msg);
+  ErrorSlot() = std::move(msg);
   ResetRequest();
   return ParseStatus::kError;
 }
@@ -149,6 +149,11 @@ ParseStatus RespParser::Fail(std::string msg) {
 size_t RespParser::bytes_wanted() const {
   if (!in_multibulk_ || bulk_len_ < 0) return 0;
   return pos_ + static_cast<size_t>(bulk_len_) + 2;
+}
+
+std::string& RespParser::ErrorSlot() {
+  static thread_local std::string error;
+  return error;
 }
 
 using SpanPool = VectorPool<std::pair<size_t, size_t>>;

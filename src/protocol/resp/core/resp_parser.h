@@ -39,7 +39,9 @@ class RespParser {
   // Bytes of the request just parsed (valid after kOk).
   size_t consumed() const { return consumed_; }
   const std::vector<std::string_view>& args() const { return args_; }
-  const std::string& error() const { return error_; }
+  // After kError: why. Kept per thread, not per parser (read right after the
+  // Parse that failed; an idle connection's memory, issue 42).
+  const std::string& error() const { return ErrorSlot(); }
   // While waiting for a bulk body: the total bytes needed from the request
   // start; 0 if unknown.
   size_t bytes_wanted() const;
@@ -74,7 +76,7 @@ class RespParser {
   size_t consumed_ = 0;
   std::vector<std::string_view> args_;
   std::vector<std::string> inline_storage_;
-  std::string error_;
+  static std::string& ErrorSlot();
 };
 
 // Redis's string2ll: optional '-', no '+', no leading zeros or spaces.

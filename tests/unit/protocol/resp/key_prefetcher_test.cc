@@ -87,10 +87,10 @@ TEST(KeyPrefetcherTest, WindowPrefetchesEachLaterRequestOnceAndInTime) {
   }
   engine::g_fake_prefetched_keys.clear();
   engine::g_fake_prefetched_items.clear();
-  KeyPrefetcher p;
-  p.Reset();
+  const int owner = 0;  // the window is the thread's; calls name their connection
+  KeyPrefetcher::Reset(&owner);
   for (size_t i = 0; i < ends.size(); ++i) {
-    p.Before(e.get(), 0, in.data(), in.size(), ends[i]);
+    KeyPrefetcher::Before(&owner, e.get(), 0, in.data(), in.size(), ends[i]);
     // By the time request i+1 runs, its key and item have been asked for.
     if (i + 1 < ends.size()) {
       auto& keys = engine::g_fake_prefetched_keys;
@@ -103,6 +103,46 @@ TEST(KeyPrefetcherTest, WindowPrefetchesEachLaterRequestOnceAndInTime) {
   std::vector<uint64_t> later(hashes.begin() + 1, hashes.end());
   EXPECT_EQ(engine::g_fake_prefetched_keys, later);
   EXPECT_EQ(engine::g_fake_prefetched_items, later);
+}
+
+// The window is shared by a worker's connections: a call from another one
+// (a connection served nested while a script is busy) restarts it, and the
+// first connection's later requests are still each prefetched before they run.
+TEST(KeyPrefetcherTest, AnotherConnectionBetweenRequestsRestartsTheWindow) {
+  ManualClock clock;
+  engine::EngineOptions o;
+  o.clock = &clock;
+  std::unique_ptr<Engine> e = std::move(Engine::Create(o).value());
+  auto pipeline = [](const std::string& prefix, std::vector<size_t>* ends,
+                     std::vector<uint64_t>* hashes) {
+    std::string in;
+    for (int i = 0; i < 12; ++i) {
+      std::string k = prefix + std::to_string(i);
+      in += "*2\r\n$3\r\nGET\r\n$" + std::to_string(k.size()) + "\r\n" + k + "\r\n";
+      ends->push_back(in.size());
+      hashes->push_back(Engine::KeyHash(k));
+    }
+    return in;
+  };
+  std::vector<size_t> a_ends, b_ends;
+  std::vector<uint64_t> a_hashes, b_hashes;
+  const std::string a = pipeline("a", &a_ends, &a_hashes);
+  const std::string b = pipeline("bb", &b_ends, &b_hashes);
+  engine::g_fake_prefetched_keys.clear();
+  const int conn_a = 0, conn_b = 0;
+  KeyPrefetcher::Reset(&conn_a);
+  for (size_t i = 0; i < a_ends.size(); ++i) {
+    if (i == 5) {  // b runs two requests of its own in between
+      KeyPrefetcher::Reset(&conn_b);
+      KeyPrefetcher::Before(&conn_b, e.get(), 0, b.data(), b.size(), b_ends[0]);
+      KeyPrefetcher::Before(&conn_b, e.get(), 0, b.data(), b.size(), b_ends[1]);
+    }
+    KeyPrefetcher::Before(&conn_a, e.get(), 0, a.data(), a.size(), a_ends[i]);
+    if (i + 1 < a_ends.size()) {
+      auto& keys = engine::g_fake_prefetched_keys;
+      EXPECT_NE(std::find(keys.begin(), keys.end(), a_hashes[i + 1]), keys.end()) << i;
+    }
+  }
 }
 
 // Mutated pipelines (run under ASan in CI): the scan never reads past the

@@ -15,6 +15,7 @@ import atexit
 import json
 import os
 import platform
+import random
 import re
 import resource
 import shutil
@@ -570,8 +571,26 @@ class CpuLayout:
 
 
 def free_port():
+    """A port free on every IPv4 and IPv6 address, taken below the kernel's
+    ephemeral range: a server port must not collide with the client side of
+    connections a tool opened (or left in TIME_WAIT) from that range."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    for _ in range(200):
+        port = random.randrange(10000, max(10001, low))
+        try:
+            with socket.socket(socket.AF_INET) as s4, socket.socket(socket.AF_INET6) as s6:
+                s4.bind(("0.0.0.0", port))
+                s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                s6.bind(("::", port))
+            return port
+        except OSError:
+            continue
     with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))  # free on every address: servers listen on 0.0.0.0
+        s.bind(("0.0.0.0", 0))
         return s.getsockname()[1]
 
 

@@ -471,7 +471,17 @@ class KeyLockSet : NonCopyable {
  public:
   KeyLockSet(Engine* engine, std::span<const std::string_view> keys);
   explicit KeyLockSet(Engine* engine, std::string_view key);
+  // The same, but never waits on a stripe for good: a stripe held by another
+  // thread is tried again (yielding) until it is free or give_up() returns
+  // true; then every stripe taken is released and held() is false. For a
+  // holder that may never let go (a busy script, RESP's BusyScripts), which
+  // give_up() asks about. Stripes are still taken in ascending order.
+  KeyLockSet(Engine* engine, std::span<const std::string_view> keys,
+             const std::function<bool()>& give_up);
   ~KeyLockSet();
+  bool held() const { return held_; }
+  // The stripes of the keys, ascending and deduplicated.
+  std::span<const uint32_t> stripes() const { return {stripes_, count_}; }
 
  private:
   Engine* engine_;
@@ -482,6 +492,8 @@ class KeyLockSet : NonCopyable {
   std::vector<uint32_t> spill_;
   uint32_t* stripes_ = inline_;
   size_t count_ = 0;
+  bool held_ = true;
+  void ComputeStripes(std::span<const std::string_view> keys);
 };
 
 }  // namespace trove::engine

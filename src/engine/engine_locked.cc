@@ -2,6 +2,7 @@
 // *Locked operations, heap-valued items, millisecond expiry, TTLs, and the
 // keyspace scan. Worker threads.
 #include <algorithm>
+#include <thread>
 
 #include "common/limits.h"
 #include "engine/engine.h"
@@ -140,9 +141,7 @@ namespace {
 thread_local bool t_keylockset_live = false;
 }
 
-KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys) : engine_(engine) {
-  CHECK(!t_keylockset_live);
-  t_keylockset_live = true;
+void KeyLockSet::ComputeStripes(std::span<const std::string_view> keys) {
   ItemLocks& locks = engine_->impl_->locks;
   if (keys.size() > kInline) {
     spill_.resize(keys.size());
@@ -151,8 +150,36 @@ KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys) :
   for (size_t i = 0; i < keys.size(); ++i) stripes_[i] = locks.StripeOf(HashKey(keys[i]));
   std::sort(stripes_, stripes_ + keys.size());
   count_ = static_cast<size_t>(std::unique(stripes_, stripes_ + keys.size()) - stripes_);
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys) : engine_(engine) {
+  CHECK(!t_keylockset_live);
+  t_keylockset_live = true;
+  ComputeStripes(keys);
+  ItemLocks& locks = engine_->impl_->locks;
   // ascending: no deadlock between sets
   for (size_t i = 0; i < count_; ++i) locks.Lock(stripes_[i]);
+}
+
+KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view> keys,
+                       const std::function<bool()>& give_up)
+    : engine_(engine) {
+  CHECK(!t_keylockset_live);
+  t_keylockset_live = true;
+  ComputeStripes(keys);
+  ItemLocks& locks = engine_->impl_->locks;
+  // Ascending, as the blocking form: a thread waiting here holds only lower
+  // stripes, so no cycle forms with the blocking form either.
+  for (size_t i = 0; i < count_; ++i) {
+    while (!locks.TryLock(stripes_[i])) {
+      if (give_up()) {
+        for (size_t j = i; j-- > 0;) locks.Unlock(stripes_[j]);
+        held_ = false;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }
 }
 
 KeyLockSet::KeyLockSet(Engine* engine, std::string_view key)
@@ -160,7 +187,9 @@ KeyLockSet::KeyLockSet(Engine* engine, std::string_view key)
 
 KeyLockSet::~KeyLockSet() {
   ItemLocks& locks = engine_->impl_->locks;
-  for (size_t i = count_; i-- > 0;) locks.Unlock(stripes_[i]);
+  if (held_) {
+    for (size_t i = count_; i-- > 0;) locks.Unlock(stripes_[i]);
+  }
   t_keylockset_live = false;
 }
 

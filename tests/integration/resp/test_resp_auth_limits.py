@@ -3,11 +3,9 @@
 connection closes (networking.c, "unauthenticated multibulk/bulk length").
 Also runs against redis-server (TROVE_TEST_TARGET=redis)."""
 
-import os
+import time
 
 import pytest
-
-from blocked_clients import command
 
 
 @pytest.fixture
@@ -85,3 +83,22 @@ def test_auth_and_hello_auth_check_the_password(password, raw):
 def test_password_is_not_kept_in_clear(password, trove, r):
     # Trove keeps only the SHA-256 (docs/resp.md); Redis would answer it.
     assert r.config_get("requirepass") == {"requirepass": ""}
+
+
+def test_connection_accepted_before_a_password_stays_logged_in(r, raw):
+    """A connection is logged in as the default user when it is accepted (no
+    password then), so a password set later does not log it out, even before
+    it has sent anything (Trove makes its Session only on the first command:
+    the state at accept must be kept until then)."""
+    before = r.info("clients")["connected_clients"]
+    idle = raw()
+    deadline = time.time() + 5
+    while r.info("clients")["connected_clients"] <= before and time.time() < deadline:
+        time.sleep(0.01)
+    r.config_set("requirepass", "s3cret")
+    try:
+        assert idle.cmd("PING") == b"+PONG\r\n"
+        assert raw().cmd("PING").startswith(b"-NOAUTH")
+    finally:
+        r.execute_command("AUTH", "s3cret")
+        r.config_set("requirepass", "")

@@ -10,12 +10,13 @@ LazySession::LazySession(RespServer* server, int worker_id, const net::ConnInfoV
     : server_(server),
       control_(conn.control),
       stats_(server->StatsFor(worker_id)),
+      id_(conn.id),
       worker_id_(worker_id),
       privileged_(conn.privileged) {
   acl::AclStore& store = server->acl();
   start_.acl_epoch = store.epoch();  // before default_open: a later change re-reads
   start_.default_open = store.default_open();
-  Session::Register(server, stats_, conn.id);
+  Session::Register(server, stats_, id_);
   // A TLS connection's Session now: the certificate may name its user, and
   // the handshake has already cost more than a Session.
   if (conn.tls || control_ == nullptr) {
@@ -24,9 +25,8 @@ LazySession::LazySession(RespServer* server, int worker_id, const net::ConnInfoV
 }
 
 LazySession::~LazySession() {
-  const uint64_t id = control_ != nullptr ? control_->id() : 0;
   session_.reset();  // its teardown may still name the client (tracking, blocks)
-  Session::Unregister(server_, stats_, id);
+  Session::Unregister(server_, stats_, id_);
 }
 
 net::ConnInfoView LazySession::View() const {

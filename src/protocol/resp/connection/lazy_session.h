@@ -6,9 +6,9 @@
 // What a client can observe of a connection is the same as with a Session
 // made at accept: it is counted and registered as a client at once
 // (connected_clients, total_connections, live_clients for tracking
-// redirects), the default user's state is taken at accept (SessionStart), CLIENT
-// LIST describes it as a new Session would, and Redis's `timeout` closes
-// it when idle too long. Anything that needs the Session itself (a command,
+// redirects), the default user's state is taken at accept (SessionStart),
+// CLIENT LIST describes it as a new Session would, and Redis's `timeout`
+// closes it when idle too long. Anything that needs the Session itself (a command,
 // a CLIENT KILL, a message for it) makes it first: Get().
 //
 // Thread safety: owned by the connection's worker, like a Session.
@@ -60,6 +60,7 @@ class LazySession final : public net::ProtocolHandler {
   WorkerStats* const stats_;
   std::unique_ptr<Session> session_;
   SessionStart start_;
+  const uint64_t id_;  // the connection's id: registered at accept, removed at close
   const int worker_id_;
   const bool privileged_;
   bool timed_out_ = false;

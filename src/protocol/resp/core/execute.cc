@@ -1,9 +1,12 @@
 // The command seam (execute.h). Runs on the caller's worker.
 #include "protocol/resp/core/execute.h"
 
+#include <optional>
+
 #include "common/check.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_server.h"
+#include "protocol/resp/services/busy_scripts.h"
 
 namespace trove::resp {
 
@@ -105,7 +108,27 @@ void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
     spec.fn(ctx);
   } else {
     EncodeKeys(ctx, buf);
-    engine::KeyLockSet lock(ctx.engine, buf->views);
+    std::optional<engine::KeyLockSet> lock;
+    const int me = ctx.client != nullptr && ctx.client->control() != nullptr
+                       ? ctx.client->control()->worker_id()
+                       : -1;
+    if (me >= 0 && ctx.server != nullptr && ctx.server->busy_scripts().any()) {
+      // A script busy on another worker may take one of these stripes after
+      // the caller's BUSY check and then never let go: wait for the stripes
+      // only while no busy script holds one (busy_scripts.h), else BUSY.
+      std::vector<uint32_t> stripes;  // only while a script is busy
+      for (std::string_view k : buf->views) stripes.push_back(ctx.engine->KeyStripe(k));
+      bool is_eval = true;
+      BusyScripts& busy = ctx.server->busy_scripts();
+      lock.emplace(ctx.engine, buf->views,
+                   [&] { return busy.Holds(me, stripes, false, &is_eval); });
+      if (!lock->held()) {
+        ctx.w->Error(BusyScripts::BusyError(is_eval));
+        return;
+      }
+    } else {
+      lock.emplace(ctx.engine, buf->views);
+    }
     ctx.locked = true;
     if (ctx.notify == 0) {
       spec.fn(ctx);  // the usual case: no notifications, no comparison

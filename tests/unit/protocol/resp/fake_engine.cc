@@ -346,6 +346,15 @@ KeyLockSet::KeyLockSet(Engine* engine, std::string_view) : engine_(engine) {
   engine_->impl_->mu.Lock();
   t_lockset_held = true;
 }
+// The fake's one mutex is never held for good by another thread: the
+// give-up form simply waits.
+KeyLockSet::KeyLockSet(Engine* engine, std::span<const std::string_view>,
+                       const std::function<bool()>&)
+    : engine_(engine) {
+  CHECK(!t_lockset_held);
+  engine_->impl_->mu.Lock();
+  t_lockset_held = true;
+}
 KeyLockSet::~KeyLockSet() {
   t_lockset_held = false;
   engine_->impl_->mu.Unlock();

@@ -4,9 +4,12 @@
 // the stripes held; their effects are drained once, after EXEC's reply.
 // Runs on the connection's worker.
 #include <optional>
+#include <string>
 
 #include "protocol/resp/connection/session.h"
 #include "protocol/resp/core/command_table.h"
+#include "protocol/resp/core/execute.h"
+#include "protocol/resp/services/busy_scripts.h"
 #include "protocol/resp/services/latency_histogram.h"
 #include "protocol/resp/types/keyspace.h"
 
@@ -77,7 +80,14 @@ void Session::Exec(CommandContext& ctx) {
   for (const WatchedKey& wk : txn.watched()) keys.push_back(wk.key);
   std::vector<std::string_view> views(keys.begin(), keys.end());
   std::optional<engine::KeyLockSet> lock;
-  lock.emplace(ctx.engine, views);
+  bool is_eval = true;
+  if (!LockKeysUnlessBusy(ctx, views, &lock, &is_eval)) {
+    // As the BUSY check before EXEC answers (RefusedWhileBusy).
+    ctx.w->Error(std::string("EXECABORT Transaction discarded because of: ") +
+                 BusyScripts::BusyError(is_eval));
+    txn.End();
+    return;
+  }
   for (const WatchedKey& wk : txn.watched()) {
     if (KeyVersionLocked(ctx, wk.key) != wk.version) {
       lock.reset();

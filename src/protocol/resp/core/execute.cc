@@ -1,9 +1,11 @@
 // The command seam (execute.h). Runs on the caller's worker.
 #include "protocol/resp/core/execute.h"
 
+#include <memory>
 #include <optional>
 
 #include "common/check.h"
+#include "net/protocol_handler.h"
 #include "protocol/resp/core/command_table.h"
 #include "protocol/resp/core/resp_server.h"
 #include "protocol/resp/services/busy_scripts.h"
@@ -62,22 +64,40 @@ void RunExclusive(CommandContext& ctx, ExecBuffers* buf) {
 }  // namespace
 
 namespace {
-// Given-back buffers: a worker needs one per nesting level.
-constexpr size_t kKeepLeases = 4;
-thread_local std::vector<ExecBuffers> tl_exec_buffers;
+// One ExecBuffers per nesting level, made once per level and kept: a lease
+// is an index, never a move or an allocation after the first use.
+thread_local std::vector<std::unique_ptr<ExecBuffers>> tl_exec_buffers;
+thread_local size_t tl_exec_depth = 0;
 }  // namespace
 
 ExecBuffersLease::ExecBuffersLease() {
-  auto& free = tl_exec_buffers;
-  if (!free.empty()) {
-    buf_ = std::move(free.back());
-    free.pop_back();
-  }
+  auto& levels = tl_exec_buffers;
+  if (tl_exec_depth == levels.size()) levels.push_back(std::make_unique<ExecBuffers>());
+  buf_ = levels[tl_exec_depth++].get();
 }
 
 ExecBuffersLease::~ExecBuffersLease() {
-  auto& free = tl_exec_buffers;
-  if (free.size() < kKeepLeases) free.push_back(std::move(buf_));
+  DCHECK(tl_exec_depth > 0 && tl_exec_buffers[tl_exec_depth - 1].get() == buf_);
+  --tl_exec_depth;
+}
+
+bool LockKeysUnlessBusy(CommandContext& ctx, std::span<const std::string_view> keys,
+                        std::optional<engine::KeyLockSet>* lock, bool* is_eval) {
+  BusyScripts* busy = ctx.server != nullptr ? &ctx.server->busy_scripts() : nullptr;
+  net::ConnControl* control =
+      busy != nullptr && busy->any() && ctx.client != nullptr ? ctx.client->control() : nullptr;
+  if (control == nullptr) {  // the usual case: nothing busy, a plain wait
+    lock->emplace(ctx.engine, keys);
+    return true;
+  }
+  const int me = control->worker_id();
+  std::vector<uint32_t> stripes;  // only while a script is busy
+  stripes.reserve(keys.size());
+  for (std::string_view k : keys) stripes.push_back(ctx.engine->KeyStripe(k));
+  lock->emplace(ctx.engine, keys, [&] { return busy->Holds(me, stripes, false, is_eval); });
+  if (lock->value().held()) return true;
+  lock->reset();
+  return false;
 }
 
 void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
@@ -109,25 +129,10 @@ void ExecuteCommand(CommandContext& ctx, ExecBuffers* buf) {
   } else {
     EncodeKeys(ctx, buf);
     std::optional<engine::KeyLockSet> lock;
-    const int me = ctx.client != nullptr && ctx.client->control() != nullptr
-                       ? ctx.client->control()->worker_id()
-                       : -1;
-    if (me >= 0 && ctx.server != nullptr && ctx.server->busy_scripts().any()) {
-      // A script busy on another worker may take one of these stripes after
-      // the caller's BUSY check and then never let go: wait for the stripes
-      // only while no busy script holds one (busy_scripts.h), else BUSY.
-      std::vector<uint32_t> stripes;  // only while a script is busy
-      for (std::string_view k : buf->views) stripes.push_back(ctx.engine->KeyStripe(k));
-      bool is_eval = true;
-      BusyScripts& busy = ctx.server->busy_scripts();
-      lock.emplace(ctx.engine, buf->views,
-                   [&] { return busy.Holds(me, stripes, false, &is_eval); });
-      if (!lock->held()) {
-        ctx.w->Error(BusyScripts::BusyError(is_eval));
-        return;
-      }
-    } else {
-      lock.emplace(ctx.engine, buf->views);
+    bool is_eval = true;
+    if (!LockKeysUnlessBusy(ctx, buf->views, &lock, &is_eval)) {
+      ctx.w->Error(BusyScripts::BusyError(is_eval));
+      return;
     }
     ctx.locked = true;
     if (ctx.notify == 0) {

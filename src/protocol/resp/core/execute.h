@@ -13,10 +13,13 @@
 // produces the same effects in the same order.
 #pragma once
 
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "engine/engine.h"
 #include "protocol/resp/core/command.h"
 #include "protocol/resp/services/key_event_rules.h"
 
@@ -31,24 +34,32 @@ struct ExecBuffers {
   KeyChangeBuffers changes;
 };
 
-// One ExecBuffers borrowed from its thread's small stack for one command's
-// run and given back after it: the vectors' grown capacity stays with the
-// worker rather than with each connection (an idle connection holds none,
-// issue 42), and the hot path still allocates nothing. A nested run (a
-// connection served while a script is busy) borrows a second one.
-// Thread safety: the thread that made it only.
+// One ExecBuffers borrowed from its thread's stack for one command's run
+// and given back after it: the vectors' grown capacity stays with the worker
+// rather than with each connection (an idle connection holds none, issue
+// 42), and the hot path neither allocates nor moves a vector. A nested run
+// (a connection served while a script is busy) takes the next level.
+// Thread safety: the thread that made it only; leases end in reverse order.
 class ExecBuffersLease {
  public:
   ExecBuffersLease();
   ~ExecBuffersLease();
   ExecBuffersLease(const ExecBuffersLease&) = delete;
   ExecBuffersLease& operator=(const ExecBuffersLease&) = delete;
-  ExecBuffers* get() { return &buf_; }
-  ExecBuffers* operator->() { return &buf_; }
+  ExecBuffers* get() { return buf_; }
+  ExecBuffers* operator->() { return buf_; }
 
  private:
-  ExecBuffers buf_;
+  ExecBuffers* buf_;
 };
+
+// Takes the stripes of `keys` into *lock for ctx's command. While a script
+// is busy on another worker (services/busy_scripts.h) it never waits on a
+// stripe that script holds: the caller's BUSY check can race with the script
+// taking one just after it, and the script may never let go. Returns false
+// then, with nothing held and *is_eval saying which BUSY error to answer.
+bool LockKeysUnlessBusy(CommandContext& ctx, std::span<const std::string_view> keys,
+                        std::optional<engine::KeyLockSet>* lock, bool* is_eval);
 
 // Runs ctx.spec->fn for ctx.argv.
 // - ctx.locked true: the caller holds the stripes of every key the command

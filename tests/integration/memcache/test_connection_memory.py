@@ -23,45 +23,13 @@ import time
 
 import pytest
 
+from harness import server as hserver
+from harness.proc import open_file_limit, raise_nofile, rss_kib, sanitized
+
 
 N = 10000
 IDLE_MAX = 1024      # bytes of RSS per idle connection
 SERVED_MAX = 1536    # ... after one request each
-
-
-def sanitized(pid):
-    with open("/proc/%d/maps" % pid) as f:
-        maps = f.read()
-    return "libasan" in maps or "libtsan" in maps or "libubsan" in maps
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-def open_file_limit(pid):
-    with open("/proc/%d/limits" % pid) as f:
-        for line in f:
-            if line.startswith("Max open files"):
-                return int(line.split()[3])
-    raise AssertionError("no open-file limit")
-
-
-def raise_nofile(want):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= want:
-        return
-    if hard != resource.RLIM_INFINITY and hard < want:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))  # root only
-            return
-        except (ValueError, OSError):
-            want = hard
-    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
 
 
 def open_many(port, n):
@@ -246,6 +214,39 @@ def test_idle_resp_connection_is_a_full_client(big_server):
         assert idle.recv(16) == b""  # closed by the server
     finally:
         idle.close()
+
+
+@pytest.mark.trove_only
+def test_idle_resp_connection_meets_the_timeout(make_server):
+    """Redis's `timeout` closes a connection that never sent a command too
+    (it has no Session yet: LazySession applies the rule itself)."""
+    srv = make_server("-t", "2")
+    with socket.create_connection(("127.0.0.1", srv.resp_port), timeout=10) as admin:
+        admin.sendall(b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$7\r\ntimeout\r\n$1\r\n1\r\n")
+        assert read_until(admin, b"\r\n") == b"+OK\r\n"
+        idle = socket.create_connection(("127.0.0.1", srv.resp_port), timeout=10)
+        try:
+            t0 = time.time()
+            assert idle.recv(16) == b""  # closed by the server, without a reply
+            assert 1 <= time.time() - t0 < 8
+        finally:
+            idle.close()
+
+
+def test_c_beyond_what_the_system_allows_fails_as_memcached():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY:
+        pytest.skip("no hard open-file limit")
+    c = hard + 1000
+    try:  # a process that may raise its hard limit has nothing to fail
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, c))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        pytest.skip("this process may raise its hard open-file limit")
+    except (ValueError, OSError):
+        pass
+    rc, _, err = hserver.run_binary(["-c", str(c), "-p", "0"])
+    assert rc == 71  # EX_OSERR, memcached's
+    assert "failed to set rlimit for open files" in err
 
 
 @pytest.mark.slow

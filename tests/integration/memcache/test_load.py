@@ -3,7 +3,6 @@ not stall others, memccapable and memcslap (libmemcached-tools)."""
 
 import os
 import re
-import resource
 import selectors
 import shutil
 import socket
@@ -13,17 +12,10 @@ import time
 
 import pytest
 
-from harness.client import Conn, wait_for
+from harness.client import Conn
+from harness.proc import raise_nofile, rss_kib
 
 pytestmark = pytest.mark.slow
-
-
-def raise_nofile(want):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < want:
-        new = want if hard == resource.RLIM_INFINITY else min(want, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def value_for(i):
@@ -129,14 +121,6 @@ def _first_diff(a, b):
 
 
 # ---- slow reader ---------------------------------------------------------
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
 
 def test_slow_reader_does_not_stall_others(make_server):
     # One worker thread: the slow reader and everyone else share it.

@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from harness.proc import rss_kib
+
 
 @pytest.fixture
 def password(r):
@@ -47,13 +49,7 @@ def test_no_limits_without_a_password(raw):
 def test_hostile_headers_do_not_grow_memory(password, trove, raw):
     """Many strangers announcing 2^31 arguments and 1 GB bulks: each is cut
     off at once, and the server's resident memory stays where it was."""
-    def rss_kib():
-        with open("/proc/%d/status" % trove.proc.pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        return 0
-    before = rss_kib()
+    before = rss_kib(trove.proc.pid)
     for i in range(200):
         c = raw()
         if i % 2:
@@ -62,7 +58,7 @@ def test_hostile_headers_do_not_grow_memory(password, trove, raw):
             c.send(b"*1\r\n$536870912\r\n" + b"x" * 60000)
         assert c.read_reply().startswith(b"-ERR Protocol error: unauthenticated")
         c.close()
-    assert rss_kib() - before < 32 * 1024
+    assert rss_kib(trove.proc.pid) - before < 32 * 1024
 
 
 def test_auth_and_hello_auth_check_the_password(password, raw):

@@ -17,6 +17,8 @@ import time
 import pytest
 import redis
 
+import keyspace_observe
+
 
 SERVER_ARGS = ["-t", "4"]
 
@@ -35,12 +37,8 @@ def _events_off(r):
 
 
 def listen(r, flags, pattern="__key*__:*"):
-    r.config_set("notify-keyspace-events", flags)
-    p = r.pubsub()
-    p.psubscribe(pattern)
-    m = p.get_message(timeout=5)
-    assert m is not None and m["type"] == "psubscribe", m
-    return p
+    """keyspace_observe.listen, on both the keyspace and keyevent channels."""
+    return keyspace_observe.listen(r, flags, pattern)
 
 
 def events(p, n, timeout=5.0):

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from harness.proc import rss_kib
+
 from blocked_clients import client_id
 from blocked_clients import on_worker as _on_worker
 
@@ -141,14 +143,6 @@ def numsub(r, ch):
 
 def redis_version(r):
     return tuple(int(x) for x in r.info("server")["redis_version"].split(".")[:2])
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS for %d" % pid)
 
 
 def server_pid(request, r):
@@ -665,7 +659,7 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
     (32 MB hard) and is disconnected; the server's memory stays bounded and
     other clients of the subscriber's worker keep being served."""
     pid = server_pid(request, r)
-    rss_start = rss_kb(pid)
+    rss_start = rss_kib(pid)
 
     sub = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sub.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -702,7 +696,7 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
                 reply = pinger.cmd("PING")
                 latencies.append(time.monotonic() - t0)
                 assert reply == b"+PONG\r\n", reply
-                rss_peak[0] = max(rss_peak[0], rss_kb(pid))
+                rss_peak[0] = max(rss_peak[0], rss_kib(pid))
                 time.sleep(0.002)
         except Exception as e:  # noqa: BLE001
             errors.append(e)
@@ -721,7 +715,7 @@ def test_slow_subscriber_is_disconnected(raw, r, resp_port, request):
             publisher.send(chunk)
             receivers += [publisher.read_reply() for _ in range(batch)]
             sent += batch * len(payload)
-            rss_peak[0] = max(rss_peak[0], rss_kb(pid))
+            rss_peak[0] = max(rss_peak[0], rss_kib(pid))
             assert time.monotonic() - started < 15 * SLOW, "publishing 100 MB took too long"
         # The subscription goes when the connection does.
         gone = wait_until(lambda: numsub(r, "slow") == 0, timeout=5)
